@@ -1,0 +1,61 @@
+# intentd: developer entry points. Every target installs what it needs first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+
+.PHONY: help install infra-up infra-down infra-status migrate demo test unit lint typecheck check bench clean
+
+help:
+	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
+	@echo "make test       lint, typecheck and the whole test suite against real services"
+	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, two anvil chains"
+	@echo "make infra-down stop what infra-up started"
+	@echo "make bench      run the benchmarks in bench/"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
+install: $(STAMP) $(NPM_STAMP)
+
+infra-up: install
+	$(PY) -m intentd.devinfra up
+
+infra-down: $(STAMP)
+	$(PY) -m intentd.devinfra down
+
+infra-status: $(STAMP)
+	$(PY) -m intentd.devinfra status
+
+migrate: infra-up
+	$(VENV)/bin/intentd --config config/local.toml migrate
+
+demo: infra-up
+	$(PY) -m intentd.demo --config config/local.toml
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest tests/unit -q
+
+test: infra-up lint typecheck
+	$(VENV)/bin/pytest -q
+
+bench: infra-up
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) node_modules .local .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,3 @@
+from intentd.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Deposits, owed actions and outbox rows in PostgreSQL (asyncpg).
+
+All functions run on the caller's connection, inside the caller's transaction, so
+a deposit, the intent change it causes, the actions it owes and the events it
+emits commit together or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentd.adapters.intent_store import Connection
+from intentd.domain.funding import Deposit, Disposition, RefundReason
+
+OUTBOX_CHANNEL = "intentd_outbox"
+"""NOTIFY channel that wakes the outbox relay when a row is committed."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDeposit:
+    id: int
+    block_hash: str
+    disposition: Disposition
+    intent_id: int | None
+    amount: int
+
+
+async def find_deposit(
+    conn: Connection, chain: str, tx_hash: str, log_index: int, *, lock: bool = False
+) -> StoredDeposit | None:
+    suffix = " FOR UPDATE" if lock else ""
+    record = await conn.fetchrow(
+        "SELECT id, block_hash, disposition, intent_id, amount FROM deposits"
+        f" WHERE chain = $1 AND tx_hash = $2 AND log_index = $3{suffix}",
+        chain,
+        tx_hash,
+        log_index,
+    )
+    if record is None:
+        return None
+    return StoredDeposit(
+        id=record["id"],
+        block_hash=record["block_hash"],
+        disposition=Disposition(record["disposition"]),
+        intent_id=record["intent_id"],
+        amount=int(record["amount"]),
+    )
+
+
+async def record_deposit(
+    conn: Connection,
+    deposit: Deposit,
+    *,
+    intent_id: int | None,
+    disposition: Disposition,
+    reason: RefundReason | None,
+) -> int:
+    """Insert the deposit, or revive a retracted one that a reorg brought back."""
+    deposit_id = await conn.fetchval(
+        """
+        INSERT INTO deposits (chain, tx_hash, log_index, block_number, block_hash, block_time,
+                              token, from_address, to_address, amount, intent_id, disposition,
+                              reason)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+        ON CONFLICT (chain, tx_hash, log_index) DO UPDATE
+           SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
+               block_time = EXCLUDED.block_time, amount = EXCLUDED.amount,
+               intent_id = EXCLUDED.intent_id, disposition = EXCLUDED.disposition,
+               reason = EXCLUDED.reason, updated_at = now()
+         WHERE deposits.disposition = 'retracted'
+        RETURNING id
+        """,
+        deposit.chain,
+        deposit.tx_hash,
+        deposit.log_index,
+        deposit.block_number,
+        deposit.block_hash,
+        deposit.block_time,
+        deposit.token,
+        deposit.from_address,
+        deposit.to_address,
+        deposit.amount,
+        intent_id,
+        disposition.value,
+        reason.value if reason else None,
+    )
+    if deposit_id is None:
+        raise RuntimeError(f"deposit {deposit.chain}:{deposit.tx_hash}:{deposit.log_index} exists")
+    return int(deposit_id)
+
+
+async def mark_retracted(conn: Connection, deposit_id: int) -> None:
+    await conn.execute(
+        "UPDATE deposits SET disposition = 'retracted', updated_at = now() WHERE id = $1",
+        deposit_id,
+    )
+
+
+async def owe_refund(
+    conn: Connection,
+    *,
+    intent_id: int,
+    deposit: Deposit,
+    deposit_id: int,
+    to_address: str,
+    reason: RefundReason,
+) -> int:
+    """Record a user refund of ``deposit`` (executed by the executor, later)."""
+    action_id = await conn.fetchval(
+        """
+        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, reason,
+                             deposit_id, status)
+        VALUES ($1, 'user_refund',
+                (SELECT COALESCE(MAX(sequence), 0) + 1 FROM actions
+                  WHERE intent_id = $1 AND kind = 'user_refund'),
+                $2, $3, $4, $5, $6, $7, 'owed')
+        RETURNING id
+        """,
+        intent_id,
+        deposit.chain,
+        deposit.token,
+        deposit.amount,
+        to_address,
+        reason.value,
+        deposit_id,
+    )
+    return int(action_id)
+
+
+async def cancel_owed_refund(conn: Connection, deposit_id: int) -> bool:
+    """Cancel the not-yet-started refund of a deposit; False if it already started."""
+    status = await conn.execute(
+        "UPDATE actions SET status = 'cancelled', updated_at = now()"
+        " WHERE deposit_id = $1 AND kind = 'user_refund' AND status = 'owed'",
+        deposit_id,
+    )
+    return status == "UPDATE 1"
+
+
+async def enqueue(conn: Connection, *, topic: str, key: str, payload: bytes) -> None:
+    """Add a message to the outbox; it is relayed after the transaction commits."""
+    await conn.execute(
+        "INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic, key, payload
+    )
+    await conn.execute(f"NOTIFY {OUTBOX_CHANNEL}")

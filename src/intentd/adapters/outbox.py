@@ -1,0 +1,98 @@
+"""The outbox relay: publishes committed outbox rows to Kafka, in order, at least once.
+
+Rows are read in ``id`` order and published with an awaited idempotent producer;
+only then are they marked published. A crash in between publishes them again
+(consumers dedupe by event ``id``). One relay publishes at a time: each batch
+holds a transaction-level advisory lock, so several lifecycle replicas can run the
+relay without reordering events. The relay wakes on ``NOTIFY`` from
+:func:`lifecycle_store.enqueue` and also polls, in case a notification is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
+from intentd.adapters.lifecycle_store import OUTBOX_CHANNEL
+from intentd.adapters.postgres import Pool
+from intentd.faults import crash_point
+
+log = structlog.get_logger()
+_RELAY_LOCK = 0x1A7E_0B0C
+
+
+class OutboxRelay:
+    def __init__(
+        self, pool: Pool, publisher: KafkaPublisher, *, batch: int = 500, idle_poll: float = 1.0
+    ) -> None:
+        self._pool = pool
+        self._publisher = publisher
+        self._batch = batch
+        self._idle_poll = idle_poll
+        self._wakeup = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Relay until ``stop``; rows committed before ``stop`` are relayed first."""
+        listener = await self._pool.acquire()
+        try:
+            await listener.add_listener(OUTBOX_CHANNEL, self._on_notify)
+            while True:
+                relayed = await self.relay_once()
+                if relayed:
+                    continue
+                if stop.is_set():
+                    return
+                self._wakeup.clear()
+                waiter = asyncio.ensure_future(self._wakeup.wait())
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait(
+                    {waiter, stopper}, timeout=self._idle_poll, return_when="FIRST_COMPLETED"
+                )
+                waiter.cancel()
+                stopper.cancel()
+        finally:
+            await listener.remove_listener(OUTBOX_CHANNEL, self._on_notify)
+            await self._pool.release(listener)
+
+    def _on_notify(self, *_: Any) -> None:
+        self._wakeup.set()
+
+    async def relay_once(self) -> int:
+        """Publish one batch of unpublished rows; return how many were published."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _RELAY_LOCK):
+                return 0
+            rows = await conn.fetch(
+                "SELECT id, topic, key, payload FROM outbox WHERE published_at IS NULL"
+                " ORDER BY id LIMIT $1",
+                self._batch,
+            )
+            if not rows:
+                metrics.OUTBOX_BACKLOG.set(0)
+                return 0
+            await self._publisher.publish_all(
+                OutgoingMessage(r["topic"], r["key"], bytes(r["payload"])) for r in rows
+            )
+            crash_point("outbox.after_publish")
+            await conn.execute(
+                "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
+                [r["id"] for r in rows],
+            )
+        metrics.OUTBOX_PUBLISHED.inc(len(rows))
+        return len(rows)
+
+
+async def prune_published(pool: Pool, *, older_than_days: int = 7) -> int:
+    """Delete rows published more than ``older_than_days`` ago."""
+    status: str = await pool.execute(
+        "DELETE FROM outbox WHERE published_at < now() - make_interval(days => $1)",
+        older_than_days,
+    )
+    return int(status.rsplit(maxsplit=1)[-1])
+
+
+__all__ = ["OutboxRelay", "prune_published"]

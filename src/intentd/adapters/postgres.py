@@ -1,0 +1,88 @@
+"""PostgreSQL connection pool and schema migrations (asyncpg).
+
+Migrations are the numbered SQL files in ``intentd/migrations`` (``NNNN_name.sql``).
+:func:`migrate` applies those not yet recorded in ``schema_migrations``, each in its
+own transaction, under an advisory lock so that concurrent runs apply each file once.
+Running it again is a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import asyncpg
+
+__all__ = ["Migration", "Pool", "available_migrations", "create_pool", "migrate"]
+
+Pool = asyncpg.Pool
+_MIGRATION_LOCK = 0x1A7E_0D00  # advisory lock key held while migrating
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+async def create_pool(url: str, *, min_size: int = 1, max_size: int = 10) -> Pool:
+    """A pool with a statement timeout, so a stuck query fails instead of hanging."""
+    pool = await asyncpg.create_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        command_timeout=60,
+        server_settings={"application_name": "intentd", "statement_timeout": "60000"},
+    )
+    if pool is None:  # pragma: no cover - asyncpg returns None only without await
+        raise RuntimeError("asyncpg returned no pool")
+    return pool
+
+
+def available_migrations() -> list[Migration]:
+    """The migrations shipped with the package, in version order."""
+    found = []
+    for entry in resources.files("intentd.migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text()))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"migration versions must be 1..n without gaps, found {versions}")
+    return found
+
+
+async def migrate(pool: Pool) -> list[Migration]:
+    """Apply pending migrations; return those applied by this call."""
+    applied: list[Migration] = []
+    async with pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+        try:
+            await conn.execute(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version     INTEGER PRIMARY KEY,
+                    name        TEXT NOT NULL,
+                    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """
+            )
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for migration in available_migrations():
+                if migration.version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(migration.sql)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                        migration.version,
+                        migration.name,
+                    )
+                applied.append(migration)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
+    return applied

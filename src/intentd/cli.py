@@ -1,0 +1,191 @@
+"""The ``intentd`` command: parse arguments, load settings, wire a role, run it.
+
+Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
+names the key and value), 3 a request that cannot be served (for example an
+invalid intent); ``intents show`` exits 4 when the intent does not exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import UUID
+
+import structlog
+
+from intentd import __version__
+from intentd.adapters import intent_store
+from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.custody import IntentKeys
+from intentd.intents.record import IntentRow, render_record
+from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
+from intentd.lifecycle.consumer import lifecycle_role
+from intentd.observability import configure_logging
+from intentd.runtime import Role, run_roles
+from intentd.settings import ConfigError, Settings, load_settings
+
+DEFAULT_CONFIG = "config/local.toml"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="intentd", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"intentd {__version__}")
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("INTENTD_CONFIG", DEFAULT_CONFIG),
+        help="TOML config file (default: $INTENTD_CONFIG or %(default)s)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("migrate", help="apply database migrations (idempotent)")
+    poll = sub.add_parser("poll", help="follow one chain and publish its deposits")
+    poll.add_argument("--chain", required=True, help="chain name, e.g. BASE_TESTNET")
+    sub.add_parser("lifecycle", help="apply deposits to intents and relay events")
+    run = sub.add_parser("run", help="every role in one process (development, small sites)")
+    run.add_argument("--no-migrate", action="store_true", help="do not migrate at start")
+
+    intents = sub.add_parser("intents", help="create and inspect intents")
+    isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
+    create = isub.add_parser("create", help="create an intent and print its record as JSON")
+    create.add_argument("--source-chain", required=True)
+    create.add_argument("--destination-chain", required=True)
+    create.add_argument("--token-in", required=True, help="token address on the source chain")
+    create.add_argument("--token-out", help="token address on the destination chain")
+    create.add_argument("--amount", required=True, help="decimal amount in tokenIn units")
+    create.add_argument("--amount-symbol")
+    create.add_argument("--recipient", required=True)
+    create.add_argument("--refund-address", required=True)
+    create.add_argument("--sender")
+    create.add_argument("--metadata", help="JSON object")
+    create.add_argument("--expires-in", type=int, help="seconds until expiry")
+    create.add_argument("--client-id", help="client UUID (default: intents.default_client_id)")
+    create.add_argument("--idempotency-key")
+    show = isub.add_parser("show", help="print an intent record as JSON")
+    show.add_argument("intent", help="intent id or intent address")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(Path(args.config))
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.observability.log_level)
+    try:
+        return asyncio.run(_dispatch(args, settings))
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    match args.command:
+        case "migrate":
+            return await _migrate(settings)
+        case "intents":
+            return await _intents(args, settings)
+        case "poll":
+            settings.chain(args.chain)
+            await run_roles(
+                [_poller(settings, args.chain)], metrics_port=settings.observability.metrics_port
+            )
+            return 0
+        case "lifecycle":
+            await run_roles(
+                [lifecycle_role(settings)], metrics_port=settings.observability.metrics_port
+            )
+            return 0
+        case "run":
+            if not args.no_migrate:
+                await _migrate(settings)
+            roles = [_poller(settings, chain) for chain in settings.chains]
+            roles.append(lifecycle_role(settings))
+            await run_roles(roles, metrics_port=settings.observability.metrics_port)
+            return 0
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def _poller(settings: Settings, chain: str) -> Role:
+    from intentd.indexer.poller import poller_role
+
+    return poller_role(settings, chain)
+
+
+async def _migrate(settings: Settings) -> int:
+    pool = await create_pool(settings.database.url.get_secret_value(), max_size=2)
+    try:
+        applied = await migrate(pool)
+    finally:
+        await pool.close()
+    structlog.get_logger().info("migrated", applied=[f"{m.version:04d}_{m.name}" for m in applied])
+    return 0
+
+
+async def _intents(args: argparse.Namespace, settings: Settings) -> int:
+    pool = await create_pool(settings.database.url.get_secret_value(), max_size=2)
+    try:
+        if args.intents_command == "create":
+            return await _create(args, settings, pool)
+        async with pool.acquire() as conn:
+            row: IntentRow | None
+            if args.intent.isdigit():
+                row = await intent_store.get_by_id(conn, int(args.intent))
+            else:
+                row = await intent_store.get_by_address(conn, args.intent)
+        if row is None:
+            print(f"intentd: no intent {args.intent!r}", file=sys.stderr)
+            return 4
+        print(json.dumps(render_record(row), indent=2))
+        return 0
+    finally:
+        await pool.close()
+
+
+async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> int:
+    try:
+        metadata = json.loads(args.metadata) if args.metadata else None
+    except json.JSONDecodeError as exc:
+        print(f"intentd: --metadata is not JSON: {exc}", file=sys.stderr)
+        return 3
+    request = IntentRequest(
+        amount=args.amount,
+        token_in=args.token_in,
+        source_chain=args.source_chain,
+        destination_chain=args.destination_chain,
+        recipient=args.recipient,
+        refund_address=args.refund_address,
+        sender=args.sender,
+        amount_symbol=args.amount_symbol,
+        token_out=args.token_out,
+        metadata=metadata,
+        expires_in=args.expires_in,
+    )
+    client_id = UUID(args.client_id or settings.intents.default_client_id)
+    try:
+        row = await create_intent(
+            pool,
+            settings,
+            IntentKeys(settings.mnemonic()),
+            request,
+            client_id=client_id,
+            now=datetime.now(UTC),
+            idempotency_key=args.idempotency_key,
+        )
+    except IntentRequestError as exc:
+        print(f"intentd: {exc.field}: {exc} [{exc.code}]", file=sys.stderr)
+        return 3
+    print(json.dumps(render_record(row), indent=2))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Public lifecycle events and their envelope.
+
+An event is recorded by the domain as a :class:`PendingEvent` and turned into its
+public envelope by :func:`envelope` when the lifecycle writes it to the outbox::
+
+    {
+      "id": "<uuid, stable for (intent id, sequence)>",
+      "type": "intent_funded",
+      "api_version": "v1",
+      "created_at": "2026-11-22T10:00:00.000000Z",
+      "sequence": 1,                      # per intent, from 1, no gaps
+      "intent": { ...the intent record... },
+      "data": { ...what this event adds... }
+    }
+
+``intent_funded`` adds ``data.funding`` (``status``, ``received``, ``total``,
+``shortfall``, ``excess`` as decimal strings in ``tokenIn`` units) and
+``data.deposit`` (``chain``, ``tx_hash``, ``log_index``, ``block_number``,
+``token``, ``from``, ``amount``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from intentd.domain.amounts import format_amount
+from intentd.domain.status import FundingStatus
+
+if TYPE_CHECKING:
+    from intentd.domain.funding import Deposit
+
+API_VERSION = "v1"
+_EVENT_NAMESPACE = uuid.UUID("6f1c0d9e-3a55-4c59-9b0e-1d1e4b6a1f00")
+
+
+class EventType(StrEnum):
+    INTENT_FUNDED = "intent_funded"
+    INTENT_INITIATED = "intent_initiated"
+    INTENT_COMPLETED = "intent_completed"
+    INTENT_REFUNDED = "intent_refunded"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event the domain decided on; the envelope is built when it is stored."""
+
+    type: EventType
+    sequence: int
+    funding_status: FundingStatus
+    received: int
+    total: int
+    deposit: Deposit | None = None
+
+
+def event_id(intent_id: int, sequence: int) -> str:
+    """The same id however often the event is rebuilt or relayed."""
+    return str(uuid.uuid5(_EVENT_NAMESPACE, f"intent:{intent_id}:event:{sequence}"))
+
+
+def envelope(
+    event: PendingEvent,
+    *,
+    intent_id: int,
+    record: Mapping[str, Any],
+    decimals: int,
+    created_at: datetime,
+) -> dict[str, Any]:
+    """The public form of ``event`` for the intent whose current record is ``record``."""
+    data: dict[str, Any] = {
+        "funding": {
+            "status": event.funding_status.value,
+            "received": format_amount(event.received, decimals),
+            "total": format_amount(event.total, decimals),
+            "shortfall": format_amount(max(event.total - event.received, 0), decimals),
+            "excess": format_amount(max(event.received - event.total, 0), decimals),
+        }
+    }
+    if event.deposit is not None:
+        data["deposit"] = {
+            "chain": event.deposit.chain,
+            "tx_hash": event.deposit.tx_hash,
+            "log_index": event.deposit.log_index,
+            "block_number": event.deposit.block_number,
+            "token": event.deposit.token,
+            "from": event.deposit.from_address,
+            "amount": format_amount(event.deposit.amount, decimals),
+        }
+    return {
+        "id": event_id(intent_id, event.sequence),
+        "type": event.type.value,
+        "api_version": API_VERSION,
+        "created_at": created_at.isoformat().replace("+00:00", "Z"),
+        "sequence": event.sequence,
+        "intent": dict(record),
+        "data": data,
+    }

@@ -1,0 +1,1 @@
+"""Creating and presenting intents (shared by the CLI and the HTTP API)."""

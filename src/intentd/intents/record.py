@@ -1,0 +1,134 @@
+"""The stored intent (:class:`IntentRow`) and its public record (the spec's fields).
+
+Inside, addresses are lowercase and amounts are base units; the record shows
+EIP-55 addresses, decimal strings for money, ISO 8601 UTC times. Besides the
+spec's fields it carries ``funding_status`` and ``amount_received`` (decimal, in
+``tokenIn`` units), which a client following an under-funded intent needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+from eth_utils import to_checksum_address
+
+from intentd.domain.amounts import format_amount
+from intentd.domain.funding import IntentFunding
+from intentd.domain.status import FundingStatus, IntentStatus
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRow:
+    id: int
+    client_id: UUID
+    sender: str | None
+    initial_amount: str
+    amount_symbol: str | None
+    source_chain: str
+    destination_chain: str
+    token_in: str
+    token_out: str
+    token_out_decimals: int
+    asset_token_symbol: str
+    asset_token_decimals: int
+    total_due: int
+    fees_in_asset: int
+    app_fee_in_asset: int
+    amount_out: int
+    fees_in_usd: Decimal
+    app_fee_in_usd: Decimal
+    total_in_usd: Decimal | None
+    slippage: Decimal
+    address_index: int
+    intent_address: str
+    recipient: str
+    refund_address: str
+    relayer: str
+    coordinator: str
+    bridger: str
+    bridge_extra_data: str
+    status: IntentStatus
+    funding_status: FundingStatus
+    received: int
+    tx_hash: str | None
+    needs_relay: bool
+    event_sequence: int
+    version: int
+    metadata: dict[str, Any]
+    expires_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+    def funding(self) -> IntentFunding:
+        """The domain object that deposits change."""
+        return IntentFunding(
+            id=self.id,
+            source_chain=self.source_chain,
+            token_in=self.token_in,
+            total_due=self.total_due,
+            received=self.received,
+            status=self.status,
+            funding=self.funding_status,
+            expires_at=self.expires_at,
+            event_sequence=self.event_sequence,
+        )
+
+
+def _address(value: str | None) -> str | None:
+    return to_checksum_address(value) if value else value
+
+
+def _decimal(value: Decimal | None) -> str | None:
+    if value is None:
+        return None
+    text = format(value.normalize(), "f")
+    return text if text != "-0" else "0"
+
+
+def _time(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def render_record(row: IntentRow) -> dict[str, Any]:
+    """The intent record of the spec, as JSON-ready values."""
+    decimals = row.asset_token_decimals
+    return {
+        "id": row.id,
+        "client_id": str(row.client_id),
+        "sender": _address(row.sender),
+        "initialAmount": row.initial_amount,
+        "fees_in_usd": _decimal(row.fees_in_usd),
+        "app_fee_in_usd": _decimal(row.app_fee_in_usd),
+        "total_amount_in_usd": _decimal(row.total_in_usd),
+        "total_amount_in_asset_token": format_amount(row.total_due, decimals),
+        "fees_in_asset_token": format_amount(row.fees_in_asset, decimals),
+        "app_fee_in_asset_token": format_amount(row.app_fee_in_asset, decimals),
+        "asset_token_symbol": row.asset_token_symbol,
+        "asset_token_decimals": decimals,
+        "slippage": _decimal(row.slippage),
+        "tokenIn": _address(row.token_in),
+        "tokenOut": _address(row.token_out),
+        "intent_address": _address(row.intent_address),
+        "source_chain": row.source_chain,
+        "destination_chain": row.destination_chain,
+        "recipient": _address(row.recipient),
+        "refund_address": _address(row.refund_address),
+        "relayer": _address(row.relayer) or "",
+        "coordinator": _address(row.coordinator) or "",
+        "bridger": _address(row.bridger) or "",
+        "bridgeExtraData": row.bridge_extra_data,
+        "intent_nonce": row.address_index,
+        "intent_status": row.status.value,
+        "funding_status": row.funding_status.value,
+        "amount_received": format_amount(row.received, decimals),
+        "tx_hash": row.tx_hash,
+        "needs_relay": row.needs_relay,
+        "expires_at": _time(row.expires_at),
+        "metadata": row.metadata,
+        "created_at": _time(row.created_at),
+        "updated_at": _time(row.updated_at),
+    }

@@ -1,0 +1,115 @@
+"""Wire format of the messages the roles exchange through Kafka.
+
+Every message is a JSON object with a ``kind`` and a stable ``id``; consumers apply
+a message idempotently through unique keys in PostgreSQL, so a message delivered
+twice has the effect of one. Addresses and hashes are lowercase 0x-hex; amounts
+are decimal strings of integers in base units.
+
+Topics (``<prefix>`` is ``kafka.topic_prefix``, ``intentd`` by default):
+
+- ``<prefix>.deposits.<CHAIN>``: :class:`DepositMessage` and :class:`RetractionMessage`
+  from the chain's poller, keyed by intent address (so one intent's messages stay
+  in order on one partition).
+- ``<prefix>.intent-events``: public lifecycle events (see ``domain.events``), keyed
+  by intent id.
+- ``<prefix>.dlq``: messages that could not be parsed, with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+HASH_PATTERN = r"^0x[0-9a-f]{64}$"
+ADDRESS_PATTERN = r"^0x[0-9a-f]{40}$"
+NATIVE_LOG_INDEX = -1
+"""``log_index`` of a native-coin transfer (a transaction's value)."""
+
+Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
+LowerAddress = Annotated[str, Field(pattern=ADDRESS_PATTERN)]
+
+
+def deposits_topic(prefix: str, chain: str) -> str:
+    return f"{prefix}.deposits.{chain}"
+
+
+def events_topic(prefix: str) -> str:
+    return f"{prefix}.intent-events"
+
+
+def dlq_topic(prefix: str) -> str:
+    return f"{prefix}.dlq"
+
+
+def deposit_id(chain: str, tx_hash: str, log_index: int) -> str:
+    """The stable identity of a transfer: one per (chain, transaction, log)."""
+    return f"{chain}:{tx_hash}:{log_index}"
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DepositMessage(_Message):
+    """A confirmed transfer to a watched address, published at confirmation depth."""
+
+    kind: Literal["deposit"] = "deposit"
+    id: str
+    chain: str
+    chain_id: int = Field(gt=0)
+    tx_hash: Hash
+    log_index: int = Field(ge=NATIVE_LOG_INDEX)
+    block_number: int = Field(ge=0)
+    block_hash: Hash
+    block_time: int = Field(ge=0)
+    """Block timestamp, seconds since the epoch."""
+    token: LowerAddress
+    """Token contract; the native coin is ``settings.NATIVE_TOKEN`` in lower case."""
+    from_address: LowerAddress
+    to_address: LowerAddress
+    amount: int = Field(gt=0)
+    observed_at_ms: int = Field(default=0, ge=0)
+    """When the poller saw the block at confirmation depth (for latency figures)."""
+
+    @field_validator("amount", mode="before")
+    @classmethod
+    def _amount_is_integer_string(cls, value: object) -> object:
+        if isinstance(value, str) and not value.isdigit():
+            raise ValueError("amount must be a decimal string of an integer in base units")
+        return value
+
+
+class RetractionMessage(_Message):
+    """A previously published deposit whose block a reorg removed from the chain."""
+
+    kind: Literal["retraction"] = "retraction"
+    id: str
+    chain: str
+    tx_hash: Hash
+    log_index: int = Field(ge=NATIVE_LOG_INDEX)
+    block_number: int = Field(ge=0)
+    block_hash: Hash
+    """Hash of the orphaned block the deposit was published from."""
+    to_address: LowerAddress
+
+
+ChainMessage = Annotated[DepositMessage | RetractionMessage, Field(discriminator="kind")]
+_chain_message = TypeAdapter(ChainMessage)
+
+
+def encode(message: _Message) -> bytes:
+    """JSON bytes of a message; amounts go out as strings."""
+    data = message.model_dump()
+    if "amount" in data:
+        data["amount"] = str(data["amount"])
+    return orjson.dumps(data)
+
+
+def decode_chain_message(raw: bytes) -> DepositMessage | RetractionMessage:
+    """Parse a deposits-topic message; raise ValueError with the reason if malformed."""
+    try:
+        return _chain_message.validate_json(raw)
+    except ValueError as exc:
+        raise ValueError(f"malformed chain message: {exc}") from None

@@ -1,0 +1,1 @@
+"""Numbered SQL migrations, applied by ``intentd migrate``."""
