@@ -20,7 +20,7 @@ Decisions the spec leaves open (see docs/intents.md):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -71,7 +71,7 @@ class IntentRequest:
 
     def fingerprint(self) -> str:
         """Hash of the request, to tell a retry from a different request."""
-        body = orjson.dumps(self.__dict__, option=orjson.OPT_SORT_KEYS)
+        body = orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(body).hexdigest()
 
 

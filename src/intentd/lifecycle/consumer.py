@@ -100,6 +100,7 @@ class LifecycleConsumer:
                         outcome = await apply_retraction(conn, self._settings, message)
         metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
         metrics.MESSAGES.labels(message.kind, outcome.value).inc()
+        log.debug("message applied", message_id=message.id, kind=message.kind, outcome=outcome.value)
         return outcome
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:

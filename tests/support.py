@@ -1,0 +1,134 @@
+"""Helpers for integration and end-to-end tests: Kafka readers, daemon subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from intentd.adapters.postgres import Pool
+from intentd.custody import IntentKeys
+from intentd.intents.record import IntentRow
+from intentd.intents.service import IntentRequest, create_intent
+from intentd.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+class TopicReader:
+    """Reads a whole topic from the beginning, without a consumer group."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self.messages: list[Any] = []
+
+    async def __aenter__(self) -> TopicReader:
+        await self._consumer.start()
+        parts = self._consumer.partitions_for_topic(self.topic) or set()
+        assert parts, f"topic {self.topic} does not exist"
+        tps = [TopicPartition(self.topic, p) for p in parts]
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_beginning(*tps)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._consumer.stop()
+
+    async def wait_for(
+        self, predicate: Callable[[list[Any]], bool], *, timeout: float = 30.0
+    ) -> list[Any]:
+        """Read until ``predicate(all messages so far)`` holds; fail on timeout."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self.messages):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out on {self.topic}; got {self.messages!r}")
+            batches = await self._consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                self.messages.extend(records)
+        return self.messages
+
+    async def drain(self, seconds: float) -> list[Any]:
+        """Read whatever arrives within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            batches = await self._consumer.getmany(timeout_ms=100)
+            for records in batches.values():
+                self.messages.extend(records)
+        return self.messages
+
+
+def json_values(messages: list[Any]) -> list[dict[str, Any]]:
+    return [orjson.loads(m.value) for m in messages]
+
+
+async def produce(bootstrap: str, topic: str, items: list[tuple[str, bytes]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all")
+    await producer.start()
+    try:
+        for key, value in items:
+            await producer.send_and_wait(topic, value, key=key.encode())
+    finally:
+        await producer.stop()
+
+
+async def new_intent(
+    pool: Pool, settings: Settings, *, amount: str = "10", chain: str = "BASE_TESTNET",
+    token: str | None = None, expires_in: int | None = None,
+) -> IntentRow:
+    source = settings.chains[chain]
+    destination = next(name for name in settings.chains if name != chain)
+    token_in = token or next(t.address for t in source.tokens if t.symbol == "USDC")
+    request = IntentRequest(
+        amount=amount, token_in=token_in, source_chain=chain, destination_chain=destination,
+        recipient=PAYEE, refund_address=PAYEE, expires_in=expires_in,
+    )
+    return await create_intent(
+        pool, settings, IntentKeys(settings.mnemonic()), request,
+        client_id=UUID(settings.intents.default_client_id),
+        now=datetime.now(UTC),
+    )
+
+
+def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """Environment that points ``config/local.toml`` at this test session's resources."""
+    env = dict(os.environ)
+    env.update(
+        INTENTD__DATABASE__URL=settings.database.url.get_secret_value(),
+        INTENTD__KAFKA__TOPIC_PREFIX=settings.kafka.topic_prefix,
+        INTENTD__KAFKA__LIFECYCLE_GROUP=settings.kafka.lifecycle_group,
+        INTENTD__OBSERVABILITY__METRICS_PORT="0",
+        INTENTD__OBSERVABILITY__LOG_LEVEL="debug",
+    )
+    env.update(extra)
+    return env
+
+
+def start_daemon(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``intentd --config config/local.toml ARGS`` as a user runs it, logging to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+        )
+
+
+async def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("process did not exit in time")
+        await asyncio.sleep(0.1)
+    return process.returncode

@@ -1,0 +1,136 @@
+"""Config loading: interpolation, overrides, secrets, and errors that name key and value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from intentd.settings import ConfigError, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {"INTENTD_DATABASE_URL": "postgresql://u:pw@db:5432/intentd", "INTENTD_HD_MNEMONIC": "w"}
+USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+MINIMAL = f"""
+[database]
+url = "${{INTENTD_DATABASE_URL}}"
+[kafka]
+bootstrap_servers = "k:9092"
+[chains.BASE]
+chain_id = 8453
+network = "main"
+rpc_urls = ["https://rpc.example"]
+tokens = [{{ address = "{USDC.lower()}", symbol = "USDC", name = "USD Coin", decimals = 6, category = "stablecoin" }}]
+"""
+
+
+def test_example_config_is_valid() -> None:
+    settings = load_settings(ROOT / "config" / "example.toml", ENV)
+    assert {"BASE", "BASE_TESTNET", "ARBITRUM_TESTNET"} <= set(settings.chains)
+    assert settings.chains["BASE"].chain_id == 8453
+    assert settings.chains["BASE_TESTNET"].chain_id == 84532
+    assert settings.chains["ARBITRUM_TESTNET"].chain_id == 421614
+    assert settings.chains["BASE"].tokens[0].address == USDC
+
+
+def test_local_config_reads_infra_env(tmp_path: Path) -> None:
+    env = {
+        **ENV,
+        "INTENTD_KAFKA_BOOTSTRAP": "127.0.0.1:1",
+        "INTENTD_RELAYER_ADDRESS": USDC,
+        **{
+            f"INTENTD_{c}_RPC_URL": "http://127.0.0.1:1"
+            for c in ("BASE_TESTNET", "ARBITRUM_TESTNET")
+        },
+        **{
+            f"INTENTD_{c}_{t}": USDC if t == "USDC" else "0x" + "1" * 40
+            for c in ("BASE_TESTNET", "ARBITRUM_TESTNET")
+            for t in ("USDC", "USDT")
+        },
+    }
+    settings = load_settings(ROOT / "config" / "local.toml", env)
+    assert settings.environment == "test"
+    assert set(settings.chains) == {"BASE_TESTNET", "ARBITRUM_TESTNET"}
+
+
+def test_tokens_are_checksummed_and_secret_comes_from_env(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, MINIMAL), ENV)
+    assert settings.chains["BASE"].tokens[0].address == USDC
+    assert settings.mnemonic() == "w"
+    assert "pw" not in repr(settings)
+
+
+def test_mnemonic_from_file(tmp_path: Path) -> None:
+    secret = tmp_path / "seed"
+    secret.write_text("words here\n")
+    env = {
+        "INTENTD_DATABASE_URL": ENV["INTENTD_DATABASE_URL"],
+        "INTENTD_HD_MNEMONIC_FILE": str(secret),
+    }
+    assert load_settings(write(tmp_path, MINIMAL), env).mnemonic() == "words here"
+
+
+def test_env_files_are_read_and_real_env_wins(tmp_path: Path) -> None:
+    (tmp_path / "infra.env").write_text("# comment\nINTENTD_DATABASE_URL=postgresql://file/db\n")
+    path = write(tmp_path, 'env_files = ["infra.env", "missing.env"]\n' + MINIMAL)
+    assert load_settings(path, {}).database.url.get_secret_value() == "postgresql://file/db"
+    real = {"INTENTD_DATABASE_URL": "postgresql://env/db"}
+    assert load_settings(path, real).database.url.get_secret_value() == "postgresql://env/db"
+
+
+def test_override_from_environment(tmp_path: Path) -> None:
+    env = {**ENV, "INTENTD__CHAINS__BASE__CONFIRMATIONS": "12", "INTENTD__KAFKA__TOPIC_PREFIX": "p"}
+    settings = load_settings(write(tmp_path, MINIMAL), env)
+    assert settings.chains["BASE"].confirmations == 12
+    assert settings.kafka.topic_prefix == "p"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("chain_id = 8453", "chain_id = -1"), "chains.BASE.chain_id = -1"),
+        (('network = "main"', 'network = "mainnet"'), "chains.BASE.network = 'mainnet'"),
+        (('rpc_urls = ["https://rpc.example"]', 'rpc_urls = ["ftp://x"]'), "chains.BASE.rpc_urls"),
+        ((USDC.lower(), "0x1234"), "chains.BASE.tokens.0.address = '0x1234'"),
+        (('"stablecoin"', '"meme"'), "chains.BASE.tokens.0.category = 'meme'"),
+        (("[chains.BASE]", "[chains.base]"), "chain key 'base'"),
+    ],
+)
+def test_invalid_values_name_key_and_value(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, MINIMAL.replace(*change)), ENV)
+    assert message in str(raised.value)
+
+
+def test_missing_variable_names_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"database\.url .* INTENTD_DATABASE_URL is not set"):
+        load_settings(write(tmp_path, MINIMAL), {})
+
+
+def test_password_never_shown_in_errors(tmp_path: Path) -> None:
+    env = {**ENV, "INTENTD_DATABASE_URL": "mysql://u:hunter2@db/x"}
+    with pytest.raises(ConfigError) as raised:
+        load_settings(write(tmp_path, MINIMAL), env)
+    assert "hunter2" not in str(raised.value)
+    assert "database.url = <secret>" in str(raised.value)
+
+
+def test_missing_mnemonic_is_a_clear_error(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, MINIMAL), {"INTENTD_DATABASE_URL": "postgresql://x/y"})
+    with pytest.raises(ConfigError, match="INTENTD_HD_MNEMONIC"):
+        settings.mnemonic()
+
+
+def test_unknown_key_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="chains.BASE.confirmation = 3"):
+        load_settings(write(tmp_path, MINIMAL + "confirmation = 3\n"), ENV)
