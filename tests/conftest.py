@@ -17,6 +17,7 @@ import asyncpg
 import pytest
 
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.devinfra.kafka_mock import create_topics
 from intentd.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,16 +78,30 @@ async def pool(database_url: str) -> AsyncIterator[Pool]:
     await pool.close()
 
 
-@pytest.fixture(scope="session")
-def topic_prefix(infra: dict[str, str]) -> str:
-    """A topic prefix of this session, with every topic the roles use pre-created."""
-    from intentd.devinfra.kafka_mock import create_topics
-
+def new_topic_prefix(infra: dict[str, str]) -> str:
+    """A new topic prefix with every topic the roles use pre-created (4 partitions)."""
     prefix = f"t{secrets.token_hex(4)}"
     topics = [f"{prefix}.deposits.{chain}" for chain in CHAINS]
     topics += [f"{prefix}.{name}" for name in ("intent-events", "dlq", "actions", "action-results")]
     create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], topics, partitions=4)
     return prefix
+
+
+@pytest.fixture(scope="session")
+def topic_prefix(infra: dict[str, str]) -> str:
+    """The topic prefix of this test session."""
+    return new_topic_prefix(infra)
+
+
+@pytest.fixture
+def isolated_settings(infra: dict[str, str], make_settings: Callable[..., Settings]) -> Settings:
+    """Settings with topics of this test alone (for tests that replay whole topics)."""
+    return make_settings(
+        kafka={
+            "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
+            "topic_prefix": new_topic_prefix(infra),
+        }
+    )
 
 
 def chain_section(

@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
@@ -29,18 +29,21 @@ PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 class TopicReader:
     """Reads a whole topic from the beginning, without a consumer group."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, *, from_end: bool = False) -> None:
         self.topic = topic
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="latest" if from_end else "earliest",
+        )
         self.messages: list[Any] = []
 
     async def __aenter__(self) -> TopicReader:
         await self._consumer.start()
-        parts = self._consumer.partitions_for_topic(self.topic) or set()
-        assert parts, f"topic {self.topic} does not exist"
-        tps = [TopicPartition(self.topic, p) for p in parts]
-        self._consumer.assign(tps)
-        await self._consumer.seek_to_beginning(*tps)
+        if self.topic not in await self._consumer.topics():
+            await self._consumer.stop()
+            raise AssertionError(f"topic {self.topic} does not exist")
+        self.messages.extend(await attach(self._consumer, self.topic))
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -69,6 +72,22 @@ class TopicReader:
         return self.messages
 
 
+async def attach(consumer: AIOKafkaConsumer, topic: str, timeout: float = 10.0) -> list[Any]:
+    """Subscribe without a group (all partitions), wait until positions are fixed, and
+    return the records fetched meanwhile."""
+    consumer.subscribe([topic])
+    fetched: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while not consumer.assignment():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no partitions of {topic} were assigned")
+        for records in (await consumer.getmany(timeout_ms=50)).values():
+            fetched.extend(records)
+    for tp in consumer.assignment():
+        await consumer.position(tp)
+    return fetched
+
+
 def json_values(messages: list[Any]) -> list[dict[str, Any]]:
     return [orjson.loads(m.value) for m in messages]
 
@@ -84,18 +103,31 @@ async def produce(bootstrap: str, topic: str, items: list[tuple[str, bytes]]) ->
 
 
 async def new_intent(
-    pool: Pool, settings: Settings, *, amount: str = "10", chain: str = "BASE_TESTNET",
-    token: str | None = None, expires_in: int | None = None,
+    pool: Pool,
+    settings: Settings,
+    *,
+    amount: str = "10",
+    chain: str = "BASE_TESTNET",
+    token: str | None = None,
+    expires_in: int | None = None,
 ) -> IntentRow:
     source = settings.chains[chain]
     destination = next(name for name in settings.chains if name != chain)
     token_in = token or next(t.address for t in source.tokens if t.symbol == "USDC")
     request = IntentRequest(
-        amount=amount, token_in=token_in, source_chain=chain, destination_chain=destination,
-        recipient=PAYEE, refund_address=PAYEE, expires_in=expires_in,
+        amount=amount,
+        token_in=token_in,
+        source_chain=chain,
+        destination_chain=destination,
+        recipient=PAYEE,
+        refund_address=PAYEE,
+        expires_in=expires_in,
     )
     return await create_intent(
-        pool, settings, IntentKeys(settings.mnemonic()), request,
+        pool,
+        settings,
+        IntentKeys(settings.mnemonic()),
+        request,
         client_id=UUID(settings.intents.default_client_id),
         now=datetime.now(UTC),
     )
@@ -120,7 +152,10 @@ def start_daemon(args: list[str], env: dict[str, str], log: Path) -> subprocess.
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
         )
 
 

@@ -26,7 +26,9 @@ from typing import Any
 import asyncpg
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from eth_account import Account
+from eth_typing import ChecksumAddress
 from web3 import Web3
+from web3.types import TxParams, Wei
 
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, Settings, load_settings
@@ -57,27 +59,32 @@ class Payer:
     def __init__(self, settings: Settings, key_file: str) -> None:
         self._account = Account.from_key(Path(key_file).read_text().strip())
         self._chains = {
-            name: Web3(Web3.HTTPProvider(chain.rpc_urls[0])) for name, chain in settings.chains.items()
+            name: Web3(Web3.HTTPProvider(chain.rpc_urls[0]))
+            for name, chain in settings.chains.items()
         }
 
     @property
-    def address(self) -> str:
-        return str(self._account.address)
+    def address(self) -> ChecksumAddress:
+        return Web3.to_checksum_address(self._account.address)
 
     def pay(self, chain: str, token: str, to: str, amount: int) -> str:
         w3 = self._chains[chain]
-        tx: dict[str, Any] = {
+        tx: TxParams = {
             "from": self.address,
             "nonce": w3.eth.get_transaction_count(self.address, "pending"),
             "chainId": w3.eth.chain_id,
-            "maxFeePerGas": w3.eth.gas_price * 2 + 10**9,
-            "maxPriorityFeePerGas": 10**9,
+            "maxFeePerGas": Wei(w3.eth.gas_price * 2 + 10**9),
+            "maxPriorityFeePerGas": Wei(10**9),
         }
         if token.lower() == NATIVE_TOKEN.lower():
-            tx.update(to=Web3.to_checksum_address(to), value=amount, gas=21_000)
+            tx.update({"to": Web3.to_checksum_address(to), "value": Wei(amount), "gas": 21_000})
         else:
-            contract = w3.eth.contract(address=Web3.to_checksum_address(token), abi=ERC20_TRANSFER_ABI)
-            tx = contract.functions.transfer(Web3.to_checksum_address(to), amount).build_transaction(tx)
+            contract = w3.eth.contract(
+                address=Web3.to_checksum_address(token), abi=ERC20_TRANSFER_ABI
+            )
+            tx = contract.functions.transfer(
+                Web3.to_checksum_address(to), amount
+            ).build_transaction(tx)
         signed = self._account.sign_transaction(tx)
         tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
         w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
@@ -126,9 +133,7 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> Non
 async def demo(config: str, timeout: float) -> int:
     settings = load_settings(Path(config))
     env_file = Path(config).parent / "../.local/infra.env"
-    infra = dict(
-        line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line
-    )
+    infra = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
     chains = list(settings.chains)
     source, destination = chains[0], chains[1 % len(chains)]
     usdc = next(t.address for t in settings.chains[source].tokens if t.symbol == "USDC")
@@ -140,7 +145,9 @@ async def demo(config: str, timeout: float) -> int:
     with log_path.open("wb") as log_file:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "intentd", "--config", config, "run"],
-            stdout=log_file, stderr=subprocess.STDOUT, env=os.environ.copy(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
         )
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka.bootstrap_servers, enable_auto_commit=False
@@ -148,7 +155,9 @@ async def demo(config: str, timeout: float) -> int:
     try:
         await consumer.start()
         topic = events_topic(settings.kafka.topic_prefix)
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or {0}]
+        if topic not in await consumer.topics():
+            raise SystemExit(f"Kafka topic {topic} does not exist; run `make infra-up`")
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         consumer.assign(partitions)
         await consumer.seek_to_end(*partitions)
         for tp in partitions:
@@ -159,14 +168,16 @@ async def demo(config: str, timeout: float) -> int:
                 raise SystemExit(f"the daemon exited with {daemon.returncode}; see {log_path}")
             try:
                 port = settings.observability.metrics_port
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:  # noqa: S310
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
                     if r.status != 200:
                         return False
             except OSError:
                 return False
             conn = await asyncpg.connect(settings.database.url.get_secret_value())
             try:
-                n = await conn.fetchval("SELECT count(*) FROM chain_cursors WHERE chain = ANY($1)", chains)
+                n = await conn.fetchval(
+                    "SELECT count(*) FROM chain_cursors WHERE chain = ANY($1)", chains
+                )
             finally:
                 await conn.close()
             return bool(n == len(chains))
@@ -174,14 +185,28 @@ async def demo(config: str, timeout: float) -> int:
         await wait_until(ready, "the daemon to be ready", 60)
         say(color("daemon ready: pollers on " + ", ".join(chains) + ", lifecycle consuming", GREEN))
 
-        common = {"recipient": payer.address, "refund_address": payer.address, "sender": payer.address}
+        common = {
+            "recipient": payer.address,
+            "refund_address": payer.address,
+            "sender": payer.address,
+        }
         first = create_intent(
-            config, source_chain=source, destination_chain=destination, token_in=usdc,
-            amount="10", metadata='{"order": "demo-1"}', **common,
+            config,
+            source_chain=source,
+            destination_chain=destination,
+            token_in=usdc,
+            amount="10",
+            metadata='{"order": "demo-1"}',
+            **common,
         )
         second = create_intent(
-            config, source_chain=destination, destination_chain=source, token_in=NATIVE_TOKEN,
-            amount="0.01", metadata='{"order": "demo-2"}', **common,
+            config,
+            source_chain=destination,
+            destination_chain=source,
+            token_in=NATIVE_TOKEN,
+            amount="0.01",
+            metadata='{"order": "demo-2"}',
+            **common,
         )
         for record in (first, second):
             say(
@@ -189,7 +214,11 @@ async def demo(config: str, timeout: float) -> int:
                 f"{record['asset_token_symbol']} on {record['source_chain']} to "
                 f"{record['intent_address']} (expires {record['expires_at']})"
             )
-        expected = {(first["id"], "UNDERFUNDED"), (first["id"], "EXACT"), (second["id"], "OVERFUNDED")}
+        expected = {
+            (first["id"], "UNDERFUNDED"),
+            (first["id"], "EXACT"),
+            (second["id"], "OVERFUNDED"),
+        }
 
         say(f"paying 4 USDC of 10 to intent #{first['id']} …")
         payer.pay(source, usdc, first["intent_address"], 4_000_000)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 HASH_PATTERN = r"^0x[0-9a-f]{64}$"
 ADDRESS_PATTERN = r"^0x[0-9a-f]{40}$"
@@ -111,5 +111,9 @@ def decode_chain_message(raw: bytes) -> DepositMessage | RetractionMessage:
     """Parse a deposits-topic message; raise ValueError with the reason if malformed."""
     try:
         return _chain_message.validate_json(raw)
-    except ValueError as exc:
-        raise ValueError(f"malformed chain message: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'message'}: {error['msg']}"
+            for error in exc.errors(include_url=False, include_input=False)
+        )
+        raise ValueError(f"malformed chain message: {problems}") from None

@@ -12,28 +12,34 @@ from typing import Any
 
 import pytest
 from eth_account import Account
+from tests.support import ROOT, TopicReader, daemon_env, json_values, start_daemon, wait_exit
 from web3 import Web3
 
 from intentd.adapters.postgres import Pool
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, Settings
-from tests.support import ROOT, TopicReader, daemon_env, json_values, start_daemon, wait_exit
 
 pytestmark = pytest.mark.e2e
-TRANSFER_ABI = [{
-    "name": "transfer", "type": "function", "stateMutability": "nonpayable",
-    "inputs": [{"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}],
-    "outputs": [{"name": "", "type": "bool"}],
-}]
+TRANSFER_ABI = [
+    {
+        "name": "transfer",
+        "type": "function",
+        "stateMutability": "nonpayable",
+        "inputs": [{"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}],
+        "outputs": [{"name": "", "type": "bool"}],
+    }
+]
 
 
 def pay(rpc_url: str, key: str, token: str, to: str, amount: int) -> None:
     w3 = Web3(Web3.HTTPProvider(rpc_url))
     account = Account.from_key(key)
     tx: dict[str, Any] = {
-        "from": account.address, "chainId": w3.eth.chain_id,
+        "from": account.address,
+        "chainId": w3.eth.chain_id,
         "nonce": w3.eth.get_transaction_count(account.address, "pending"),
-        "maxFeePerGas": w3.eth.gas_price * 2 + 10**9, "maxPriorityFeePerGas": 10**9,
+        "maxFeePerGas": w3.eth.gas_price * 2 + 10**9,
+        "maxPriorityFeePerGas": 10**9,
     }
     if token == NATIVE_TOKEN:
         tx.update(to=Web3.to_checksum_address(to), value=amount, gas=21_000)
@@ -49,7 +55,12 @@ def pay(rpc_url: str, key: str, token: str, to: str, amount: int) -> None:
 def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, check=False, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     record: dict[str, Any] = json.loads(result.stdout)
@@ -74,26 +85,63 @@ async def test_deposits_on_both_chains_reach_intent_funded(
         payer = Account.from_key(payer_key).address
         usdc = infra["INTENTD_BASE_TESTNET_USDC"]
         common = ["--recipient", payer, "--refund-address", payer]
-        erc20 = cli(env, "intents", "create", "--source-chain", "BASE_TESTNET",
-                    "--destination-chain", "ARBITRUM_TESTNET", "--token-in", usdc,
-                    "--amount", "25.5", "--metadata", '{"order": "e2e"}', *common)
-        native = cli(env, "intents", "create", "--source-chain", "ARBITRUM_TESTNET",
-                     "--destination-chain", "BASE_TESTNET", "--token-in", NATIVE_TOKEN,
-                     "--amount", "0.002", *common)
+        erc20 = cli(
+            env,
+            "intents",
+            "create",
+            "--source-chain",
+            "BASE_TESTNET",
+            "--destination-chain",
+            "ARBITRUM_TESTNET",
+            "--token-in",
+            usdc,
+            "--amount",
+            "25.5",
+            "--metadata",
+            '{"order": "e2e"}',
+            *common,
+        )
+        native = cli(
+            env,
+            "intents",
+            "create",
+            "--source-chain",
+            "ARBITRUM_TESTNET",
+            "--destination-chain",
+            "BASE_TESTNET",
+            "--token-in",
+            NATIVE_TOKEN,
+            "--amount",
+            "0.002",
+            *common,
+        )
         for record in (erc20, native):
             assert record["intent_status"] == "PENDING"
             assert record["tx_hash"] is None and record["needs_relay"] is False
         assert erc20["metadata"] == {"order": "e2e"}
         assert cli(env, "intents", "show", erc20["intent_address"])["id"] == erc20["id"]
 
-        await asyncio.to_thread(pay, infra["INTENTD_BASE_TESTNET_RPC_URL"], payer_key, usdc,
-                                erc20["intent_address"], 25_500_000)
-        await asyncio.to_thread(pay, infra["INTENTD_ARBITRUM_TESTNET_RPC_URL"], payer_key,
-                                NATIVE_TOKEN, native["intent_address"], 3 * 10**15)
+        await asyncio.to_thread(
+            pay,
+            infra["INTENTD_BASE_TESTNET_RPC_URL"],
+            payer_key,
+            usdc,
+            erc20["intent_address"],
+            25_500_000,
+        )
+        await asyncio.to_thread(
+            pay,
+            infra["INTENTD_ARBITRUM_TESTNET_RPC_URL"],
+            payer_key,
+            NATIVE_TOKEN,
+            native["intent_address"],
+            3 * 10**15,
+        )
 
         ids = {erc20["id"], native["id"]}
-        async with TopicReader(settings.kafka.bootstrap_servers,
-                               events_topic(settings.kafka.topic_prefix)) as events:
+        async with TopicReader(
+            settings.kafka.bootstrap_servers, events_topic(settings.kafka.topic_prefix)
+        ) as events:
             await events.wait_for(
                 lambda ms: ids <= {e["intent"]["id"] for e in json_values(ms)}, timeout=60
             )

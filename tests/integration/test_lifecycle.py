@@ -9,8 +9,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings as hyp_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
+from tests.support import (
+    TopicReader,
+    daemon_env,
+    json_values,
+    new_intent,
+    produce,
+    start_daemon,
+    wait_exit,
+)
 
 from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher
@@ -30,32 +40,37 @@ from intentd.messages import (
     events_topic,
 )
 from intentd.settings import NATIVE_TOKEN, Settings
-from tests.support import (
-    TopicReader,
-    daemon_env,
-    json_values,
-    new_intent,
-    produce,
-    start_daemon,
-    wait_exit,
-)
 
 pytestmark = pytest.mark.integration
 CHAIN = "BASE_TESTNET"
 
 
 def deposit(
-    settings: Settings, to: str, amount: int, *, token: str | None = None, chain: str = CHAIN,
-    log_index: int = 0, block_hash: str | None = None, tx_hash: str | None = None,
+    settings: Settings,
+    to: str,
+    amount: int,
+    *,
+    token: str | None = None,
+    chain: str = CHAIN,
+    log_index: int = 0,
+    block_hash: str | None = None,
+    tx_hash: str | None = None,
 ) -> DepositMessage:
     usdc = next(t.address for t in settings.chains[CHAIN].tokens if t.symbol == "USDC")
     tx = tx_hash or "0x" + secrets.token_hex(32)
     return DepositMessage(
-        id=deposit_id(chain, tx, log_index), chain=chain, chain_id=settings.chains[chain].chain_id,
-        tx_hash=tx, log_index=log_index, block_number=100,
+        id=deposit_id(chain, tx, log_index),
+        chain=chain,
+        chain_id=settings.chains[chain].chain_id,
+        tx_hash=tx,
+        log_index=log_index,
+        block_number=100,
         block_hash=block_hash or "0x" + secrets.token_hex(32),
-        block_time=int(datetime.now(UTC).timestamp()), token=(token or usdc).lower(),
-        from_address="0x" + "2" * 40, to_address=to.lower(), amount=amount,
+        block_time=int(datetime.now(UTC).timestamp()),
+        token=(token or usdc).lower(),
+        from_address="0x" + "2" * 40,
+        to_address=to.lower(),
+        amount=amount,
     )
 
 
@@ -64,8 +79,9 @@ async def outbox_events(pool: Pool, intent_id: int) -> list[dict[str, object]]:
     return [orjson.loads(bytes(r["payload"])) for r in rows]
 
 
-@hyp_settings(max_examples=15, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hyp_settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.integers(1, 6_000_000), min_size=1, max_size=5), st.data())
 async def test_any_order_and_duplication_credits_each_deposit_once(
     pool: Pool, settings: Settings, amounts: list[int], data: st.DataObject
@@ -90,7 +106,8 @@ async def test_any_order_and_duplication_credits_each_deposit_once(
     assert credited + owed == sum(amounts)  # nothing lost
     assert row.received == credited
     refunds = await pool.fetchval(
-        "SELECT COALESCE(SUM(amount), 0) FROM actions WHERE intent_id = $1 AND kind = 'user_refund'",
+        "SELECT COALESCE(SUM(amount), 0) FROM actions"
+        " WHERE intent_id = $1 AND kind = 'user_refund'",
         intent.id,
     )
     assert int(refunds) == owed
@@ -119,14 +136,17 @@ async def test_two_writers_of_the_same_deposit_credit_it_once(
 async def test_classification_of_deposits(pool: Pool, settings: Settings) -> None:
     intent = await new_intent(pool, settings, amount="10")
     usdt = next(t.address for t in settings.chains[CHAIN].tokens if t.symbol == "USDT")
-    arb_usdc = next(t.address for t in settings.chains["ARBITRUM_TESTNET"].tokens
-                    if t.symbol == "USDC")
+    arb_usdc = next(
+        t.address for t in settings.chains["ARBITRUM_TESTNET"].tokens if t.symbol == "USDC"
+    )
     now = datetime.now(UTC)
     cases = [
         (deposit(settings, intent.intent_address, 5, token=usdt), Outcome.REFUND_OWED),
         (deposit(settings, intent.intent_address, 5, token="0x" + "9" * 40), Outcome.IGNORED),
-        (deposit(settings, intent.intent_address, 5, token=arb_usdc, chain="ARBITRUM_TESTNET"),
-         Outcome.REFUND_OWED),
+        (
+            deposit(settings, intent.intent_address, 5, token=arb_usdc, chain="ARBITRUM_TESTNET"),
+            Outcome.REFUND_OWED,
+        ),
         (deposit(settings, intent.intent_address, 5, token=NATIVE_TOKEN), Outcome.REFUND_OWED),
         (deposit(settings, intent.intent_address, 10_000_000), Outcome.CREDITED),
         (deposit(settings, intent.intent_address, 1), Outcome.REFUND_OWED),  # late
@@ -148,16 +168,23 @@ async def test_retraction_uncredits_before_initiation(pool: Pool, settings: Sett
     async with pool.acquire() as conn:
         await apply_deposit(conn, settings, message, now=datetime.now(UTC))
         retraction = RetractionMessage(
-            id=message.id, chain=message.chain, tx_hash=message.tx_hash,
-            log_index=message.log_index, block_number=message.block_number,
-            block_hash=message.block_hash, to_address=message.to_address,
+            id=message.id,
+            chain=message.chain,
+            tx_hash=message.tx_hash,
+            log_index=message.log_index,
+            block_number=message.block_number,
+            block_hash=message.block_hash,
+            to_address=message.to_address,
         )
         assert await apply_retraction(conn, settings, retraction) is Outcome.RETRACTED
         assert await apply_retraction(conn, settings, retraction) is Outcome.RETRACTION_NOOP
         row = await intent_store.get_by_id(conn, intent.id)
         assert row is not None
         assert (row.status, row.funding_status, row.received) == (
-            IntentStatus.PENDING, FundingStatus.NONE, 0)
+            IntentStatus.PENDING,
+            FundingStatus.NONE,
+            0,
+        )
         # the same transfer mined again in the new canonical block is credited again
         again = message.model_copy(update={"block_hash": "0x" + "e" * 64})
         assert await apply_deposit(conn, settings, again, now=datetime.now(UTC)) is Outcome.CREDITED
@@ -173,11 +200,15 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     prefix = settings.kafka.topic_prefix
     topic = deposits_topic(prefix, CHAIN)
     good = deposit(settings, intent.intent_address, 10_000_000)
-    await produce(settings.kafka.bootstrap_servers, topic, [
-        (intent.intent_address, b"{not json"),
-        (intent.intent_address, orjson.dumps({"kind": "deposit", "id": "x"})),
-        (intent.intent_address, encode(good)),
-    ])
+    await produce(
+        settings.kafka.bootstrap_servers,
+        topic,
+        [
+            (intent.intent_address, b"{not json"),
+            (intent.intent_address, orjson.dumps({"kind": "deposit", "id": "x"})),
+            (intent.intent_address, encode(good)),
+        ],
+    )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
     lifecycle = LifecycleConsumer(settings, pool, publisher)
@@ -186,8 +217,10 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(lifecycle.run(consumer, stop)),
-             asyncio.create_task(OutboxRelay(pool, publisher).run(stop))]
+    tasks = [
+        asyncio.create_task(lifecycle.run(consumer, stop)),
+        asyncio.create_task(OutboxRelay(pool, publisher).run(stop)),
+    ]
     try:
         async with TopicReader(settings.kafka.bootstrap_servers, events_topic(prefix)) as events:
             found = await events.wait_for(
@@ -197,7 +230,12 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
         assert event["type"] == "intent_funded"
         assert event["intent"]["intent_status"] == "FUNDED"
         assert event["data"]["funding"] == {
-            "status": "EXACT", "received": "10", "total": "10", "shortfall": "0", "excess": "0"}
+            "status": "EXACT",
+            "received": "10",
+            "total": "10",
+            "shortfall": "0",
+            "excess": "0",
+        }
         assert event["api_version"] == "v1" and event["sequence"] == 1
         async with TopicReader(settings.kafka.bootstrap_servers, dlq_topic(prefix)) as dlq:
             dead = await dlq.wait_for(lambda ms: len(ms) >= 2)
@@ -212,29 +250,36 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
 
 
 async def test_crash_after_db_commit_before_offset_commit_credits_once(
-    pool: Pool, settings: Settings, tmp_path: Path
+    pool: Pool, isolated_settings: Settings, tmp_path: Path
 ) -> None:
     """Kill the lifecycle between its database commit and its offset commit, restart it:
     the redelivered deposit is recognised, credited once, and one event goes out."""
+    settings = isolated_settings
     group = f"crash-{secrets.token_hex(4)}"
     intent = await new_intent(pool, settings, amount="10")
     message = deposit(settings, intent.intent_address, 4_000_000)
     topic = deposits_topic(settings.kafka.topic_prefix, CHAIN)
-    await produce(settings.kafka.bootstrap_servers, topic, [(intent.intent_address, encode(message))])
+    await produce(
+        settings.kafka.bootstrap_servers, topic, [(intent.intent_address, encode(message))]
+    )
     env = daemon_env(settings, INTENTD__KAFKA__LIFECYCLE_GROUP=group)
     log = tmp_path / "lifecycle.log"
 
-    crashing = start_daemon(["lifecycle"], {**env, "INTENTD_CRASH_AT": "lifecycle.after_db_commit"}, log)
+    crashing = start_daemon(
+        ["lifecycle"], {**env, "INTENTD_CRASH_AT": "lifecycle.after_db_commit"}, log
+    )
     assert await wait_exit(crashing, 60) == CRASH_EXIT_CODE, log.read_text()
     row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
     assert row is not None and row.received == 4_000_000  # the database commit happened
 
     restarted = start_daemon(["lifecycle"], env, log)
     try:
-        async with TopicReader(settings.kafka.bootstrap_servers,
-                               events_topic(settings.kafka.topic_prefix)) as events:
+        async with TopicReader(
+            settings.kafka.bootstrap_servers, events_topic(settings.kafka.topic_prefix)
+        ) as events:
             await events.wait_for(
-                lambda ms: any(e["intent"]["id"] == intent.id for e in json_values(ms)))
+                lambda ms: any(e["intent"]["id"] == intent.id for e in json_values(ms))
+            )
             await events.drain(2.0)
         mine = [e for e in json_values(events.messages) if e["intent"]["id"] == intent.id]
         deadline = asyncio.get_running_loop().time() + 20

@@ -28,7 +28,8 @@ bootstrap_servers = "k:9092"
 chain_id = 8453
 network = "main"
 rpc_urls = ["https://rpc.example"]
-tokens = [{{ address = "{USDC.lower()}", symbol = "USDC", name = "USD Coin", decimals = 6, category = "stablecoin" }}]
+tokens = [{{ address = "{USDC.lower()}", symbol = "USDC", name = "USD Coin", decimals = 6,
+            category = "stablecoin" }}]
 """
 
 
@@ -132,5 +133,5 @@ def test_missing_mnemonic_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_unknown_key_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="chains.BASE.confirmation = 3"):
+    with pytest.raises(ConfigError, match=r"chains\.BASE\.confirmation = 3"):
         load_settings(write(tmp_path, MINIMAL + "confirmation = 3\n"), ENV)

@@ -54,7 +54,6 @@ _TRANSIENT = (
 )
 
 
-
 class LifecycleConsumer:
     """Applies the deposit topics of every configured chain to the store."""
 
@@ -86,7 +85,7 @@ class LifecycleConsumer:
         started = time.perf_counter()
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type(_TRANSIENT),
-            wait=wait_exponential_jitter(initial=0.05, max=5),
+            wait=wait_exponential_jitter(multiplier=0.05, max=5),
             stop=stop_after_attempt(8),
             reraise=True,
         ):
@@ -100,7 +99,9 @@ class LifecycleConsumer:
                         outcome = await apply_retraction(conn, self._settings, message)
         metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
         metrics.MESSAGES.labels(message.kind, outcome.value).inc()
-        log.debug("message applied", message_id=message.id, kind=message.kind, outcome=outcome.value)
+        log.debug(
+            "message applied", message_id=message.id, kind=message.kind, outcome=outcome.value
+        )
         return outcome
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:

@@ -1,0 +1,238 @@
+"""The test ERC-20 (``contracts/TestToken.sol``): compiling it, deploying it, minting it.
+
+Compilation uses solc-js from npm (``npm ci``) and is cached in ``.local/build/``, keyed by
+the source, the compiler version and the settings. Chain calls use web3.py synchronously:
+this is dev and test tooling, not the daemon.
+"""
+
+import contextlib
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import requests
+from eth_account import Account
+from eth_typing import ABI, ChecksumAddress, HexStr
+from hexbytes import HexBytes
+from web3 import HTTPProvider, Web3
+from web3.types import TxParams, TxReceipt, Wei
+
+from intentd.devinfra.errors import InfraError
+from intentd.devinfra.layout import Layout, find_layout
+
+COMPONENT: Final = "contracts"
+SOURCE: Final = "contracts/TestToken.sol"
+CONTRACT: Final = "TestToken"
+_SETTINGS: Final = {
+    "optimizer": {"enabled": True, "runs": 200},
+    # Cancun is what every chain we target (and anvil) runs; newer opcodes are not needed.
+    "evmVersion": "cancun",
+    "outputSelection": {"*": {CONTRACT: ["abi", "evm.bytecode.object"]}},
+}
+# Reads standard JSON on stdin and writes solc's standard JSON output on stdout.
+_COMPILE_SCRIPT: Final = """
+const solc = require('solc');
+const chunks = [];
+process.stdin.on('data', (chunk) => chunks.push(chunk));
+process.stdin.on('end', () => process.stdout.write(solc.compile(Buffer.concat(chunks).toString())));
+"""
+_RECEIPT_TIMEOUT: Final = 60.0
+# The two functions called from here; balanceOf is plain ERC-20, mint is TestToken's.
+_CALLS_ABI: Final = cast(
+    ABI,
+    [
+        {
+            "type": "function",
+            "name": "balanceOf",
+            "stateMutability": "view",
+            "inputs": [{"name": "account", "type": "address"}],
+            "outputs": [{"name": "", "type": "uint256"}],
+        },
+        {
+            "type": "function",
+            "name": "mint",
+            "stateMutability": "nonpayable",
+            "inputs": [{"name": "to", "type": "address"}, {"name": "amount", "type": "uint256"}],
+            "outputs": [],
+        },
+    ],
+)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """What deploying needs: the ABI and the creation bytecode (0x-prefixed hex)."""
+
+    abi: ABI
+    bytecode: HexStr
+
+
+def token_artifact(layout: Layout | None = None) -> Artifact:
+    """The compiled TestToken, from the cache in ``.local/build/`` or compiled now."""
+    layout = layout or find_layout()
+    source = (layout.root / SOURCE).read_text()
+    key = _cache_key(source, _solc_version(layout))
+    cached = layout.build / f"{CONTRACT}.json"
+    if cached.exists():
+        stored = json.loads(cached.read_text())
+        if stored.get("key") == key:
+            return Artifact(cast(ABI, stored["abi"]), HexStr(stored["bytecode"]))
+    artifact = _compile(layout, source)
+    layout.build.mkdir(parents=True, exist_ok=True)
+    record = {"key": key, "abi": artifact.abi, "bytecode": artifact.bytecode}
+    tmp = cached.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(cached)
+    return artifact
+
+
+def _solc_version(layout: Layout) -> str:
+    manifest = layout.node_modules / "solc" / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except FileNotFoundError:
+        raise InfraError(COMPONENT, f"{manifest} is missing: run `make install`") from None
+
+
+def _cache_key(source: str, solc_version: str) -> str:
+    material = json.dumps([source, solc_version, _SETTINGS], sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _compile(layout: Layout, source: str) -> Artifact:
+    node = shutil.which("node")
+    if node is None:
+        raise InfraError(COMPONENT, "node is not on PATH: install Node.js, then `make install`")
+    request = {"language": "Solidity", "sources": {SOURCE: {"content": source}}}
+    request["settings"] = _SETTINGS
+    completed = subprocess.run(
+        [node, "-e", _COMPILE_SCRIPT],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=layout.root,
+        check=False,
+        timeout=120,
+    )
+    if completed.returncode != 0:
+        raise InfraError(COMPONENT, f"solc-js failed: {completed.stderr.strip()}")
+    output = json.loads(completed.stdout)
+    errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
+    if errors:
+        text = "; ".join(e.get("formattedMessage", e.get("message", "?")) for e in errors)
+        raise InfraError(COMPONENT, f"{SOURCE} does not compile: {text}")
+    compiled = output["contracts"][SOURCE][CONTRACT]
+    return Artifact(
+        cast(ABI, compiled["abi"]), HexStr("0x" + compiled["evm"]["bytecode"]["object"])
+    )
+
+
+@contextlib.contextmanager
+def connect(url: str, timeout: float = 10.0) -> Iterator[Web3]:
+    """A `Web3` on `url` whose HTTP session is closed on exit."""
+    with requests.Session() as session:
+        yield Web3(HTTPProvider(url, request_kwargs={"timeout": timeout}, session=session))
+
+
+def _web3(rpc: Web3 | str) -> contextlib.AbstractContextManager[Web3]:
+    return contextlib.nullcontext(rpc) if isinstance(rpc, Web3) else connect(rpc)
+
+
+def send_transaction(w3: Web3, private_key: str, tx: TxParams) -> HexBytes:
+    """Sign `tx` with `private_key` and send it; returns the transaction hash.
+
+    Fills what `tx` leaves out: the sender's pending nonce, the chain id, EIP-1559 fees
+    (twice the pending base fee plus the node's suggested tip) and the estimated gas.
+    Callers sending from one key in parallel must pass their own nonces.
+    """
+    sender = Account.from_key(private_key).address
+    tx = {**tx, "from": sender}
+    if "nonce" not in tx:
+        tx["nonce"] = w3.eth.get_transaction_count(sender, "pending")
+    if "chainId" not in tx:
+        tx["chainId"] = w3.eth.chain_id
+    if "maxFeePerGas" not in tx and "gasPrice" not in tx:
+        tip = w3.eth.max_priority_fee
+        base_fee = w3.eth.get_block("pending").get("baseFeePerGas", 0)
+        tx["maxPriorityFeePerGas"] = tip
+        tx["maxFeePerGas"] = Wei(2 * base_fee + tip)
+    if "gas" not in tx:
+        tx["gas"] = w3.eth.estimate_gas(tx)
+    signed = Account.sign_transaction(cast(dict[str, Any], tx), private_key)
+    return w3.eth.send_raw_transaction(signed.raw_transaction)
+
+
+def wait_for_success(w3: Web3, tx_hashes: Sequence[HexBytes]) -> list[TxReceipt]:
+    """The receipts of `tx_hashes`; raises `InfraError` if one reverted or never mined."""
+    receipts = [
+        w3.eth.wait_for_transaction_receipt(h, timeout=_RECEIPT_TIMEOUT, poll_latency=0.05)
+        for h in tx_hashes
+    ]
+    for receipt in receipts:
+        if receipt["status"] != 1:
+            raise InfraError(
+                COMPONENT, f"transaction {receipt['transactionHash'].to_0x_hex()} reverted"
+            )
+    return receipts
+
+
+def send_deploy(
+    w3: Web3, deployer_key: str, name: str, symbol: str, decimals: int, *, artifact: Artifact
+) -> HexBytes:
+    """Send the creation transaction of a TestToken; the address is in its receipt."""
+    factory = w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+    data = factory.constructor(name, symbol, decimals).data_in_transaction
+    return send_transaction(w3, deployer_key, {"data": HexStr(data)})
+
+
+def send_mint(
+    w3: Web3, minter_key: str, token: ChecksumAddress, to: ChecksumAddress, amount: int
+) -> HexBytes:
+    """Send ``mint(to, amount)`` to `token` (any account may mint a TestToken)."""
+    data = w3.eth.contract(address=token, abi=_CALLS_ABI).encode_abi("mint", [to, amount])
+    return send_transaction(w3, minter_key, {"to": token, "data": data})
+
+
+def deploy_token(
+    rpc: Web3 | str,
+    deployer_key: str,
+    name: str,
+    symbol: str,
+    decimals: int,
+    *,
+    artifact: Artifact | None = None,
+) -> ChecksumAddress:
+    """Deploy a TestToken and return its checksummed address once the deployment is mined."""
+    artifact = artifact or token_artifact()
+    with _web3(rpc) as w3:
+        tx_hash = send_deploy(w3, deployer_key, name, symbol, decimals, artifact=artifact)
+        (receipt,) = wait_for_success(w3, [tx_hash])
+    address = receipt["contractAddress"]
+    if address is None:
+        raise InfraError(COMPONENT, f"deployment {tx_hash.to_0x_hex()} created no contract")
+    return address
+
+
+def mint(
+    rpc: Web3 | str, minter_key: str, token: ChecksumAddress, to: ChecksumAddress, amount: int
+) -> None:
+    """Mint `amount` base units of `token` to `to`; returns once the transaction is mined."""
+    with _web3(rpc) as w3:
+        wait_for_success(w3, [send_mint(w3, minter_key, token, to, amount)])
+
+
+def balance_of(rpc: Web3 | str, token: ChecksumAddress, owner: ChecksumAddress) -> int:
+    """``balanceOf(owner)`` of `token`, in base units, at the latest block."""
+    with _web3(rpc) as w3:
+        contract = w3.eth.contract(address=token, abi=_CALLS_ABI)
+        balance: int = contract.functions.balanceOf(owner).call()
+        return balance
+
+
+def has_code(w3: Web3, address: ChecksumAddress) -> bool:
+    """True if a contract is deployed at `address`."""
+    return len(w3.eth.get_code(address)) > 0

@@ -1,0 +1,132 @@
+"""``up``, ``down`` and ``status`` of the whole local stack.
+
+``up`` is idempotent: what runs and answers is kept, what is missing is (re)started, and
+a restarted chain gets its tokens again. ``down`` stops only what ``up`` started.
+"""
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from eth_typing import ChecksumAddress
+
+from intentd.devinfra import chains, envfile, kafka_mock, postgres
+from intentd.devinfra.accounts import Role, dev_account, ensure_hd_mnemonic, ensure_secret
+from intentd.devinfra.contracts import token_artifact
+from intentd.devinfra.errors import InfraError
+from intentd.devinfra.layout import Layout
+
+Say = Callable[[str], None]
+
+KEY_FILES = {
+    Role.DEPLOYER: "deployer.key",
+    Role.PAYER: "payer.key",
+    Role.RELAYER: "relayer.key",
+    Role.GAS_TANK: "gas_tank.key",
+}
+
+
+def up(layout: Layout, say: Say) -> None:
+    """Start what is missing and write ``.local/infra.env``; raises `InfraError`."""
+    _require_node_modules(layout)
+    block_time = chains.block_time_from_env()
+    layout.make_dirs()
+    _write_secrets(layout, say)
+    postgres.ensure_postgres(layout, say)
+    broker = kafka_mock.running_broker(layout)
+    if broker is None:
+        broker = kafka_mock.start_broker(layout)
+        say(f"kafka: started mock broker {broker.bootstrap} (pid {broker.pid})")
+    else:
+        say(f"kafka: running, mock broker {broker.bootstrap} (pid {broker.pid})")
+    count, partitions = len(kafka_mock.TOPICS), kafka_mock.PARTITIONS
+    say(f"kafka: control {broker.control}; {count} topics of {partitions} partitions pre-created")
+    artifact = token_artifact(layout)
+    say(f"contracts: TestToken artifact ready ({layout.build / 'TestToken.json'})")
+    with ThreadPoolExecutor(len(chains.DEV_CHAINS)) as pool:
+        futures = {
+            chain.name: pool.submit(chains.ensure_chain, layout, chain, block_time, artifact, say)
+            for chain in chains.DEV_CHAINS
+        }
+        tokens = {name: future.result() for name, future in futures.items()}
+    envfile.write_env(layout.env_file, _endpoints(layout, broker, tokens))
+    say(f"infra: ready; endpoints in {layout.env_file}")
+
+
+def down(layout: Layout, say: Say) -> None:
+    """Stop the chains, the broker and the PostgreSQL server of ``.local/pg`` (if running)."""
+    layout.env_file.unlink(missing_ok=True)
+    for chain in chains.DEV_CHAINS:
+        stopped = chains.stop_chain(layout, chain)
+        say(f"anvil {chain.name}: {'stopped' if stopped else 'was not running'}")
+    stopped = kafka_mock.stop_broker(layout)
+    say(f"kafka: {'stopped' if stopped else 'was not running'}")
+    if postgres.stop_postgres(layout):
+        say(f"postgres: stopped own server ({layout.pg_data})")
+    else:
+        say("postgres: nothing to stop (infra-up did not start a server)")
+
+
+def status(layout: Layout, say: Say) -> bool:
+    """Print one line per component; True if everything runs and answers."""
+    healthy = True
+
+    def report(component: str, ok: bool, text: str) -> None:
+        nonlocal healthy
+        healthy = healthy and ok
+        say(f"{component}: {text}")
+
+    report("postgres", *postgres.postgres_status(layout))
+    broker = kafka_mock.running_broker(layout)
+    if broker is None:
+        report("kafka", False, "stopped")
+    else:
+        text = f"running, bootstrap {broker.bootstrap}, control {broker.control} (pid {broker.pid})"
+        report("kafka", True, text)
+    for chain in chains.DEV_CHAINS:
+        report(f"anvil {chain.name}", *chains.chain_status(layout, chain))
+    present = layout.env_file.exists()
+    report("infra.env", present, str(layout.env_file) if present else "missing")
+    return healthy
+
+
+def _require_node_modules(layout: Layout) -> None:
+    if not layout.node_modules.is_dir():
+        raise InfraError("npm", f"{layout.node_modules} is missing: run `make install`")
+    needed = [layout.node_modules / "solc" / "package.json", layout.node_modules / ".bin" / "anvil"]
+    missing = [str(path) for path in needed if not path.exists()]
+    if missing:
+        raise InfraError("npm", f"{', '.join(missing)} missing: run `make install`")
+
+
+def _write_secrets(layout: Layout, say: Say) -> None:
+    for role, name in KEY_FILES.items():
+        ensure_secret(layout.secrets / name, dev_account(role).private_key)
+    if ensure_hd_mnemonic(layout.secrets / "hd_mnemonic"):
+        say(f"secrets: generated a new HD mnemonic in {layout.secrets / 'hd_mnemonic'}")
+    say(f"secrets: dev keys in {layout.secrets} (mode 0600)")
+
+
+def _endpoints(
+    layout: Layout,
+    broker: kafka_mock.BrokerState,
+    tokens: dict[str, dict[str, ChecksumAddress]],
+) -> dict[str, str]:
+    values = {
+        "INTENTD_DATABASE_URL": postgres.database_url(),
+        "INTENTD_KAFKA_BOOTSTRAP": broker.bootstrap,
+        "INTENTD_KAFKA_MOCK_CONTROL": broker.control,
+        "INTENTD_HD_MNEMONIC_FILE": str(layout.secrets / "hd_mnemonic"),
+        "INTENTD_DEV_DEPLOYER_KEY_FILE": str(layout.secrets / KEY_FILES[Role.DEPLOYER]),
+        "INTENTD_DEV_PAYER_KEY_FILE": str(layout.secrets / KEY_FILES[Role.PAYER]),
+        "INTENTD_RELAYER_KEY_FILE": str(layout.secrets / KEY_FILES[Role.RELAYER]),
+        "INTENTD_GAS_TANK_KEY_FILE": str(layout.secrets / KEY_FILES[Role.GAS_TANK]),
+        "INTENTD_DEV_PAYER_ADDRESS": dev_account(Role.PAYER).address,
+        "INTENTD_RELAYER_ADDRESS": dev_account(Role.RELAYER).address,
+        "INTENTD_GAS_TANK_ADDRESS": dev_account(Role.GAS_TANK).address,
+        "INTENTD_FEE_ACCOUNT_ADDRESS": dev_account(Role.FEE).address,
+    }
+    for chain in chains.DEV_CHAINS:
+        values[f"INTENTD_{chain.name}_RPC_URL"] = chain.url
+        for symbol, address in tokens[chain.name].items():
+            values[f"INTENTD_{chain.name}_{symbol}"] = address
+    return values
