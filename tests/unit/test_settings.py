@@ -28,8 +28,12 @@ bootstrap_servers = "k:9092"
 chain_id = 8453
 network = "main"
 rpc_urls = ["https://rpc.example"]
-tokens = [{{ address = "{USDC.lower()}", symbol = "USDC", name = "USD Coin", decimals = 6,
-            category = "stablecoin" }}]
+[[chains.BASE.tokens]]
+address = "{USDC.lower()}"
+symbol = "USDC"
+name = "USD Coin"
+decimals = 6
+category = "stablecoin"
 """
 
 
@@ -102,7 +106,7 @@ def test_override_from_environment(tmp_path: Path) -> None:
         (('rpc_urls = ["https://rpc.example"]', 'rpc_urls = ["ftp://x"]'), "chains.BASE.rpc_urls"),
         ((USDC.lower(), "0x1234"), "chains.BASE.tokens.0.address = '0x1234'"),
         (('"stablecoin"', '"meme"'), "chains.BASE.tokens.0.category = 'meme'"),
-        (("[chains.BASE]", "[chains.base]"), "chain key 'base'"),
+        (("chains.BASE", "chains.base"), "chain key 'base' must be upper case"),
     ],
 )
 def test_invalid_values_name_key_and_value(
@@ -133,5 +137,6 @@ def test_missing_mnemonic_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_unknown_key_is_refused(tmp_path: Path) -> None:
+    text = MINIMAL.replace("chain_id = 8453\n", "chain_id = 8453\nconfirmation = 3\n")
     with pytest.raises(ConfigError, match=r"chains\.BASE\.confirmation = 3"):
-        load_settings(write(tmp_path, MINIMAL + "confirmation = 3\n"), ENV)
+        load_settings(write(tmp_path, text), ENV)
