@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 from eth_account import Account
 from eth_typing import ChecksumAddress
 from web3 import Web3
@@ -150,17 +150,19 @@ async def demo(config: str, timeout: float) -> int:
             env=os.environ.copy(),
         )
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka.bootstrap_servers, enable_auto_commit=False
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        enable_auto_commit=False,
+        auto_offset_reset="latest",
     )
     try:
         await consumer.start()
         topic = events_topic(settings.kafka.topic_prefix)
         if topic not in await consumer.topics():
             raise SystemExit(f"Kafka topic {topic} does not exist; run `make infra-up`")
-        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        consumer.assign(partitions)
-        await consumer.seek_to_end(*partitions)
-        for tp in partitions:
+        consumer.subscribe([topic])  # no group: every partition, from the end
+        while not consumer.assignment():
+            await consumer.getmany(timeout_ms=100)
+        for tp in consumer.assignment():
             await consumer.position(tp)
 
         async def ready() -> bool:
