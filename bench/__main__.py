@@ -1,0 +1,37 @@
+"""``python -m bench [NAME] [OPTIONS]``: run one benchmark, or all of them.
+
+Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd poll`` with
+a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``).
+``python -m bench NAME --help`` lists a benchmark's options.
+"""
+
+from __future__ import annotations
+
+import sys
+
+NAMES = ("backfill", "poller-memory", "head-latency")
+
+
+def main(argv: list[str]) -> None:
+    name, rest = (argv[0], argv[1:]) if argv else ("all", [])
+    if name not in {*NAMES, "all"}:
+        raise SystemExit(f"unknown benchmark {name!r}; one of {', '.join(NAMES)}")
+    if name in {"backfill", "all"}:
+        from bench import backfill
+
+        backfill.run(rest)
+    if name in {"poller-memory", "all"}:
+        from bench import poller_memory
+
+        poller_memory.run(rest)
+    if name in {"head-latency", "all"}:
+        from bench import head_latency
+
+        head_latency.main(rest)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+    else:
+        main(sys.argv[1:])

@@ -1,0 +1,199 @@
+"""Benchmark (a): head latency, from confirmation depth to ``intent_funded`` on Kafka.
+
+Runs ``intentd run`` as a subprocess against a dedicated anvil (chain id 84532,
+automine off, so this script decides when blocks are mined). For each sample: an
+intent is created, the payment is sent, the block holding it is mined, then the
+blocks up to the confirmation depth; the clock starts when the mining call that
+makes the payment confirmed returns, and stops when this script receives the
+intent's ``intent_funded`` from Kafka. Prints p50/p90/p99/max.
+
+    .venv/bin/python -m bench head_latency [--samples 200] [--confirmations 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import orjson
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from eth_account import Account
+from web3 import Web3
+
+from intentd.adapters.postgres import create_pool, migrate
+from intentd.custody import IntentKeys
+from intentd.devinfra.anvil import start_anvil
+from intentd.devinfra.contracts import deploy_token, mint
+from intentd.devinfra.kafka_mock import create_topics
+from intentd.intents.service import IntentRequest, create_intent
+from intentd.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+TRANSFER = "0xa9059cbb"
+
+
+def read_env(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def recreate_database(base_url: str, name: str) -> str:
+    root, _, _ = base_url.rpartition("/")
+    admin = await asyncpg.connect(f"{root}/postgres")
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return f"{root}/{name}"
+
+
+async def run(samples: int, confirmations: int, poll_interval: float) -> None:
+    infra = read_env(ROOT / ".local/infra.env")
+    deployer = Path(infra["INTENTD_DEV_DEPLOYER_KEY_FILE"]).read_text().strip()
+    payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+    payer = Account.from_key(payer_key)
+    chain = start_anvil(84532)
+    try:
+        usdc = deploy_token(chain.url, deployer, "Bench USD Coin", "USDC", 6)
+        usdt = deploy_token(chain.url, deployer, "Bench Tether", "USDT", 6)
+        mint(chain.url, deployer, usdc, payer.address, 10**15)
+        w3 = Web3(Web3.HTTPProvider(chain.url))
+        w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+
+        db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], "intentd_bench_latency")
+        prefix = f"bench{int(time.time())}"
+        topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
+        topics += [f"{prefix}.{n}" for n in ("intent-events", "dlq", "actions", "action-results")]
+        create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], topics)
+        env = dict(os.environ)
+        env.update(
+            INTENTD_BASE_TESTNET_RPC_URL=chain.url,
+            INTENTD_BASE_TESTNET_USDC=usdc,
+            INTENTD_BASE_TESTNET_USDT=usdt,
+            INTENTD__DATABASE__URL=db_url,
+            INTENTD__KAFKA__TOPIC_PREFIX=prefix,
+            INTENTD__OBSERVABILITY__METRICS_PORT="0",
+            INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
+            INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS=str(confirmations),
+            INTENTD__CHAINS__BASE_TESTNET__POLL_INTERVAL=str(poll_interval),
+        )
+        os.environ.update(env)
+        settings = load_settings(ROOT / "config/local.toml")
+        pool = await create_pool(db_url)
+        await migrate(pool)
+        log = (ROOT / ".local/run/bench-head-latency.log").open("wb")
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "intentd", "--config", "config/local.toml", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap_servers)
+        try:
+            await consumer.start()
+            topic = f"{prefix}.intent-events"
+            await consumer.topics()
+            tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+            consumer.assign(tps)
+            await consumer.seek_to_end(*tps)
+            deadline = time.monotonic() + 60
+            while not await pool.fetchval(
+                "SELECT count(*) FROM chain_cursors WHERE chain = 'BASE_TESTNET'"
+            ):
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("daemon did not start; see .local/run/bench-head-latency.log")
+                w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+                await asyncio.sleep(0.2)
+            keys = IntentKeys(settings.mnemonic())
+            nonce = w3.eth.get_transaction_count(payer.address)
+            latencies: list[float] = []
+            for i in range(samples):
+                intent = await create_intent(
+                    pool,
+                    settings,
+                    keys,
+                    IntentRequest(
+                        amount="1",
+                        token_in=usdc,
+                        source_chain="BASE_TESTNET",
+                        destination_chain="ARBITRUM_TESTNET",
+                        recipient=payer.address,
+                        refund_address=payer.address,
+                    ),
+                    client_id=UUID(int=0),
+                    now=datetime.now(UTC),
+                )
+                data = TRANSFER + intent.intent_address[2:].rjust(64, "0") + f"{1_000_000:064x}"
+                tx: dict[str, Any] = {
+                    "to": usdc,
+                    "data": data,
+                    "gas": 100_000,
+                    "nonce": nonce,
+                    "chainId": 84532,
+                    "maxFeePerGas": 10**10,
+                    "maxPriorityFeePerGas": 10**9,
+                }
+                nonce += 1
+                w3.eth.send_raw_transaction(payer.sign_transaction(tx).raw_transaction)
+                w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+                if confirmations > 1:
+                    w3.provider.make_request("anvil_mine", [hex(confirmations - 1)])  # type: ignore[arg-type]
+                started = time.perf_counter()
+                found = False
+                while not found:
+                    batches = await consumer.getmany(timeout_ms=1000)
+                    if not batches and time.perf_counter() - started > 30:
+                        raise SystemExit(f"no event for intent {intent.id}")
+                    for records in batches.values():
+                        for record in records:
+                            event = orjson.loads(record.value)
+                            if event["intent"]["id"] == intent.id:
+                                found = True
+                latencies.append((time.perf_counter() - started) * 1000)
+                if (i + 1) % 50 == 0:
+                    print(f"  {i + 1}/{samples} samples", flush=True)
+        finally:
+            await consumer.stop()
+            daemon.terminate()
+            daemon.wait(timeout=30)
+            await pool.close()
+        print(
+            f"head latency, confirmation depth -> intent_funded on Kafka "
+            f"({samples} samples, confirmations={confirmations}, poll_interval={poll_interval}s):"
+        )
+        print(
+            f"  p50 {percentile(latencies, 0.5):.1f} ms   p90 {percentile(latencies, 0.9):.1f} ms"
+            f"   p99 {percentile(latencies, 0.99):.1f} ms   max {max(latencies):.1f} ms"
+            f"   mean {statistics.fmean(latencies):.1f} ms"
+        )
+    finally:
+        chain.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--confirmations", type=int, default=2)
+    parser.add_argument("--poll-interval", type=float, default=0.05)
+    args = parser.parse_args(argv)
+    asyncio.run(run(args.samples, args.confirmations, args.poll_interval))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""Deposits found in JSON-RPC answers: native transfers in full blocks, ERC-20 ``Transfer`` logs.
+
+Pure functions over the decoded JSON of ``eth_getBlockByNumber(n, true)`` and
+``eth_getLogs``. They are on the hot path of a backfill, so they read the raw hex
+themselves instead of going through web3's decoders, and they look an address up in
+the watched set before decoding anything else about a transfer.
+
+What counts as a deposit:
+
+- a transaction whose ``to`` is watched and whose ``value`` is above zero (contract
+  creations have no ``to`` and never count). A plain value transfer to an address
+  without code cannot revert, so no receipt is needed;
+- a ``Transfer(address,address,uint256)`` log emitted by one of the chain's
+  configured tokens (anyone can emit a look-alike from another contract), with the
+  recipient watched and an amount above zero. Logs exist only for successful
+  transactions.
+
+An answer that contradicts itself (a log whose block hash is not the hash of the
+block fetched at that height, a missing or extra block) raises
+:class:`InconsistentAnswer`: the node answered from two different forks and the
+range must be read again. Nothing is ever silently skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.watched import WatchedAddresses
+from intentd.messages import NATIVE_LOG_INDEX
+from intentd.settings import NATIVE_TOKEN
+
+__all__ = [
+    "NATIVE",
+    "TRANSFER_TOPIC",
+    "BlockHeader",
+    "Deposit",
+    "InconsistentAnswer",
+    "decode_headers",
+    "find_deposits",
+    "native_deposits",
+    "token_deposits",
+]
+
+TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+"""keccak256("Transfer(address,address,uint256)"), topic 0 of an ERC-20 transfer."""
+NATIVE = NATIVE_TOKEN.lower()
+_TRANSFER_TOPICS = 3  # topic0, from, to; ERC-721 indexes the token id as a fourth
+_WORD_HEX = 66  # "0x" + 32 bytes of hex
+
+
+class InconsistentAnswer(Exception):
+    """The node's answers for one range do not fit together; read the range again."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHeader:
+    number: int
+    hash: str
+    parent_hash: str
+    timestamp: int
+
+
+class Deposit(NamedTuple):
+    """A transfer to a watched address; ``log_index`` is -1 for the native coin.
+
+    A named tuple rather than a dataclass: a backfill makes tens of thousands a second.
+    """
+
+    block_number: int
+    block_hash: str
+    block_time: int
+    tx_hash: str
+    tx_index: int
+    log_index: int
+    token: str
+    from_address: str
+    to_address: str
+    amount: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(tx_hash, log_index): what identifies the transfer on any fork."""
+        return self.tx_hash, self.log_index
+
+
+def decode_headers(
+    blocks: Sequence[Mapping[str, Any]], blocks_range: BlockRange
+) -> list[BlockHeader]:
+    """Headers of ``blocks``, which must be exactly the blocks of ``blocks_range`` in order."""
+    if len(blocks) != len(blocks_range):
+        raise InconsistentAnswer(f"asked for blocks {blocks_range}, got {len(blocks)} blocks")
+    headers = []
+    for expected, block in zip(blocks_range, blocks, strict=True):
+        number = int(block["number"], 16)
+        if number != expected:
+            raise InconsistentAnswer(f"asked for block {expected}, got block {number}")
+        headers.append(
+            BlockHeader(
+                number=number,
+                hash=block["hash"].lower(),
+                parent_hash=block["parentHash"].lower(),
+                timestamp=int(block["timestamp"], 16),
+            )
+        )
+    return headers
+
+
+def native_deposits(
+    block: Mapping[str, Any], header: BlockHeader, watched: WatchedAddresses
+) -> list[Deposit]:
+    """Value transfers to watched addresses among the block's transactions."""
+    transactions = block["transactions"]
+    if transactions and not isinstance(transactions[0], Mapping):
+        raise InconsistentAnswer(f"block {header.number} came without full transactions")
+    found = []
+    for tx in transactions:
+        to = tx.get("to")
+        if to is None or not watched.contains_hex(to):
+            continue
+        amount = int(tx["value"], 16)
+        if amount == 0:
+            continue
+        found.append(
+            Deposit(
+                block_number=header.number,
+                block_hash=header.hash,
+                block_time=header.timestamp,
+                tx_hash=tx["hash"].lower(),
+                tx_index=int(tx["transactionIndex"], 16),
+                log_index=NATIVE_LOG_INDEX,
+                token=NATIVE,
+                from_address=tx["from"].lower(),
+                to_address=to.lower(),
+                amount=amount,
+            )
+        )
+    return found
+
+
+def token_deposits(
+    logs: Sequence[Mapping[str, Any]],
+    headers: Mapping[int, BlockHeader],
+    tokens: Collection[str],
+    watched: WatchedAddresses,
+) -> list[Deposit]:
+    """ERC-20 transfers to watched addresses among ``logs``.
+
+    ``tokens`` are the configured token addresses in lower case; ``headers`` are the
+    blocks the logs were read for, by number.
+    """
+    found = []
+    contains = watched.contains_hex
+    for log in logs:
+        topics = log["topics"]
+        if (
+            len(topics) != _TRANSFER_TOPICS
+            or topics[0] != TRANSFER_TOPIC
+            or not contains(topics[2])
+        ):
+            continue
+        number = int(log["blockNumber"], 16)
+        header = headers.get(number)
+        if header is None:
+            raise InconsistentAnswer(f"log of block {number}, outside the range read")
+        block_hash = log["blockHash"]
+        if (block_hash != header.hash and block_hash.lower() != header.hash) or log.get("removed"):
+            raise InconsistentAnswer(f"log of block {number} is from another fork")
+        token = log["address"].lower()
+        data = log["data"]
+        if token not in tokens or len(data) != _WORD_HEX:
+            continue
+        amount = int(data, 16)
+        if amount == 0:
+            continue
+        found.append(
+            Deposit(
+                number,
+                header.hash,
+                header.timestamp,
+                log["transactionHash"].lower(),
+                int(log["transactionIndex"], 16),
+                int(log["logIndex"], 16),
+                token,
+                "0x" + topics[1][-40:].lower(),
+                "0x" + topics[2][-40:].lower(),
+                amount,
+            )
+        )
+    return found
+
+
+def find_deposits(
+    blocks: Sequence[Mapping[str, Any]],
+    logs: Sequence[Mapping[str, Any]],
+    blocks_range: BlockRange,
+    tokens: Collection[str],
+    watched: WatchedAddresses,
+) -> tuple[list[BlockHeader], list[Deposit]]:
+    """Headers of the range and its deposits in chain order (block, transaction, log)."""
+    headers = decode_headers(blocks, blocks_range)
+    deposits: list[Deposit] = []
+    for block, header in zip(blocks, headers, strict=True):
+        if block["transactions"]:
+            deposits.extend(native_deposits(block, header, watched))
+    if logs:
+        by_number = {header.number: header for header in headers}
+        deposits.extend(token_deposits(logs, by_number, tokens, watched))
+    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
+    return headers, deposits

@@ -1,0 +1,341 @@
+"""The poll loop of one chain, and the ``poll`` role that wires it to the real services.
+
+Guarantees (see ``docs/indexer.md``):
+
+- Blocks are processed in order, ``cursor + 1 .. confirmed head``, none skipped.
+- Every deposit to an address watched when its block was read is published, at
+  least once: a batch is published (acknowledged by Kafka) before the cursor moves
+  past it, and the cursor move, the remembered blocks and the published deposits
+  are one database transaction. A crash in between publishes the batch again;
+  consumers dedupe by message id.
+- A batch that does not extend the cursor makes the poller walk back to the common
+  ancestor, rewind, and retract the published deposits the new chain lacks (before
+  publishing the new chain's deposits). A reorg deeper than the remembered window
+  stops the poller with :class:`~intentd.indexer.reorg.DeepReorgError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters.chain import EvmChainReader, JsonRpcClient
+from intentd.adapters.cursor_store import ChainLock, PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
+from intentd.adapters.postgres import Pool, create_pool
+from intentd.faults import crash_point
+from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer, find_deposits
+from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
+from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
+from intentd.indexer.publishing import deposit_payload, published, retraction_message
+from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
+from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.messages import deposits_topic, encode
+from intentd.runtime import READINESS, Role
+from intentd.settings import ChainConfig, Settings
+
+__all__ = ["Poller", "TornReads", "poller_role"]
+
+log = structlog.get_logger()
+
+IDLE_REFRESH = 0.25
+"""Seconds between watched-set refreshes while caught up."""
+MAX_TORN_READS = 10
+"""Consecutive self-contradicting reads of a range before the poller gives up."""
+
+
+class TornReads(Exception):
+    """The node kept answering a range from different forks; something is wrong with it."""
+
+
+_Fetch = tuple[BlockRange, "asyncio.Task[RawRange]"]
+
+
+class Poller:
+    """Follows one chain at its confirmation depth and publishes deposits to watched addresses.
+
+    Single use: call :meth:`run` once. The caller owns (and closes) the reader, store,
+    publisher and address source.
+    """
+
+    def __init__(
+        self,
+        config: ChainConfig,
+        *,
+        reader: ChainReader,
+        store: PollerStore,
+        publisher: Publisher,
+        watched: WatchedIntents,
+        topic: str,
+        idle_refresh: float = IDLE_REFRESH,
+        torn_backoff: float = 0.05,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        self._config = config
+        self._chain = config.name
+        self._reader = reader
+        self._store = store
+        self._publisher = publisher
+        self._watched = watched
+        self._topic = topic
+        self._tokens = frozenset(token.address.lower() for token in config.tokens)
+        self._idle_refresh = idle_refresh
+        self._torn_backoff = torn_backoff
+        self._wall_clock_ms = wall_clock_ms
+        self._cursor = Cursor(-1, None)
+        self._head = -1  # confirmed head, as last read
+        self._orphans_pending = False
+        self._torn_reads = 0
+        self._started = False
+
+    @property
+    def cursor(self) -> Cursor:
+        """The last block processed (published and recorded)."""
+        return self._cursor
+
+    async def start(self) -> None:
+        """Load the watched set and the cursor; :meth:`run` calls it if not done."""
+        self._started = True
+        added = await self._watched.refresh()
+        metrics.WATCHED_ADDRESSES.labels(self._chain).set(len(self._watched))
+        await self._refresh_head()
+        stored = await self._store.load_cursor()
+        if stored is None:
+            start = first_block(self._config.start_block, self._head)
+            self._cursor = Cursor(start - 1, None)
+        else:
+            self._cursor = stored
+        self._orphans_pending = bool(await self._store.orphans(self._cursor.number))
+        log.info(
+            "poller started",
+            cursor=self._cursor.number,
+            confirmed_head=self._head,
+            watched=added,
+            orphans_pending=self._orphans_pending,
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process blocks until ``stop`` is set; the batch in hand is finished first."""
+        if not self._started:
+            await self.start()
+        pending: _Fetch | None = None
+        try:
+            while not stop.is_set():
+                if pending is None:
+                    blocks = await self._plan()
+                    if blocks is None:
+                        await self._idle(stop)
+                        continue
+                    pending = self._fetch(blocks)
+                blocks, task = pending
+                raw = await task
+                # Read ahead while this batch is matched and published; dropped if it fails.
+                ahead = next_range(blocks.last, self._head, self._config.batch_size)
+                pending = self._fetch(ahead) if ahead is not None else None
+                if not await self._apply(blocks, raw):
+                    await _cancel(pending)
+                    pending = None
+        finally:
+            await _cancel(pending)
+
+    async def _plan(self) -> BlockRange | None:
+        blocks = next_range(self._cursor.number, self._head, self._config.batch_size)
+        if blocks is None:
+            await self._refresh_head()
+            blocks = next_range(self._cursor.number, self._head, self._config.batch_size)
+        return blocks
+
+    def _fetch(self, blocks: BlockRange) -> _Fetch:
+        return blocks, asyncio.create_task(self._reader.read_range(blocks))
+
+    async def _refresh_head(self) -> None:
+        latest = await self._reader.latest_block()
+        self._head = confirmed_head(latest, self._config.confirmations)
+        metrics.BLOCKS_BEHIND.labels(self._chain).set(max(self._head - self._cursor.number, 0))
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Wait ``poll_interval`` (or until stop), refreshing the watched set meanwhile."""
+        deadline = time.monotonic() + self._config.poll_interval
+        while not stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), min(self._idle_refresh, remaining))
+            await self._refresh_watched()
+
+    async def _refresh_watched(self) -> None:
+        if await self._watched.refresh():
+            metrics.WATCHED_ADDRESSES.labels(self._chain).set(len(self._watched))
+
+    async def _apply(self, blocks: BlockRange, raw: RawRange) -> bool:
+        """Publish and record one batch; False if it must be read again (reorg, torn read)."""
+        # Refreshed after the blocks were read: every intent committed before that is matched.
+        await self._refresh_watched()
+        try:
+            headers, deposits = find_deposits(
+                raw.blocks, raw.logs, blocks, self._tokens, self._watched.addresses
+            )
+            linkage = check_linkage(self._cursor, headers)
+        except InconsistentAnswer as exc:
+            await self._torn(blocks, str(exc))
+            return False
+        if linkage is Linkage.TORN:
+            await self._torn(blocks, "blocks of the batch do not link")
+            return False
+        if linkage is Linkage.FORKED:
+            await self._rewind()
+            return False
+        self._torn_reads = 0
+        await self._publish_and_advance(headers, deposits)
+        log.debug("batch done", blocks=str(blocks), deposits=len(deposits))
+        return True
+
+    async def _publish_and_advance(
+        self, headers: list[BlockHeader], deposits: list[Deposit]
+    ) -> None:
+        """Publish (retractions first), then move the cursor: at least once, never lost."""
+        observed = self._wall_clock_ms()
+        orphans = await self._store.orphans(self._cursor.number) if self._orphans_pending else []
+        gone = retractions(orphans, deposits)
+        messages = [
+            OutgoingMessage(
+                self._topic, orphan.intent_address, encode(retraction_message(self._chain, orphan))
+            )
+            for orphan in gone
+        ]
+        records = []
+        chain_id = self._config.chain_id
+        for deposit in deposits:
+            payload = deposit_payload(self._chain, chain_id, deposit, observed)
+            messages.append(OutgoingMessage(self._topic, deposit.to_address, payload))
+            records.append((published(deposit), payload))
+        if messages:
+            await self._publisher.publish_all(messages)
+        crash_point("poller.after_publish")
+        await self._store.advance(
+            self._cursor, headers, records, drop_orphans=self._orphans_pending
+        )
+        self._orphans_pending = False
+        last = headers[-1]
+        self._cursor = Cursor(last.number, last.hash)
+
+        metrics.POLLER_BLOCK.labels(self._chain).set(last.number)
+        metrics.BLOCKS_BEHIND.labels(self._chain).set(max(self._head - last.number, 0))
+        if deposits:
+            metrics.DEPOSITS_PUBLISHED.labels(self._chain).inc(len(deposits))
+        if gone:
+            metrics.RETRACTIONS.labels(self._chain).inc(len(gone))
+            log.warning(
+                "deposits retracted after a reorg",
+                retracted=[f"{o.tx_hash}:{o.log_index}" for o in gone],
+            )
+
+    async def _torn(self, blocks: BlockRange, reason: str) -> None:
+        """Count a self-contradicting read; wait a moment (the node is mid-reorg) or give up."""
+        self._torn_reads += 1
+        log.warning("inconsistent read; reading again", blocks=str(blocks), reason=reason)
+        if self._torn_reads > MAX_TORN_READS:
+            raise TornReads(f"{self._chain}: blocks {blocks} read inconsistently: {reason}")
+        await asyncio.sleep(min(self._torn_backoff * 2 ** (self._torn_reads - 1), 2.0))
+
+    async def _rewind(self) -> None:
+        """Walk back to the common ancestor and rewind the cursor there."""
+        remembered = await self._store.remembered_blocks()
+        canonical = await self._reader.block_hashes(sorted(remembered))
+        ancestor = common_ancestor(remembered, canonical)  # raises DeepReorgError
+        if ancestor == self._cursor:
+            # The node's answers disagree with each other (e.g. a lagging failover node).
+            reading = BlockRange(ancestor.number + 1, ancestor.number + 1)
+            await self._torn(reading, "parent mismatch at the cursor, yet no reorg")
+            return
+        await self._store.rewind(self._cursor, ancestor)
+        metrics.REORGS.labels(self._chain).inc()
+        log.warning(
+            "reorg: rewound to the common ancestor",
+            cursor=self._cursor.number,
+            ancestor=ancestor.number,
+            depth=self._cursor.number - ancestor.number,
+        )
+        self._cursor = ancestor
+        self._orphans_pending = True
+        self._torn_reads = 0
+
+
+async def _cancel(pending: _Fetch | None) -> None:
+    """Cancel a read-ahead and collect its outcome (its error, if any, is moot)."""
+    if pending is None:
+        return
+    _, task = pending
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()  # retrieved: the range is read again if still wanted
+
+
+def poller_role(
+    settings: Settings,
+    chain: str,
+    *,
+    pool: Pool | None = None,
+    publisher: Publisher | None = None,
+    reader: ChainReader | None = None,
+) -> Role:
+    """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
+
+    ``pool``, ``publisher`` and ``reader`` may be given (tests); those are not closed.
+    """
+    config = settings.chain(chain)
+
+    async def role(stop: asyncio.Event) -> None:
+        ready_name = f"poll:{chain}"
+        READINESS.expect(ready_name)
+        with structlog.contextvars.bound_contextvars(chain=chain):
+            async with AsyncExitStack() as resources:
+                db = pool
+                if db is None:
+                    db = await create_pool(
+                        settings.database.url.get_secret_value(),
+                        min_size=1,
+                        max_size=4,
+                    )
+                    resources.push_async_callback(db.close)
+                lock = ChainLock(db, chain)
+                if not await lock.acquire(stop):
+                    return
+                resources.push_async_callback(lock.release)
+                out = publisher
+                if out is None:
+                    kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
+                    await kafka.start()
+                    resources.push_async_callback(kafka.stop)
+                    out = kafka
+                chain_reader = reader
+                if chain_reader is None:
+                    evm = EvmChainReader(
+                        JsonRpcClient(chain, config.rpc_urls, timeout=config.rpc_timeout),
+                        [token.address for token in config.tokens],
+                        max_log_range=config.max_log_range,
+                    )
+                    resources.push_async_callback(evm.close)
+                    chain_reader = evm
+                poller = Poller(
+                    config,
+                    reader=chain_reader,
+                    store=PostgresPollerStore(db, chain),
+                    publisher=out,
+                    watched=WatchedIntents(PostgresAddressSource(db)),
+                    topic=deposits_topic(settings.kafka.topic_prefix, chain),
+                )
+                await poller.start()
+                READINESS.ready(ready_name)
+                await poller.run(stop)
+                log.info("poller stopped", cursor=poller.cursor.number)
+
+    return role

@@ -1,0 +1,104 @@
+"""What the poll loop needs from the outside world, as small protocols.
+
+The adapters implement them (``adapters.chain.EvmChainReader``,
+``adapters.cursor_store.PostgresPollerStore`` and ``PostgresAddressSource``,
+``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from intentd.indexer.decoding import BlockHeader
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.reorg import Cursor, PublishedDeposit
+
+if TYPE_CHECKING:
+    from intentd.adapters.kafka import OutgoingMessage
+
+__all__ = ["AddressSource", "ChainReader", "PollerStore", "Publisher", "RawRange"]
+
+
+@dataclass(frozen=True, slots=True)
+class RawRange:
+    """A block range as the node answered it (decoded JSON, not yet interpreted)."""
+
+    blocks: list[dict[str, Any]]
+    """``eth_getBlockByNumber(n, true)`` for each block of the range, in height order."""
+    logs: list[dict[str, Any]]
+    """``Transfer`` logs of the chain's configured tokens over the range."""
+
+
+class ChainReader(Protocol):
+    async def latest_block(self) -> int:
+        """The node's newest block number."""
+        ...
+
+    async def read_range(self, blocks: BlockRange) -> RawRange:
+        """Full blocks and token ``Transfer`` logs of ``blocks``; every block present.
+
+        Raises if any block or log query fails after the reader's retries.
+        """
+        ...
+
+    async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
+        """The node's current hash at each height (None where it has no block)."""
+        ...
+
+
+class PollerStore(Protocol):
+    """The poller's durable state for one chain (cursor, recent blocks, published deposits)."""
+
+    async def load_cursor(self) -> Cursor | None: ...
+
+    async def remembered_blocks(self) -> dict[int, str]:
+        """Hashes of the recent processed blocks (the cursor's included), by height."""
+        ...
+
+    async def orphans(self, after: int) -> list[PublishedDeposit]:
+        """Published deposits from blocks above ``after`` (orphaned by a rewind to it)."""
+        ...
+
+    async def advance(
+        self,
+        previous: Cursor,
+        headers: Sequence[BlockHeader],
+        published: Sequence[tuple[PublishedDeposit, bytes]],
+        *,
+        drop_orphans: bool,
+    ) -> None:
+        """Atomically move the cursor from ``previous`` to ``headers[-1]``.
+
+        Remembers the recent ``headers`` and ``published`` deposits (with their
+        payloads), forgets those older than the window, and with ``drop_orphans``
+        forgets the orphans above ``previous`` (retracted or republished by now).
+        Raises if the stored cursor is not ``previous`` (another poller moved it).
+        """
+        ...
+
+    async def rewind(self, previous: Cursor, to: Cursor) -> None:
+        """Atomically move the cursor back to ``to`` and forget the blocks above it.
+
+        Published deposits above ``to`` are kept: they are the orphans the next
+        batch retracts or republishes.
+        """
+        ...
+
+
+class AddressSource(Protocol):
+    async def intent_addresses(
+        self, after_id: int, also_ids: Sequence[int], limit: int
+    ) -> list[tuple[int, str]]:
+        """(id, intent address) of intents with ``id > after_id`` or ``id in also_ids``.
+
+        In id order, at most ``limit`` rows.
+        """
+        ...
+
+
+class Publisher(Protocol):
+    async def publish_all(self, messages: Iterable[OutgoingMessage]) -> int:
+        """Send in order; return once every message is acknowledged, or raise."""
+        ...

@@ -1,0 +1,113 @@
+"""Reorg checks: does a batch extend what was processed, where did the chains fork.
+
+Pure. The poller keeps its cursor (last processed block) and the recent processed
+blocks; before a batch is applied, :func:`check_linkage` says whether it extends the
+cursor. If not, the poller reads the node's current hashes at the stored heights and
+:func:`common_ancestor` names the block to rewind to. Deposits published from the
+orphaned blocks and absent from the new canonical blocks are retracted
+(:func:`retractions`).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from intentd.indexer.decoding import BlockHeader, Deposit
+
+__all__ = [
+    "Cursor",
+    "DeepReorgError",
+    "Linkage",
+    "PublishedDeposit",
+    "check_linkage",
+    "common_ancestor",
+    "retractions",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """The last processed block. ``hash`` is None only before the first block."""
+
+    number: int
+    hash: str | None
+
+
+class Linkage(enum.Enum):
+    LINKED = "linked"
+    """Each block's parent is the block before it, the first one's the cursor: apply."""
+    FORKED = "forked"
+    """The first block does not extend the cursor: the chain reorganised below it."""
+    TORN = "torn"
+    """The batch itself is not one chain (a reorg while it was read): read it again."""
+
+
+class DeepReorgError(Exception):
+    """The chain forked below every block the poller remembers; it must not guess."""
+
+
+class PublishedDeposit(NamedTuple):
+    """A deposit the poller published, as remembered to retract it after a reorg."""
+
+    block_number: int
+    block_hash: str
+    tx_hash: str
+    log_index: int
+    intent_address: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.tx_hash, self.log_index
+
+
+def check_linkage(cursor: Cursor, headers: Sequence[BlockHeader]) -> Linkage:
+    """Whether ``headers`` (consecutive heights after the cursor) extend the cursor."""
+    if not headers:
+        return Linkage.LINKED
+    if headers[0].number != cursor.number + 1:
+        raise ValueError(f"batch starts at {headers[0].number}, cursor is {cursor.number}")
+    if cursor.hash is not None and headers[0].parent_hash != cursor.hash:
+        return Linkage.FORKED
+    for parent, child in itertools.pairwise(headers):
+        if child.parent_hash != parent.hash:
+            return Linkage.TORN
+    return Linkage.LINKED
+
+
+def common_ancestor(stored: Mapping[int, str], canonical: Mapping[int, str | None]) -> Cursor:
+    """The highest remembered block the node still has at its height.
+
+    ``stored`` maps the remembered heights to their hashes; ``canonical`` maps the
+    same heights to the node's current hash (None where the node has no block yet).
+    Raises :class:`DeepReorgError` when no remembered block is canonical.
+    """
+    for number in sorted(stored, reverse=True):
+        if canonical.get(number) == stored[number]:
+            return Cursor(number, stored[number])
+    heights = f"{min(stored)}..{max(stored)}" if stored else "none"
+    raise DeepReorgError(
+        f"no remembered block is on the node's chain (remembered heights: {heights}); "
+        "the reorg is deeper than the window, or the node follows another chain"
+    )
+
+
+def retractions(
+    orphans: Iterable[PublishedDeposit], replacements: Iterable[Deposit]
+) -> list[PublishedDeposit]:
+    """Orphaned published deposits that the new canonical blocks do not contain again.
+
+    A transfer re-mined in a new block keeps its identity (transaction hash and log
+    index), so it is republished, not retracted.
+    """
+    present = {deposit.key for deposit in replacements}
+    seen: set[tuple[str, int]] = set()
+    gone = []
+    for orphan in sorted(orphans, key=lambda o: (o.block_number, o.tx_hash, o.log_index)):
+        if orphan.key not in present and orphan.key not in seen:
+            seen.add(orphan.key)
+            gone.append(orphan)
+    return gone

@@ -1,0 +1,245 @@
+"""In-memory fakes of the poller's ports: a forkable chain, its reader, store, publisher."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from intentd.adapters.kafka import OutgoingMessage
+from intentd.indexer.decoding import TRANSFER_TOPIC, BlockHeader
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.ports import RawRange
+from intentd.indexer.reorg import Cursor, PublishedDeposit
+
+USDC = "0x" + "5" * 40
+FAKE_TOKEN = "0x" + "6" * 40
+PAYER = "0x" + "7" * 40
+
+
+def digest(*parts: object) -> str:
+    return "0x" + hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def address(n: int) -> str:
+    return f"0x{n:040x}"
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A transaction: native value to ``to``, or a token ``transfer`` when ``token`` is set."""
+
+    to: str
+    amount: int
+    token: str | None = None
+    nonce: int = 0
+
+    @property
+    def tx_hash(self) -> str:
+        return digest("tx", self.to, self.amount, self.token, self.nonce)
+
+
+@dataclass
+class FakeChain:
+    """Blocks 0..head; :meth:`fork` replaces the blocks above a height with a new branch."""
+
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    logs_by_block: list[list[dict[str, Any]]] = field(default_factory=list)
+    branch: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.blocks:
+            self.mine()
+
+    @property
+    def head(self) -> int:
+        return len(self.blocks) - 1
+
+    def mine(self, *transfers: Transfer, count: int = 1) -> None:
+        for _ in range(count):
+            self._mine(transfers)
+            transfers = ()
+
+    def _mine(self, transfers: Sequence[Transfer]) -> None:
+        number = len(self.blocks)
+        parent = self.blocks[-1]["hash"] if self.blocks else "0x" + "0" * 64
+        block_hash = digest("block", self.branch, number, parent)
+        txs: list[dict[str, Any]] = []
+        logs: list[dict[str, Any]] = []
+        for index, transfer in enumerate(transfers):
+            tx = {
+                "hash": transfer.tx_hash, "transactionIndex": hex(index), "from": PAYER,
+                "to": transfer.token or transfer.to,
+                "value": hex(0 if transfer.token else transfer.amount),
+            }  # fmt: skip
+            txs.append(tx)
+            if transfer.token:
+                logs.append(
+                    {
+                        "address": transfer.token, "blockNumber": hex(number),
+                        "blockHash": block_hash, "transactionHash": transfer.tx_hash,
+                        "transactionIndex": hex(index), "logIndex": hex(len(logs)),
+                        "topics": [TRANSFER_TOPIC, "0x" + "0" * 24 + PAYER[2:],
+                                   "0x" + "0" * 24 + transfer.to[2:]],
+                        "data": f"0x{transfer.amount:064x}", "removed": False,
+                    }
+                )  # fmt: skip
+        self.blocks.append(
+            {
+                "number": hex(number),
+                "hash": block_hash,
+                "parentHash": parent,
+                "timestamp": hex(1_700_000_000 + number),
+                "transactions": txs,
+            }
+        )
+        self.logs_by_block.append(logs)
+
+    def fork(self, keep: int) -> None:
+        """Drop the blocks above ``keep``; later blocks are on a new branch."""
+        del self.blocks[keep + 1 :]
+        del self.logs_by_block[keep + 1 :]
+        self.branch += 1
+
+    def logs(self, first: int, last: int, tokens: Iterable[str] | None = None) -> list[Any]:
+        wanted = None if tokens is None else {t.lower() for t in tokens}
+        return [
+            log
+            for n in range(first, min(last, self.head) + 1)
+            for log in self.logs_by_block[n]
+            if wanted is None or log["address"] in wanted
+        ]
+
+
+class FakeReader:
+    """:class:`ChainReader` over a :class:`FakeChain`; ``before_read`` runs at each read."""
+
+    def __init__(self, chain: FakeChain, tokens: Iterable[str] = (USDC, FAKE_TOKEN)) -> None:
+        self.chain = chain
+        self.tokens = list(tokens)
+        self.reads: list[BlockRange] = []
+        self.before_read: Callable[[BlockRange], None] | None = None
+        self.between_blocks_and_logs: Callable[[BlockRange], None] | None = None
+
+    async def latest_block(self) -> int:
+        return self.chain.head
+
+    async def read_range(self, blocks: BlockRange) -> RawRange:
+        self.reads.append(blocks)
+        if self.before_read is not None:
+            self.before_read(blocks)
+        if blocks.last > self.chain.head:
+            raise LookupError(f"block {blocks.last} does not exist")
+        raw = [self.chain.blocks[n] for n in blocks]
+        if self.between_blocks_and_logs is not None:
+            self.between_blocks_and_logs(blocks)
+        return RawRange(raw, self.chain.logs(blocks.first, blocks.last, self.tokens))
+
+    async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
+        return {
+            n: (self.chain.blocks[n]["hash"] if n <= self.chain.head else None) for n in numbers
+        }
+
+
+class Crash(Exception):
+    """Stands for the process dying at this point."""
+
+
+@dataclass
+class FakeStore:
+    """:class:`PollerStore` in memory, with the semantics of the PostgreSQL one."""
+
+    window: int = 256
+    cursor: Cursor | None = None
+    blocks: dict[int, BlockHeader] = field(default_factory=dict)
+    published: dict[tuple[int, str, int], PublishedDeposit] = field(default_factory=dict)
+    crash_on_advance: int = 0  # fail this many advances (a crash after publishing)
+
+    async def load_cursor(self) -> Cursor | None:
+        return self.cursor
+
+    async def remembered_blocks(self) -> dict[int, str]:
+        return {n: b.hash for n, b in self.blocks.items()}
+
+    async def orphans(self, after: int) -> list[PublishedDeposit]:
+        return sorted(
+            (p for p in self.published.values() if p.block_number > after),
+            key=lambda p: (p.block_number, p.tx_hash, p.log_index),
+        )
+
+    async def advance(
+        self,
+        previous: Cursor,
+        headers: Sequence[BlockHeader],
+        published: Sequence[tuple[PublishedDeposit, bytes]],
+        *,
+        drop_orphans: bool,
+    ) -> None:
+        if self.crash_on_advance:
+            self.crash_on_advance -= 1
+            raise Crash("advance")
+        self._check(previous)
+        floor = headers[-1].number - self.window
+        if drop_orphans:
+            self.published = {
+                k: p for k, p in self.published.items() if p.block_number <= previous.number
+            }
+        for header in headers:
+            if header.number > floor:
+                assert header.number not in self.blocks, f"block {header.number} stored twice"
+                self.blocks[header.number] = header
+        for deposit, payload in published:
+            assert orjson.loads(payload)["tx_hash"] == deposit.tx_hash
+            if deposit.block_number > floor:
+                key = (deposit.block_number, deposit.tx_hash, deposit.log_index)
+                assert key not in self.published, f"{key} stored twice"
+                self.published[key] = deposit
+        self.blocks = {n: b for n, b in self.blocks.items() if n > floor}
+        self.published = {k: p for k, p in self.published.items() if p.block_number > floor}
+        self.cursor = Cursor(headers[-1].number, headers[-1].hash)
+
+    async def rewind(self, previous: Cursor, to: Cursor) -> None:
+        self._check(previous)
+        self.blocks = {n: b for n, b in self.blocks.items() if n <= to.number}
+        self.cursor = to
+
+    def _check(self, previous: Cursor) -> None:
+        expected = None if previous.hash is None else previous
+        assert self.cursor == expected, f"cursor conflict: {self.cursor} != {previous}"
+
+
+@dataclass
+class FakePublisher:
+    messages: list[OutgoingMessage] = field(default_factory=list)
+    fail_next: int = 0
+
+    async def publish_all(self, messages: Iterable[OutgoingMessage]) -> int:
+        batch = list(messages)
+        if self.fail_next:
+            self.fail_next -= 1
+            raise Crash("publish")
+        self.messages.extend(batch)
+        return len(batch)
+
+    def values(self) -> list[dict[str, Any]]:
+        return [orjson.loads(m.value) for m in self.messages]
+
+
+@dataclass
+class FakeAddresses:
+    """:class:`AddressSource` over a list of intent addresses (id = position + 1)."""
+
+    addresses: list[str] = field(default_factory=list)
+
+    async def intent_addresses(
+        self, after_id: int, also_ids: Sequence[int], limit: int
+    ) -> list[tuple[int, str]]:
+        rows = [
+            (i + 1, a)
+            for i, a in enumerate(self.addresses)
+            if i + 1 > after_id or i + 1 in also_ids
+        ]
+        return rows[:limit]

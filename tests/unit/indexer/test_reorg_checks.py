@@ -1,0 +1,99 @@
+"""Reorg checks: linkage of a batch, common ancestor, retractions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from intentd.indexer.decoding import BlockHeader, Deposit
+from intentd.indexer.reorg import (
+    Cursor,
+    DeepReorgError,
+    Linkage,
+    PublishedDeposit,
+    check_linkage,
+    common_ancestor,
+    retractions,
+)
+
+
+def h(tag: str, number: int) -> str:
+    return f"0x{tag}{number:063x}"
+
+
+def chain(tag: str, first: int, last: int, parent_tag: str | None = None) -> list[BlockHeader]:
+    """Headers ``first..last`` of fork ``tag`` (whose first parent is on ``parent_tag``)."""
+    headers = []
+    for n in range(first, last + 1):
+        parent = h(parent_tag or tag, n - 1) if n == first else h(tag, n - 1)
+        headers.append(BlockHeader(n, h(tag, n), parent, 1_700_000_000 + n))
+    return headers
+
+
+@pytest.mark.parametrize(
+    ("cursor", "headers", "expected"),
+    [
+        (Cursor(9, h("a", 9)), chain("a", 10, 14), Linkage.LINKED),
+        (Cursor(9, None), chain("a", 10, 14, parent_tag="z"), Linkage.LINKED),  # first start
+        (Cursor(9, h("a", 9)), chain("b", 10, 14), Linkage.FORKED),
+        (Cursor(9, h("a", 9)), [*chain("a", 10, 11), *chain("b", 12, 13)], Linkage.TORN),
+        (Cursor(9, h("a", 9)), [], Linkage.LINKED),
+    ],
+)
+def test_linkage(cursor: Cursor, headers: list[BlockHeader], expected: Linkage) -> None:
+    assert check_linkage(cursor, headers) is expected
+
+
+def test_a_batch_that_does_not_start_after_the_cursor_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="cursor"):
+        check_linkage(Cursor(9, h("a", 9)), chain("a", 11, 12))
+
+
+@given(
+    window_start=st.integers(0, 1000),
+    window=st.integers(1, 256),
+    data=st.data(),
+)
+def test_the_ancestor_is_the_fork_point(
+    window_start: int, window: int, data: st.DataObject
+) -> None:
+    top = window_start + window - 1
+    fork = data.draw(st.integers(window_start, top), label="fork")  # last common block
+    new_top = data.draw(st.integers(fork, top + 10), label="new head")
+    stored = {n: h("a", n) for n in range(window_start, top + 1)}
+    canonical: dict[int, str | None] = {
+        n: (h("a", n) if n <= fork else h("b", n)) if n <= new_top else None for n in stored
+    }
+    assert common_ancestor(stored, canonical) == Cursor(fork, h("a", fork))
+
+
+@given(window_start=st.integers(0, 1000), window=st.integers(0, 256))
+def test_a_fork_below_the_window_is_a_deep_reorg(window_start: int, window: int) -> None:
+    stored = {n: h("a", n) for n in range(window_start, window_start + window)}
+    canonical: dict[int, str | None] = {n: h("b", n) for n in stored}
+    with pytest.raises(DeepReorgError, match="deeper than the window"):
+        common_ancestor(stored, canonical)
+
+
+def deposit(tx: str, log_index: int, block: int, tag: str = "b") -> Deposit:
+    return Deposit(
+        block_number=block, block_hash=h(tag, block), block_time=0, tx_hash=tx,
+        tx_index=0, log_index=log_index, token="0x" + "e" * 40,
+        from_address="0x" + "1" * 40, to_address="0x" + "2" * 40, amount=1,
+    )  # fmt: skip
+
+
+def orphan(tx: str, log_index: int, block: int) -> PublishedDeposit:
+    return PublishedDeposit(block, h("a", block), tx, log_index, "0x" + "2" * 40)
+
+
+def test_retractions_spare_transfers_mined_again() -> None:
+    orphans = [orphan("0xt1", -1, 11), orphan("0xt2", 3, 12), orphan("0xt3", 0, 12)]
+    again = [deposit("0xt2", 3, 13), deposit("0xt3", 1, 12)]  # t3 log 0 is gone, log 1 new
+    assert retractions(orphans, again) == [orphans[0], orphans[2]]
+
+
+def test_retractions_name_each_transfer_once() -> None:
+    orphans = [orphan("0xt1", 0, 11), orphan("0xt1", 0, 12)]
+    assert retractions(orphans, []) == [orphans[0]]
