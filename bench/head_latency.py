@@ -7,7 +7,7 @@ blocks up to the confirmation depth; the clock starts when the mining call that
 makes the payment confirmed returns, and stops when this script receives the
 intent's ``intent_funded`` from Kafka. Prints p50/p90/p99/max.
 
-    .venv/bin/python -m bench head_latency [--samples 200] [--confirmations 2]
+    .venv/bin/python -m bench head-latency [--samples 200] [--confirmations 2]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from uuid import UUID
 
 import asyncpg
 import orjson
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 from eth_account import Account
 from web3 import Web3
 
@@ -62,19 +62,45 @@ async def recreate_database(base_url: str, name: str) -> str:
     return f"{root}/{name}"
 
 
+async def events_consumer(bootstrap: str, topic: str) -> AIOKafkaConsumer:
+    """A group-less consumer of every partition of ``topic``, positioned at the end."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="latest")
+    await consumer.start()
+    await consumer.topics()
+    consumer.subscribe([topic])
+    while not consumer.assignment():
+        await consumer.getmany(timeout_ms=100)
+    for tp in consumer.assignment():
+        await consumer.position(tp)
+    return consumer
+
+
+async def wait_for_event(consumer: AIOKafkaConsumer, intent_id: int) -> None:
+    started = time.perf_counter()
+    while True:
+        batches = await consumer.getmany(timeout_ms=1000)
+        if not batches and time.perf_counter() - started > 30:
+            raise SystemExit(f"no event for intent {intent_id}")
+        for records in batches.values():
+            if any(orjson.loads(r.value)["intent"]["id"] == intent_id for r in records):
+                return
+
+
+def mine(w3: Web3, method: str, *params: Any) -> None:
+    w3.provider.make_request(method, list(params))  # type: ignore[arg-type]
+
+
 async def run(samples: int, confirmations: int, poll_interval: float) -> None:
     infra = read_env(ROOT / ".local/infra.env")
     deployer = Path(infra["INTENTD_DEV_DEPLOYER_KEY_FILE"]).read_text().strip()
-    payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
-    payer = Account.from_key(payer_key)
+    payer = Account.from_key(Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip())
     chain = start_anvil(84532)
     try:
         usdc = deploy_token(chain.url, deployer, "Bench USD Coin", "USDC", 6)
         usdt = deploy_token(chain.url, deployer, "Bench Tether", "USDT", 6)
         mint(chain.url, deployer, usdc, payer.address, 10**15)
         w3 = Web3(Web3.HTTPProvider(chain.url))
-        w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
-
+        mine(w3, "evm_setAutomine", False)
         db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], "intentd_bench_latency")
         prefix = f"bench{int(time.time())}"
         topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
@@ -104,21 +130,17 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka.bootstrap_servers)
+        consumer = await events_consumer(
+            settings.kafka.bootstrap_servers, f"{prefix}.intent-events"
+        )
         try:
-            await consumer.start()
-            topic = f"{prefix}.intent-events"
-            await consumer.topics()
-            tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-            consumer.assign(tps)
-            await consumer.seek_to_end(*tps)
             deadline = time.monotonic() + 60
             while not await pool.fetchval(
                 "SELECT count(*) FROM chain_cursors WHERE chain = 'BASE_TESTNET'"
             ):
                 if daemon.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("daemon did not start; see .local/run/bench-head-latency.log")
-                w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+                mine(w3, "evm_mine")
                 await asyncio.sleep(0.2)
             keys = IntentKeys(settings.mnemonic())
             nonce = w3.eth.get_transaction_count(payer.address)
@@ -151,20 +173,11 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
                 }
                 nonce += 1
                 w3.eth.send_raw_transaction(payer.sign_transaction(tx).raw_transaction)
-                w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+                mine(w3, "evm_mine")  # the block holding the payment
                 if confirmations > 1:
-                    w3.provider.make_request("anvil_mine", [hex(confirmations - 1)])  # type: ignore[arg-type]
+                    mine(w3, "anvil_mine", hex(confirmations - 1))  # now it is confirmed
                 started = time.perf_counter()
-                found = False
-                while not found:
-                    batches = await consumer.getmany(timeout_ms=1000)
-                    if not batches and time.perf_counter() - started > 30:
-                        raise SystemExit(f"no event for intent {intent.id}")
-                    for records in batches.values():
-                        for record in records:
-                            event = orjson.loads(record.value)
-                            if event["intent"]["id"] == intent.id:
-                                found = True
+                await wait_for_event(consumer, intent.id)
                 latencies.append((time.perf_counter() - started) * 1000)
                 if (i + 1) % 50 == 0:
                     print(f"  {i + 1}/{samples} samples", flush=True)
