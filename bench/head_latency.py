@@ -113,6 +113,7 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
             INTENTD_BASE_TESTNET_USDT=usdt,
             INTENTD__DATABASE__URL=db_url,
             INTENTD__KAFKA__TOPIC_PREFIX=prefix,
+            INTENTD__KAFKA__LIFECYCLE_GROUP=f"{prefix}-lifecycle",
             INTENTD__OBSERVABILITY__METRICS_PORT="0",
             INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
             INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS=str(confirmations),
@@ -143,7 +144,7 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
                 mine(w3, "evm_mine")
                 await asyncio.sleep(0.2)
             keys = IntentKeys(settings.mnemonic())
-            nonce = w3.eth.get_transaction_count(payer.address)
+            nonce = int(w3.eth.get_transaction_count(payer.address))
             latencies: list[float] = []
             for i in range(samples):
                 intent = await create_intent(
@@ -171,7 +172,7 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
                     "maxFeePerGas": 10**10,
                     "maxPriorityFeePerGas": 10**9,
                 }
-                nonce += 1
+                nonce = nonce + 1
                 w3.eth.send_raw_transaction(payer.sign_transaction(tx).raw_transaction)
                 mine(w3, "evm_mine")  # the block holding the payment
                 if confirmations > 1:

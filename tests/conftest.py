@@ -148,6 +148,7 @@ def make_settings(
             "kafka": {
                 "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
                 "topic_prefix": topic_prefix,
+                "lifecycle_group": f"{topic_prefix}-lifecycle",
             },
             "chains": {name: chain_section(infra, name, cid) for name, cid in CHAINS.items()},
             "hd_mnemonic": mnemonic,

@@ -139,7 +139,7 @@ def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
     env.update(
         INTENTD__DATABASE__URL=settings.database.url.get_secret_value(),
         INTENTD__KAFKA__TOPIC_PREFIX=settings.kafka.topic_prefix,
-        INTENTD__KAFKA__LIFECYCLE_GROUP=settings.kafka.lifecycle_group,
+        INTENTD__KAFKA__LIFECYCLE_GROUP=f"{settings.kafka.topic_prefix}-lifecycle",
         INTENTD__OBSERVABILITY__METRICS_PORT="0",
         INTENTD__OBSERVABILITY__LOG_LEVEL="debug",
     )

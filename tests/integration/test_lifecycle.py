@@ -294,3 +294,24 @@ async def test_crash_after_db_commit_before_offset_commit_credits_once(
     assert len({e["id"] for e in mine}) == 1
     count = await pool.fetchval("SELECT count(*) FROM deposits WHERE intent_id = $1", intent.id)
     assert count == 1
+
+
+async def test_a_commit_lost_to_a_rebalance_is_survived(settings: Settings) -> None:
+    """Offsets for partitions this member no longer owns are not an error: the new owner
+    replays the tail idempotently. The lifecycle must go on, not crash."""
+    from aiokafka.structs import TopicPartition
+
+    from intentd.adapters.kafka import commit_positions, make_consumer
+
+    topic = deposits_topic(settings.kafka.topic_prefix, CHAIN)
+    consumer = make_consumer(settings.kafka, [topic], group_id=f"g-{secrets.token_hex(4)}")
+    await consumer.start()
+    try:
+        while not consumer.assignment():
+            await consumer.getmany(timeout_ms=100)
+        owned = next(iter(consumer.assignment()))
+        assert await commit_positions(consumer, {owned: 0})
+        foreign = TopicPartition(dlq_topic(settings.kafka.topic_prefix), 0)
+        assert not await commit_positions(consumer, {foreign: 1})
+    finally:
+        await consumer.stop()

@@ -15,17 +15,20 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
-from aiokafka.structs import OffsetAndMetadata
+from aiokafka.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
 
 from intentd.settings import KafkaConfig
+
+log = structlog.get_logger()
 
 __all__ = [
     "ConsumerRecord",
     "KafkaPublisher",
     "OutgoingMessage",
     "TopicPartition",
-    "commit_offset",
+    "commit_positions",
     "make_consumer",
 ]
 
@@ -112,7 +115,19 @@ def make_consumer(
     return consumer
 
 
-async def commit_offset(consumer: AIOKafkaConsumer, record: ConsumerRecord[bytes, bytes]) -> None:
-    """Commit the position after ``record``: call only once its effect is durable."""
-    tp = TopicPartition(record.topic, record.partition)
-    await consumer.commit({tp: OffsetAndMetadata(record.offset + 1, "")})
+async def commit_positions(
+    consumer: AIOKafkaConsumer, positions: dict[TopicPartition, int]
+) -> bool:
+    """Commit ``positions`` (next offset to read per partition); call only once the
+    effect of every earlier message is durable.
+
+    Returns False, without raising, when a rebalance took the partitions away: the
+    new owner resumes from the last committed position and re-applies the tail, which
+    the handlers do idempotently. Any other failure raises.
+    """
+    try:
+        await consumer.commit(positions)
+    except (CommitFailedError, RebalanceInProgressError, IllegalStateError) as exc:
+        log.warning("offset commit lost to a rebalance; the tail will be replayed", error=str(exc))
+        return False
+    return True

@@ -33,6 +33,7 @@ from intentd.adapters.kafka import (
     KafkaPublisher,
     OutgoingMessage,
     TopicPartition,
+    commit_positions,
     make_consumer,
 )
 from intentd.adapters.outbox import OutboxRelay
@@ -73,7 +74,7 @@ class LifecycleConsumer:
                 for record in records:
                     await self.handle(record)
                 crash_point("lifecycle.after_db_commit")
-                await consumer.commit({tp: records[-1].offset + 1})
+                await commit_positions(consumer, {tp: records[-1].offset + 1})
 
     async def handle(self, record: ConsumerRecord[bytes, bytes]) -> Outcome | None:
         """Apply one record; None if it went to the dead-letter topic."""
