@@ -1,0 +1,313 @@
+"""API throughput: create-intent and get-intent requests per second, p50 and p99 latency.
+
+``python -m bench api-throughput [--concurrency 32] [--seconds 10] [--api-workers 2]
+[--db-pool 8]`` (also ``python -m bench.api_throughput``).
+
+Needs ``make infra-up`` (PostgreSQL; the chains are not read) and ``wrk``, the HTTP
+load generator (a C program; Debian/Ubuntu package ``wrk``): when it is missing and
+this runs as root on a system with apt-get, it is installed with ``apt-get install
+wrk``; otherwise the run stops and says how to install it.
+
+The run creates a database of its own, migrates it, creates an API key, starts
+``intentd api`` on a free loopback port (a subprocess, as deployed) and drives it
+with one wrk thread holding ``concurrency`` keep-alive connections, each sending its
+next request as soon as the previous answer arrived (closed loop), for ``seconds``
+per phase. Phase 1 creates intents (``POST /api/v1/intents``, one body, no
+``Idempotency-Key``: every request creates an intent); phase 2 reads them back
+(``GET /api/v1/intents/{id}``, cycling through the created ids). Any 4xx/5xx answer
+or socket error fails the run (wrk cuts the requests in flight when a phase ends:
+the API logs those creates as ``ClientDisconnect``, which is not a failure). Besides
+the rates and latencies it prints how busy the machine's CPUs were and how much of
+that was ``intentd api``: on a 2-CPU machine the API, PostgreSQL and wrk share the
+same two cores.
+
+Goals (issue 4): at least 1,000 creates/s and 5,000 gets/s, p99 under 50 ms.
+
+Where the time goes: ``py-spy record -p <pid of intentd api> -f raw -o out.txt``
+during a phase (``pip install py-spy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from intentd.adapters import api_keys
+from intentd.adapters.postgres import create_pool, migrate
+from intentd.api.credentials import generate_key
+from intentd.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "config" / "local.toml"
+PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+MAX_GET_IDS = 20_000
+
+# wrk's done() hook: one JSON line with the figures (latencies in microseconds).
+_DONE = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'RESULT {"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, '
+    .. '"error_answers": %d, "socket_errors": %d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.status, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+def wrk_path() -> str:
+    """The wrk executable; installed with apt-get when missing and possible."""
+    found = shutil.which("wrk")
+    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
+        print("wrk is missing; installing it: apt-get install -y wrk", file=sys.stderr)
+        subprocess.run(["apt-get", "update", "-q"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
+        found = shutil.which("wrk")
+    if found is None:
+        raise SystemExit(
+            "this benchmark needs wrk (https://github.com/wg/wrk), the HTTP load generator:"
+            " apt-get install wrk (Debian, Ubuntu), dnf install wrk, brew install wrk"
+        )
+    return found
+
+
+def _lua_string(text: str) -> str:
+    assert "]==]" not in text
+    return f"[==[{text}]==]"
+
+
+def create_script(key: str, body: str) -> str:
+    return (
+        'wrk.method = "POST"\n'
+        f"wrk.body = {_lua_string(body)}\n"
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        f'wrk.headers["Authorization"] = {_lua_string("Bearer " + key)}\n' + _DONE
+    )
+
+
+def get_script(key: str, ids: list[int]) -> str:
+    return (
+        f'wrk.headers["Authorization"] = {_lua_string("Bearer " + key)}\n'
+        f"local ids = {{{','.join(map(str, ids))}}}\n"
+        "local i = 0\n"
+        "request = function()\n"
+        "  i = i + 1\n"
+        '  return wrk.format("GET", "/api/v1/intents/" .. ids[i % #ids + 1])\n'
+        "end\n" + _DONE
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSample:
+    busy: float
+    """Seconds of CPU time used by the whole machine (all CPUs)."""
+    api: float
+    """Seconds of CPU time used by the ``intentd api`` processes."""
+
+
+def _machine_busy() -> float:
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _api_pids(pid: int) -> list[int]:
+    """The server and its worker processes (``--workers N`` starts N-1 children)."""
+    found = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def cpu_sample(pid: int) -> CpuSample:
+    return CpuSample(_machine_busy(), sum(_process_cpu(p) for p in _api_pids(pid)))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    wrk: str
+    port: int
+    server_pid: int
+    concurrency: int
+
+
+def phase(target: Target, path: str, script: str, seconds: int) -> dict[str, Any]:
+    """One wrk run; its figures, and the CPU use of the machine and of the API."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as file:
+        file.write(script)
+        file.flush()
+        command = [target.wrk, "-t1", f"-c{target.concurrency}", f"-d{seconds}s"]
+        command += ["--timeout", "10s", "-s", file.name, f"http://127.0.0.1:{target.port}{path}"]
+        before, started = cpu_sample(target.server_pid), time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        after, elapsed = cpu_sample(target.server_pid), time.monotonic() - started
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"wrk failed ({done.returncode}): {done.stdout}{done.stderr}")
+    result = json.loads(lines[-1].removeprefix("RESULT "))
+    cpus = os.cpu_count() or 1
+    return {
+        "requests": result["requests"],
+        "per_second": round(result["requests"] / (result["duration_us"] / 1e6)),
+        "p50_ms": round(result["p50_us"] / 1000, 2),
+        "p99_ms": round(result["p99_us"] / 1000, 2),
+        "failures": result["error_answers"] + result["socket_errors"],
+        "cpu": {
+            "machine_busy_percent": round(100 * (after.busy - before.busy) / elapsed / cpus),
+            "api_percent_of_one_cpu": round(100 * (after.api - before.api) / elapsed),
+        },
+    }
+
+
+async def prepare(database_url: str) -> str:
+    admin = await asyncpg.connect(database_url.rpartition("/")[0] + "/postgres")
+    name = f"intentd_bench_api_{secrets.token_hex(3)}"
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = database_url.rpartition("/")[0] + "/" + name
+    pool = await create_pool(url, max_size=2)
+    try:
+        await migrate(pool)
+        new = generate_key("test")
+        async with pool.acquire() as conn:
+            await api_keys.insert_key(
+                conn, new, client_name="bench", mode="test", rate_limit=1_000_000
+            )
+    finally:
+        await pool.close()
+    return url + "#" + new.key
+
+
+async def created_ids(url: str) -> list[int]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT id FROM intents ORDER BY id LIMIT $1", MAX_GET_IDS)
+    finally:
+        await conn.close()
+    return [int(r["id"]) for r in rows]
+
+
+async def drop(url: str) -> None:
+    base, _, name = url.rpartition("/")
+    admin = await asyncpg.connect(base + "/postgres")
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"intentd api exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("intentd api did not start")
+
+
+def run(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--api-workers", type=int, default=2)
+    parser.add_argument("--db-pool", type=int, default=8, help="connections per API process")
+    args = parser.parse_args(argv)
+
+    wrk = wrk_path()
+    settings = load_settings(CONFIG)
+    prepared = asyncio.run(prepare(settings.database.url.get_secret_value()))
+    url, _, key = prepared.partition("#")
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        INTENTD__DATABASE__URL=url,
+        INTENTD__DATABASE__MAX_POOL=str(args.db_pool),
+        INTENTD__DATABASE__MIN_POOL=str(args.db_pool),
+        INTENTD__OBSERVABILITY__METRICS_PORT="0",
+        INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
+    )
+    command = [sys.executable, "-m", "intentd", "--config", str(CONFIG), "api"]
+    command += ["--port", str(port), "--workers", str(args.api_workers)]
+    server = subprocess.Popen(command, env=env, cwd=ROOT)
+    try:
+        wait_ready(port, server)
+        usdc = next(t.address for t in settings.chains["BASE_TESTNET"].tokens)
+        body = json.dumps(
+            {
+                "amount": "10",
+                "tokenIn": usdc,
+                "source_chain": "BASE_TESTNET",
+                "destination_chain": "ARBITRUM_TESTNET",
+                "recipient": PAYEE,
+                "refund_address": PAYEE,
+                "metadata": {"order": "bench"},
+            }
+        )
+        target = Target(wrk, port, server.pid, args.concurrency)
+        creating = create_script(key, body)
+        phase(target, "/api/v1/intents", creating, 2)  # warm-up
+        create = phase(target, "/api/v1/intents", creating, args.seconds)
+        ids = asyncio.run(created_ids(url))
+        get = phase(target, "/", get_script(key, ids), args.seconds)
+        report = {
+            "concurrency": args.concurrency,
+            "api_workers": args.api_workers,
+            "db_pool_per_worker": args.db_pool,
+            "cpus": os.cpu_count(),
+            "load_generator": "wrk, 1 thread",
+            "create": create,
+            "get": get,
+            "goals": {"create_per_second": 1000, "get_per_second": 5000, "p99_ms": 50},
+        }
+        print(json.dumps(report, indent=2))
+        if create["failures"] or get["failures"]:
+            raise SystemExit("some requests failed")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        asyncio.run(drop(url))
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])

@@ -1,0 +1,96 @@
+"""API keys in PostgreSQL (asyncpg): create, look up by hash or id, revoke, list.
+
+Only the SHA-256 of a key is stored (see ``intentd.api.credentials``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID, uuid4, uuid5
+
+import asyncpg
+
+from intentd.adapters.intent_store import Connection
+from intentd.api.credentials import KeyMode, NewKey
+
+__all__ = ["ApiKey", "client_id_of", "find_by_hash", "find_by_id", "insert_key", "list_keys"]
+
+_CLIENTS = UUID("7f0c7a52-3b0e-4c61-9d43-2a6f5e1b9c10")
+_COLUMNS = "id, client_id, client_name, mode, prefix, rate_limit, created_at, revoked_at"
+
+
+def client_id_of(client_name: str) -> UUID:
+    """The client id of ``client_name``: every key of one client sees the same intents."""
+    return uuid5(_CLIENTS, client_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: UUID
+    client_id: UUID
+    client_name: str
+    mode: KeyMode
+    prefix: str
+    rate_limit: int | None
+    """Requests per second; None means the deployment's default."""
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+def _key(record: asyncpg.Record) -> ApiKey:
+    return ApiKey(**dict(record))
+
+
+async def insert_key(
+    conn: Connection, new: NewKey, *, client_name: str, mode: KeyMode, rate_limit: int | None
+) -> ApiKey:
+    record = await conn.fetchrow(
+        f"""
+        INSERT INTO api_keys (id, client_id, client_name, mode, prefix, key_hash, rate_limit)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        RETURNING {_COLUMNS}
+        """,
+        uuid4(),
+        client_id_of(client_name),
+        client_name,
+        mode,
+        new.prefix,
+        new.key_hash,
+        rate_limit,
+    )
+    assert record is not None
+    return _key(record)
+
+
+async def find_by_hash(conn: Connection, key_hash: str) -> ApiKey | None:
+    record = await conn.fetchrow(f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = $1", key_hash)
+    return _key(record) if record is not None else None
+
+
+async def find_by_id(conn: Connection, key_id: UUID) -> ApiKey | None:
+    record = await conn.fetchrow(f"SELECT {_COLUMNS} FROM api_keys WHERE id = $1", key_id)
+    return _key(record) if record is not None else None
+
+
+async def revoke(conn: Connection, key_id: UUID) -> ApiKey | None:
+    """Revoke the key (idempotent); None if there is no such key."""
+    record = await conn.fetchrow(
+        f"""
+        UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+         WHERE id = $1
+        RETURNING {_COLUMNS}
+        """,
+        key_id,
+    )
+    return _key(record) if record is not None else None
+
+
+async def list_keys(conn: Connection) -> list[ApiKey]:
+    return [
+        _key(r) for r in await conn.fetch(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at")
+    ]

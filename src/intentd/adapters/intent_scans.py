@@ -1,0 +1,79 @@
+"""Trigger-processing bookkeeping in PostgreSQL: scan progress per intent, and the
+deposits recorded for an intent (asyncpg)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentd.adapters.intent_store import Connection
+
+__all__ = ["RecordedDeposit", "ScanProgress", "advance", "deposits_of", "load", "start"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanProgress:
+    first_block: int
+    scanned_to: int
+    """Last block scanned; ``first_block - 1`` before the first scan."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedDeposit:
+    chain: str
+    tx_hash: str
+    log_index: int
+    block_number: int
+    token: str
+    from_address: str
+    amount: int
+    disposition: str
+    reason: str | None
+
+
+async def load(conn: Connection, intent_id: int) -> ScanProgress | None:
+    record = await conn.fetchrow(
+        "SELECT first_block, scanned_to FROM intent_scans WHERE intent_id = $1", intent_id
+    )
+    return None if record is None else ScanProgress(record["first_block"], record["scanned_to"])
+
+
+async def start(conn: Connection, intent_id: int, chain: str, first_block: int) -> ScanProgress:
+    """Record where the intent's window starts (the first caller wins a race)."""
+    await conn.execute(
+        """
+        INSERT INTO intent_scans (intent_id, chain, first_block, scanned_to)
+        VALUES ($1, $2, $3::bigint, $3::bigint - 1)
+        ON CONFLICT (intent_id) DO NOTHING
+        """,
+        intent_id,
+        chain,
+        first_block,
+    )
+    progress = await load(conn, intent_id)
+    assert progress is not None
+    return progress
+
+
+async def advance(conn: Connection, intent_id: int, scanned_to: int) -> None:
+    """Record that every block up to ``scanned_to`` was scanned (never moves back)."""
+    await conn.execute(
+        """
+        UPDATE intent_scans SET scanned_to = GREATEST(scanned_to, $2), updated_at = now()
+         WHERE intent_id = $1
+        """,
+        intent_id,
+        scanned_to,
+    )
+
+
+async def deposits_of(conn: Connection, intent_id: int) -> list[RecordedDeposit]:
+    """Every transfer recorded for the intent, in the order they were recorded."""
+    records = await conn.fetch(
+        """
+        SELECT chain, tx_hash, log_index, block_number, token, from_address, amount,
+               disposition, reason
+          FROM deposits WHERE intent_id = $1 ORDER BY id
+        """,
+        intent_id,
+    )
+    return [RecordedDeposit(**{**dict(r), "amount": int(r["amount"])}) for r in records]

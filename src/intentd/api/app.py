@@ -1,0 +1,191 @@
+"""The ASGI application: routes under ``/api/v1``, problem answers, the OpenAPI document.
+
+Every failure is answered as ``application/problem+json`` (``api.problems``); an
+exception no handler expects is a bug, logged with its traceback and answered 500
+with code ``internal`` (never with its message).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from intentd import __version__
+from intentd.adapters import intent_store
+from intentd.adapters.intent_store import AddressIndexes
+from intentd.adapters.postgres import Pool, create_pool
+from intentd.api import routes_intents, routes_quotes, routes_sessions
+from intentd.api.auth import Authenticator
+from intentd.api.batched_reads import BatchedReads
+from intentd.api.context import Services
+from intentd.api.hot_path import HotPath
+from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
+from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
+from intentd.api.processing import Processor
+from intentd.custody import IntentKeys
+from intentd.intents.validation import IntentRequestError
+from intentd.pricing import PriceSource, StaticPrices
+from intentd.settings import Settings
+
+__all__ = ["API_PREFIX", "create_app"]
+
+API_PREFIX = "/api/v1"
+log = structlog.get_logger()
+_REQUEST_MODELS = (IntentCreate, SessionCreate, SessionIntentCreate)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    pool: Pool | None = None,
+    prices: PriceSource | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> FastAPI:
+    """The API; ``pool`` may be given (tests) and is then not closed. ``on_ready`` is
+    called once the services are up."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            db = pool
+            if db is None:
+                db = await create_pool(
+                    settings.database.url.get_secret_value(),
+                    min_size=settings.database.min_pool,
+                    max_size=settings.database.max_pool,
+                    session_reset=False,  # the API leaves no session state behind
+                )
+                stack.push_async_callback(db.close)
+            processor = Processor(settings, db)
+            stack.push_async_callback(processor.close)
+            app.state.services = Services(
+                settings=settings,
+                pool=db,
+                keys=IntentKeys(settings.mnemonic()),
+                auth=Authenticator(settings, db),
+                processor=processor,
+                prices=prices if prices is not None else StaticPrices(settings.prices),
+                indexes=AddressIndexes(),
+                intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
+                intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
+            )
+            if on_ready is not None:
+                on_ready()
+            yield
+
+    app = FastAPI(
+        title="intentd payment intent API",
+        version=__version__,
+        description="Cross-chain payment intents. See docs/api.md for every decision.",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    for router in (routes_quotes.router, routes_intents.router, routes_sessions.router):
+        app.include_router(router, prefix=API_PREFIX)
+    app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
+    if settings.api.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.api.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
+        )
+    _install_handlers(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _install_handlers(app: FastAPI) -> None:
+    async def problem(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiProblem)
+        return exc.response(request.url.path)
+
+    async def request_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, IntentRequestError)
+        return from_request_error(exc).response(request.url.path)
+
+    async def validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {
+                "field": str(error.get("loc", ("request",))[-1]),
+                "in": str(error.get("loc", ("request",))[0]),
+                "code": str(error.get("type", "invalid")),
+                "message": str(error.get("msg", "invalid")),
+            }
+            for error in exc.errors()
+        ]
+        first = errors[0] if errors else {"field": "request", "message": "invalid"}
+        return ApiProblem(
+            400,
+            "validation_error",
+            f"{first['field']}: {first['message']}",
+            field=first["field"],
+            errors=errors,
+        ).response(request.url.path)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return ApiProblem(
+            exc.status_code,
+            codes.get(exc.status_code, "http_error"),
+            str(exc.detail),
+            headers=dict(exc.headers or {}),
+        ).response(request.url.path)
+
+    async def internal(request: Request, exc: Exception) -> Response:
+        # The traceback as text, without frame locals: those hold headers (API keys).
+        log.error(
+            "unhandled error",
+            path=request.url.path,
+            error=type(exc).__name__,
+            traceback="".join(traceback.format_exception(exc)),
+        )
+        return ApiProblem(500, "internal", "an internal error occurred").response(request.url.path)
+
+    app.add_exception_handler(ApiProblem, problem)
+    app.add_exception_handler(IntentRequestError, request_error)
+    app.add_exception_handler(RequestValidationError, validation)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, internal)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with the request bodies' schemas and problem media types."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    document = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+        servers=[{"url": "/"}],
+    )
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for model in _REQUEST_MODELS:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    for path in document["paths"].values():
+        for operation in path.values():
+            for status, answer in operation.get("responses", {}).items():
+                content = answer.get("content", {})
+                if int(status) >= 400 and "application/json" in content:
+                    answer["content"] = {PROBLEM_JSON: content.pop("application/json")}
+    app.openapi_schema = document
+    return document

@@ -1,0 +1,109 @@
+"""What every handler needs: the services of the process, and request-reading helpers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import orjson
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+
+from intentd.adapters.intent_store import AddressIndexes
+from intentd.adapters.postgres import Pool
+from intentd.api.auth import Authenticator
+from intentd.api.batched_reads import BatchedReads
+from intentd.api.problems import ApiProblem
+from intentd.api.processing import Processor
+from intentd.custody import IntentKeys
+from intentd.intents.record import IntentRow
+from intentd.pricing import PriceSource
+from intentd.settings import Settings
+
+__all__ = ["MAX_BODY_BYTES", "Services", "idempotency_key", "json_response", "read_body"]
+
+MAX_BODY_BYTES = 64 * 1024
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    settings: Settings
+    pool: Pool
+    keys: IntentKeys
+    auth: Authenticator
+    processor: Processor
+    prices: PriceSource
+    indexes: AddressIndexes
+    """Intent derivation indexes drawn in blocks (one round trip per block of creates)."""
+    intents_by_id: BatchedReads[int, IntentRow]
+    intents_by_address: BatchedReads[str, IntentRow]
+    """Intent reads of concurrent requests, one statement per batch (by lower-case address)."""
+
+    @staticmethod
+    def of(request: Request) -> Services:
+        services: Services = request.app.state.services
+        return services
+
+    @staticmethod
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+async def read_body(request: Request, model: type[_Model]) -> _Model:
+    """The JSON body as ``model``; 413, 415 or 400 problems otherwise."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise ApiProblem(415, "unsupported_media_type", "send the body as application/json")
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise ApiProblem(413, "body_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ApiProblem(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_problem(exc, "body") from None
+
+
+def validation_problem(exc: ValidationError, where: str) -> ApiProblem:
+    errors = [
+        {
+            "field": ".".join(str(p) for p in error["loc"]) or where,
+            "code": error["type"],
+            "message": error["msg"],
+        }
+        for error in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+    first = errors[0] if errors else {"field": where, "message": "invalid"}
+    return ApiProblem(
+        400,
+        "validation_error",
+        f"{first['field']}: {first['message']}",
+        field=str(first["field"]),
+        errors=errors,
+    )
+
+
+def idempotency_key(request: Request) -> str | None:
+    value = request.headers.get("idempotency-key")
+    if value is None:
+        return None
+    if not _IDEMPOTENCY_KEY.match(value):
+        raise ApiProblem(
+            400,
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            field="Idempotency-Key",
+        )
+    return value

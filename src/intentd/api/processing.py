@@ -1,0 +1,214 @@
+"""Trigger-processing: rescan an intent's window on its source chain, credit what is found.
+
+For an intent on chain C, created at time T:
+
+1. The window starts at the first block of C whose timestamp is at least
+   ``T - api.trigger_clock_skew`` (binary search over block timestamps, found once
+   and stored in ``intent_scans``); it ends at C's confirmed head (the poller's
+   confirmation depth).
+2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
+   and decoded with the poller's own code (``EvmChainReader.read_range`` and
+   ``indexer.decoding.find_deposits``, watching only this intent's address).
+3. Each deposit found goes to the lifecycle as the poller's message would
+   (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
+   ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
+   call or by a concurrent call is credited once. Events leave through the outbox.
+4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
+   read as a cross-check and returned with the deposits and the intent record.
+
+Safe to repeat; calls for one intent are serialised within a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from intentd.adapters import chain_lookup, intent_scans, intent_store
+from intentd.adapters.chain import (
+    EvmChainReader,
+    JsonRpcClient,
+    MissingResult,
+    RpcError,
+    RpcTransportError,
+)
+from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
+from intentd.adapters.postgres import Pool
+from intentd.indexer.decoding import InconsistentAnswer, find_deposits
+from intentd.indexer.planning import BlockRange, confirmed_head
+from intentd.indexer.publishing import deposit_message
+from intentd.indexer.watched import WatchedAddresses
+from intentd.intents.record import IntentRow
+from intentd.lifecycle.handlers import Outcome, apply_deposit
+from intentd.settings import ChainConfig, Settings
+
+__all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
+
+log = structlog.get_logger()
+_READ_ATTEMPTS = 3
+
+
+class ChainUnavailable(Exception):
+    """The chain's RPC did not answer usably; the caller may retry later."""
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerOutcome:
+    intent: IntentRow
+    deposits: list[RecordedDeposit]
+    new: frozenset[tuple[str, str, int]]
+    """(chain, tx_hash, log_index) of the deposits this call recorded."""
+    balance: int
+    balance_block: int
+    progress: ScanProgress
+    confirmed_head: int
+
+
+async def first_block_at_or_after(
+    timestamp: int, last: int, timestamp_of: Callable[[int], Awaitable[int]]
+) -> int:
+    """The lowest block in ``0..last`` with a timestamp of at least ``timestamp``
+    (``last + 1`` if none). Block timestamps never decrease, so a binary search
+    needs about log2(last) reads."""
+    low, high = 0, last + 1
+    while low < high:
+        middle = (low + high) // 2
+        if await timestamp_of(middle) >= timestamp:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+class Processor:
+    """Holds one RPC client per chain; close it with :meth:`close`."""
+
+    def __init__(self, settings: Settings, pool: Pool) -> None:
+        self._settings = settings
+        self._pool = pool
+        self._readers: dict[str, tuple[JsonRpcClient, EvmChainReader]] = {}
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    async def close(self) -> None:
+        for _, reader in self._readers.values():
+            await reader.close()
+        self._readers.clear()
+
+    def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
+        found = self._readers.get(chain.name)
+        if found is None:
+            client = JsonRpcClient(
+                chain.name, chain.rpc_urls, timeout=chain.rpc_timeout, attempts=_READ_ATTEMPTS
+            )
+            reader = EvmChainReader(
+                client, [t.address for t in chain.tokens], max_log_range=chain.max_log_range
+            )
+            found = self._readers[chain.name] = (client, reader)
+        return found
+
+    async def trigger(self, row: IntentRow, *, now: datetime) -> TriggerOutcome:
+        lock = self._locks.get(row.id)
+        if lock is None:
+            lock = self._locks[row.id] = asyncio.Lock()
+        async with lock:
+            try:
+                return await self._trigger(row, now)
+            except (RpcError, RpcTransportError, MissingResult, InconsistentAnswer) as exc:
+                log.warning("trigger-processing: chain read failed", error=str(exc))
+                raise ChainUnavailable(f"{row.source_chain}: {exc}") from exc
+
+    async def _trigger(self, row: IntentRow, now: datetime) -> TriggerOutcome:
+        chain = self._settings.chains[row.source_chain]
+        client, reader = self._reader(chain)
+        head = confirmed_head(await reader.latest_block(), chain.confirmations)
+        progress = await self._progress(row, chain, client, head)
+        new: set[tuple[str, str, int]] = set()
+        last = min(head, progress.scanned_to + self._settings.api.trigger_max_blocks)
+        if progress.scanned_to < last:
+            window = BlockRange(progress.scanned_to + 1, last)
+            for blocks in window.chunks(chain.batch_size):
+                new |= await self._scan(row, chain, reader, blocks, now)
+            progress = ScanProgress(progress.first_block, last)
+        balance_block = max(head, 0)
+        balance = await chain_lookup.balance(
+            client, row.token_in, row.intent_address, balance_block
+        )
+        async with self._pool.acquire() as conn:
+            fresh = await intent_store.get_by_id(conn, row.id)
+            deposits = await intent_scans.deposits_of(conn, row.id)
+        assert fresh is not None
+        if balance < fresh.received and fresh.status.value == "PENDING":
+            log.warning(
+                "on-chain balance below the credited amount",
+                intent_id=row.id,
+                balance=str(balance),
+                received=str(fresh.received),
+            )
+        return TriggerOutcome(
+            intent=fresh,
+            deposits=deposits,
+            new=frozenset(new),
+            balance=balance,
+            balance_block=balance_block,
+            progress=progress,
+            confirmed_head=head,
+        )
+
+    async def _progress(
+        self, row: IntentRow, chain: ChainConfig, client: JsonRpcClient, head: int
+    ) -> ScanProgress:
+        async with self._pool.acquire() as conn:
+            progress = await intent_scans.load(conn, row.id)
+        if progress is not None:
+            return progress
+        since = int(row.created_at.timestamp()) - self._settings.api.trigger_clock_skew
+
+        async def timestamp_of(number: int) -> int:
+            return await chain_lookup.block_timestamp(client, number)
+
+        first = await first_block_at_or_after(since, max(head, 0), timestamp_of)
+        async with self._pool.acquire() as conn:
+            return await intent_scans.start(conn, row.id, chain.name, first)
+
+    async def _scan(
+        self,
+        row: IntentRow,
+        chain: ChainConfig,
+        reader: EvmChainReader,
+        blocks: BlockRange,
+        now: datetime,
+    ) -> set[tuple[str, str, int]]:
+        tokens = frozenset(t.address.lower() for t in chain.tokens)
+        watched = WatchedAddresses([row.intent_address])
+        for attempt in range(1, _READ_ATTEMPTS + 1):
+            raw = await reader.read_range(blocks)
+            try:
+                _, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                break
+            except InconsistentAnswer:
+                if attempt == _READ_ATTEMPTS:
+                    raise
+        new: set[tuple[str, str, int]] = set()
+        observed = time.time_ns() // 1_000_000
+        async with self._pool.acquire() as conn:
+            for deposit in deposits:
+                message = deposit_message(chain.name, chain.chain_id, deposit, observed)
+                outcome = await apply_deposit(conn, self._settings, message, now=now)
+                if outcome is not Outcome.DUPLICATE:
+                    new.add((chain.name, deposit.tx_hash, deposit.log_index))
+            await intent_scans.advance(conn, row.id, blocks.last)
+        if deposits:
+            log.info(
+                "trigger-processing found deposits",
+                intent_id=row.id,
+                blocks=str(blocks),
+                found=len(deposits),
+                new=len(new),
+            )
+        return new

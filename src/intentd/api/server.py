@@ -1,0 +1,87 @@
+"""The ``api`` role: uvicorn (httptools) serving the app until the process's stop event.
+
+Signals belong to ``runtime.run_roles``; uvicorn's own handlers are not installed.
+``intentd api --workers N`` opens its port with ``SO_REUSEPORT`` in N processes (the
+kernel spreads connections); otherwise a port in use is an error, so two unrelated
+daemons never share one silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Generator
+
+import structlog
+import uvicorn
+
+from intentd.adapters.postgres import Pool
+from intentd.api.app import create_app
+from intentd.runtime import READINESS, Role
+from intentd.settings import Settings
+
+__all__ = ["Server", "api_role", "bind"]
+
+log = structlog.get_logger()
+READY_NAME = "api"
+
+
+class Server(uvicorn.Server):
+    """uvicorn without its signal handlers (signals belong to runtime.run_roles)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A listening TCP socket (port 0: any free port); ``reuse_port`` lets several
+    processes of one ``intentd api --workers N`` share the port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def api_role(
+    settings: Settings,
+    *,
+    pool: Pool | None = None,
+    sock: socket.socket | None = None,
+) -> Role:
+    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop."""
+
+    async def role(stop: asyncio.Event) -> None:
+        READINESS.expect(READY_NAME)
+        listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
+        config = uvicorn.Config(
+            create_app(settings, pool=pool, on_ready=lambda: READINESS.ready(READY_NAME)),
+            http="httptools",
+            lifespan="on",
+            access_log=False,
+            log_config=None,
+            server_header=False,
+            timeout_graceful_shutdown=10,
+        )
+        server = Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[listener]))
+        host, port = listener.getsockname()[:2]
+        log.info("api listening", host=host, port=port)
+        try:
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            server.should_exit = True
+            stopping.cancel()
+            await serving
+        finally:
+            if sock is None:
+                listener.close()
+        log.info("api stopped")
+
+    return role

@@ -1,0 +1,82 @@
+"""``intentd keys create|revoke|list``: API keys from the command line.
+
+``create`` prints the key once (JSON on stdout); only its SHA-256 is stored, so a
+lost key cannot be shown again: revoke it and create another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from uuid import UUID
+
+from intentd.adapters import api_keys
+from intentd.adapters.api_keys import ApiKey
+from intentd.adapters.postgres import create_pool
+from intentd.api.credentials import generate_key
+from intentd.settings import Settings
+
+__all__ = ["keys_command"]
+
+
+def _describe(key: ApiKey) -> dict[str, object]:
+    return {
+        "key_id": str(key.id),
+        "client": key.client_name,
+        "client_id": str(key.client_id),
+        "mode": key.mode,
+        "prefix": key.prefix,
+        "rate_limit": key.rate_limit,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }
+
+
+async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
+    pool = await create_pool(settings.database.url.get_secret_value(), max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            match args.keys_command:
+                case "create":
+                    if not args.client.strip() or (
+                        args.rate_limit is not None and args.rate_limit < 1
+                    ):
+                        print(
+                            "intentd: --client must not be empty and --rate-limit must be positive",
+                            file=sys.stderr,
+                        )
+                        return 3
+                    new = generate_key(args.mode)
+                    key = await api_keys.insert_key(
+                        conn,
+                        new,
+                        client_name=args.client.strip(),
+                        mode=args.mode,
+                        rate_limit=args.rate_limit,
+                    )
+                    print(json.dumps({**_describe(key), "api_key": new.key}, indent=2))
+                    print(
+                        "intentd: store the api_key now; it cannot be shown again", file=sys.stderr
+                    )
+                    return 0
+                case "revoke":
+                    try:
+                        key_id = UUID(args.key_id)
+                    except ValueError:
+                        print(f"intentd: {args.key_id!r} is not a key id", file=sys.stderr)
+                        return 3
+                    revoked = await api_keys.revoke(conn, key_id)
+                    if revoked is None:
+                        print(f"intentd: no key {args.key_id}", file=sys.stderr)
+                        return 4
+                    print(json.dumps(_describe(revoked), indent=2))
+                    return 0
+                case "list":
+                    print(
+                        json.dumps([_describe(k) for k in await api_keys.list_keys(conn)], indent=2)
+                    )
+                    return 0
+        raise AssertionError(f"unhandled keys command {args.keys_command}")
+    finally:
+        await pool.close()

@@ -1,0 +1,172 @@
+"""Quotes (pure): fee figures, denominations, source selection, and that an intent
+created with a quote's inputs carries the quote's figures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from intentd.intents import quotes
+from intentd.intents.service import IntentRequest, IntentRequestError, plan_intent
+from intentd.pricing import StaticPrices
+from intentd.settings import NATIVE_TOKEN, Settings
+
+USDC_A = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+USDC_B = "0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d"
+USDT_B = "0x" + "7" * 40
+USDC_MAIN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+def token(address: str, symbol: str, decimals: int = 6) -> dict[str, Any]:
+    return {
+        "address": address,
+        "symbol": symbol,
+        "name": symbol,
+        "decimals": decimals,
+        "category": "stablecoin",
+    }
+
+
+def chain(chain_id: int, network: str, *tokens: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "chain_id": chain_id,
+        "network": network,
+        "rpc_urls": ["http://x"],
+        "tokens": list(tokens),
+    }
+
+
+SETTINGS = Settings.model_validate(
+    {
+        "database": {"url": "postgresql://x/y"},
+        "kafka": {"bootstrap_servers": "k:1"},
+        "chains": {
+            "A_TESTNET": chain(1001, "test", token(USDC_A, "USDC")),
+            "B_TESTNET": chain(1002, "test", token(USDC_B, "USDC"), token(USDT_B, "USDT", 18)),
+            "MAIN": chain(8453, "main", token(USDC_MAIN, "USDC")),
+        },
+        "fees": {
+            "app_fee_bps": "10",
+            "bridges": [
+                {"name": "relay", "fixed_usd": "0.10", "bps": "5"},
+                {"name": "express", "fixed_usd": "0.50", "routes": ["A_TESTNET->B_TESTNET"]},
+            ],
+        },
+        "prices": {"ETH": "3000"},
+    }
+)
+PRICES = StaticPrices(SETTINGS.prices)
+
+
+def usdc_quote(amount: str = "10", **changes: Any) -> quotes.Quote:
+    path = quotes.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", None)
+    return quotes.quote(SETTINGS, PRICES, path, amount, changes.pop("symbol", None), **changes)
+
+
+def test_fees_of_a_stablecoin_route() -> None:
+    quote = usdc_quote()
+    assert quote.bridge.name == "relay"  # 0.105 USDC beats express's 0.50
+    assert (quote.fees.amount, quote.fees.route_fee, quote.fees.app_fee) == (
+        10_000_000,
+        105_000,
+        10_000,
+    )
+    assert quote.total_in_usd == Decimal("10.115")
+    assert quote.amount_out == 10_000_000
+
+
+def test_a_named_bridge_is_used_and_an_unknown_one_refused() -> None:
+    assert usdc_quote(bridge="express").fees.route_fee == 500_000
+    with pytest.raises(IntentRequestError) as raised:
+        usdc_quote(bridge="teleport")
+    assert raised.value.code == "unknown_bridge"
+
+
+def test_usd_amount_in_eth_is_converted_at_the_price_rounded_up() -> None:
+    path = quotes.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
+    quote = quotes.quote(SETTINGS, PRICES, path, "30", "USD")
+    assert quote.fees.amount == 10**16  # 30 USD at 3000 USD/ETH
+    assert quote.total_in_usd is not None and quote.total_in_usd > Decimal(30)
+
+
+def test_intent_created_from_a_quote_carries_its_figures() -> None:
+    quote = usdc_quote("12.5", symbol="USD")
+    new = plan_intent(
+        SETTINGS,
+        IntentRequest(
+            amount="12.5",
+            amount_symbol="USD",
+            token_in=USDC_A,
+            source_chain="A_TESTNET",
+            destination_chain="B_TESTNET",
+            recipient=PAYEE,
+            refund_address=PAYEE,
+        ),
+        client_id=UUID(int=1),
+        now=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    assert (
+        new.total_due == quote.fees.total == new.fees_in_asset + new.app_fee_in_asset + 12_500_000
+    )
+    assert (new.fees_in_asset, new.app_fee_in_asset) == (quote.fees.route_fee, quote.fees.app_fee)
+    assert (new.fees_in_usd, new.app_fee_in_usd, new.total_in_usd) == (
+        quote.fees_in_usd,
+        quote.app_fee_in_usd,
+        quote.total_in_usd,
+    )
+
+
+def test_multi_source_lists_payable_tokens_of_the_network_class_cheapest_first() -> None:
+    found = quotes.multi_source(SETTINGS, PRICES, "B_TESTNET", USDC_B, "10")
+    sources = [(q.route.source.name, q.route.token_in.symbol) for q in found]
+    assert ("MAIN", "USDC") not in sources  # another network class
+    assert ("A_TESTNET", "ETH") not in sources  # ETH cannot become USDC
+    assert {("A_TESTNET", "USDC"), ("B_TESTNET", "USDC"), ("B_TESTNET", "USDT")} == set(sources)
+    totals = [q.total_in_usd for q in found]
+    assert totals == sorted(t for t in totals if t is not None)
+
+
+def test_multi_source_honours_exclusions_and_the_callers_networks() -> None:
+    found = quotes.multi_source(SETTINGS, PRICES, "B_TESTNET", USDC_B, "10", exclude={"B_TESTNET"})
+    assert {q.route.source.name for q in found} == {"A_TESTNET"}
+    none = quotes.multi_source(
+        SETTINGS, PRICES, "B_TESTNET", USDC_B, "10", source_allowed=lambda c: c.network == "main"
+    )
+    assert none == []
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "field"),
+    [
+        (("NOPE", USDC_B, "10"), "unknown_chain", "destinationChain"),
+        (("B_TESTNET", USDC_A, "10"), "unknown_token", "tokenOut"),
+        (("B_TESTNET", "0x12", "10"), "invalid_address", "tokenOut"),
+        (("B_TESTNET", USDC_B, "-1"), "amount_negative", "amount"),
+        (("B_TESTNET", USDC_B, "0"), "amount_zero", "amount"),
+        (("B_TESTNET", USDC_B, "ten"), "amount_malformed", "amount"),
+        (("B_TESTNET", USDC_B, "1." + "0" * 18 + "1"), "amount_too_precise", "amount"),
+    ],
+)
+def test_multi_source_errors(args: tuple[str, str, str], code: str, field: str) -> None:
+    with pytest.raises(IntentRequestError) as raised:
+        quotes.multi_source(SETTINGS, PRICES, *args)
+    assert (raised.value.code, raised.value.field) == (code, field)
+
+
+def test_routes_stay_within_a_network_class() -> None:
+    with pytest.raises(IntentRequestError) as raised:
+        quotes.route(SETTINGS, "A_TESTNET", USDC_A, "MAIN", None)
+    assert raised.value.code == "unsupported_route"
+
+
+def test_fixed_fee_on_an_unpriced_token_is_price_unavailable() -> None:
+    unpriced = StaticPrices({})
+    path = quotes.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
+    with pytest.raises(IntentRequestError) as raised:
+        quotes.quote(SETTINGS, unpriced, path, "1", None)
+    assert raised.value.code == "price_unavailable"
