@@ -1,0 +1,142 @@
+"""The executor's JSON-RPC: fee inputs, gas estimates, nonces, broadcast, receipts.
+
+Reads go through :class:`~intentd.adapters.chain.JsonRpcClient` with its retries
+and failover. Broadcasts use a client of their own that does not retry: a node's
+refusal is an answer to classify (:class:`SendOutcome`), and a broadcast that got
+no answer is simply repeated on the next tick; re-sending the same signed bytes
+is harmless.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from intentd.adapters.chain import JsonRpcClient, RpcError
+from intentd.execution.tracking import Receipt
+
+__all__ = ["EstimateReverted", "EvmChainWriter", "FeeInputs", "SendOutcome"]
+
+
+class EstimateReverted(Exception):
+    """The node says the call would revert (e.g. the sender lacks the tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeeInputs:
+    head: int
+    base_fee: int
+    tip: int
+
+
+class SendOutcome(enum.Enum):
+    ACCEPTED = "accepted"
+    KNOWN = "known"
+    """The node already has it (in its pool)."""
+    NONCE_TOO_LOW = "nonce_too_low"
+    """The nonce is used: by this transaction (mined), a sibling, or someone else."""
+    UNDERPRICED = "underpriced"
+    INSUFFICIENT_FUNDS = "insufficient_funds"
+    REJECTED = "rejected"
+
+
+_KNOWN = re.compile(r"already known|known transaction|already imported|already exists", re.I)
+_NONCE_LOW = re.compile(r"nonce too low|nonce has already been used|invalid nonce|old nonce", re.I)
+_UNDERPRICED = re.compile(r"underpriced|fee too low|max fee per gas less than", re.I)
+_FUNDS = re.compile(r"insufficient funds|lack of funds|out of gas: not enough", re.I)
+_REVERT = re.compile(r"revert", re.I)
+
+
+def classify_send_error(message: str) -> SendOutcome:
+    for pattern, outcome in (
+        (_KNOWN, SendOutcome.KNOWN),
+        (_NONCE_LOW, SendOutcome.NONCE_TOO_LOW),
+        (_UNDERPRICED, SendOutcome.UNDERPRICED),
+        (_FUNDS, SendOutcome.INSUFFICIENT_FUNDS),
+    ):
+        if pattern.search(message):
+            return outcome
+    return SendOutcome.REJECTED
+
+
+class EvmChainWriter:
+    """What the executor asks of one chain's nodes."""
+
+    def __init__(self, reads: JsonRpcClient, sends: JsonRpcClient) -> None:
+        self._reads = reads
+        self._sends = sends
+
+    async def close(self) -> None:
+        await self._reads.close()
+        await self._sends.close()
+
+    async def head(self) -> int:
+        return int(await self._reads.call("eth_blockNumber", []), 16)
+
+    async def fee_inputs(self) -> FeeInputs:
+        block, tip = await self._reads.batch(
+            [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])]
+        )
+        return FeeInputs(
+            head=int(block["number"], 16),
+            base_fee=int(block.get("baseFeePerGas") or "0x0", 16),
+            tip=int(tip, 16),
+        )
+
+    async def has_code(self, address: str) -> bool:
+        code = await self._reads.call("eth_getCode", [address, "latest"])
+        return code not in ("0x", "0x0", "")
+
+    async def estimate_gas(self, sender: str, to: str, value: int, data: bytes) -> int:
+        call = {"from": sender, "to": to, "value": hex(value), "data": "0x" + data.hex()}
+        try:
+            return int(await self._sends.call("eth_estimateGas", [call]), 16)
+        except RpcError as exc:
+            if exc.code == 3 or _REVERT.search(exc.message):
+                raise EstimateReverted(exc.message) from None
+            raise
+
+    async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
+        """Transaction counts of ``signers`` at ``block`` (``latest`` or ``pending``)."""
+        counts = await self._reads.batch(
+            [("eth_getTransactionCount", [signer, block]) for signer in signers]
+        )
+        return {s: int(c, 16) for s, c in zip(signers, counts, strict=True)}
+
+    async def receipts(self, hashes: Sequence[str]) -> dict[str, Receipt | None]:
+        answers = await self._reads.batch(
+            [("eth_getTransactionReceipt", [h]) for h in hashes], allow_null=True
+        )
+        return {h: _receipt(a) for h, a in zip(hashes, answers, strict=True)}
+
+    async def known(self, hashes: Sequence[str]) -> dict[str, bool]:
+        """Whether the node knows each transaction (in its pool or in a block)."""
+        answers = await self._reads.batch(
+            [("eth_getTransactionByHash", [h]) for h in hashes], allow_null=True
+        )
+        return {h: a is not None for h, a in zip(hashes, answers, strict=True)}
+
+    async def send_raw(self, raw: bytes) -> tuple[SendOutcome, str]:
+        """Broadcast signed bytes; the outcome and the node's message. Raises only when
+        no node answered (transport errors): the caller tries again later."""
+        try:
+            await self._sends.call("eth_sendRawTransaction", ["0x" + raw.hex()])
+        except RpcError as exc:
+            return classify_send_error(exc.message), exc.message
+        return SendOutcome.ACCEPTED, ""
+
+
+def _receipt(answer: Any) -> Receipt | None:
+    if answer is None or answer.get("blockNumber") is None:
+        return None
+    return Receipt(
+        tx_hash=str(answer["transactionHash"]).lower(),
+        block_number=int(answer["blockNumber"], 16),
+        block_hash=str(answer["blockHash"]).lower(),
+        succeeded=int(answer.get("status", "0x0"), 16) == 1,
+        gas_used=int(answer["gasUsed"], 16),
+        effective_gas_price=int(answer.get("effectiveGasPrice") or "0x0", 16),
+    )

@@ -1,0 +1,126 @@
+"""Fee and gas arithmetic of the executor: pure integers in wei, no I/O.
+
+Who bears which cost is written down in ``docs/execution.md``; the rules here:
+
+- EIP-1559 fees: ``max_fee = 2 * base_fee + tip``, the tip is the node's
+  ``eth_maxPriorityFeePerGas``; both are bounded by the chain's cap.
+- A replacement of a stuck transaction raises both fees by at least 12.5 %
+  (``ceil(x * 9 / 8)``), more if the market moved further; never above the cap.
+- A native-coin sweep that pays its own gas sends ``amount - gas_limit * max_fee``:
+  the most the transaction can cost comes out of the amount up front, and what the
+  fee did not use stays at the sending address.
+- A gas top-up for an ERC-20 transfer from an intent address is
+  ``gas_limit * max_fee * (1 + headroom)``; the headroom pays for replacements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "NATIVE_TRANSFER_GAS",
+    "AmountBelowGas",
+    "FeeCapExceeded",
+    "Fees",
+    "affordable_fee",
+    "bumped_fees",
+    "gas_cost",
+    "gas_limit_with_margin",
+    "initial_fees",
+    "native_sweep_value",
+    "topup_value",
+]
+
+NATIVE_TRANSFER_GAS = 21_000
+"""Gas of a plain value transfer to an account without code (exact, by protocol)."""
+BUMP_NUMERATOR, BUMP_DENOMINATOR = 9, 8
+"""A replacement pays at least 12.5 % more (geth asks for 10 %, some nodes more)."""
+
+
+class FeeCapExceeded(Exception):
+    """The fee the market asks for is above the chain's cap: wait, do not sign."""
+
+
+class AmountBelowGas(Exception):
+    """A native amount that pays its own gas does not even cover the gas."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fees:
+    """EIP-1559 fee fields of one transaction, wei per gas."""
+
+    max_fee_per_gas: int
+    max_priority_fee_per_gas: int
+
+    def __post_init__(self) -> None:
+        if self.max_priority_fee_per_gas < 0 or self.max_fee_per_gas <= 0:
+            raise ValueError(f"fees must be positive: {self}")
+        if self.max_priority_fee_per_gas > self.max_fee_per_gas:
+            raise ValueError(f"the tip exceeds the fee cap: {self}")
+
+
+def initial_fees(base_fee: int, tip: int, cap: int) -> Fees:
+    """Fees of a new transaction: twice the latest base fee plus the tip, at most ``cap``.
+
+    Raises :class:`FeeCapExceeded` when ``cap`` is below the base fee (the
+    transaction could not be included now).
+    """
+    if base_fee < 0 or tip < 0 or cap <= 0:
+        raise ValueError(f"negative fee input: base {base_fee}, tip {tip}, cap {cap}")
+    if base_fee >= cap:
+        raise FeeCapExceeded(f"base fee {base_fee} wei is at or above the cap {cap} wei")
+    max_fee = min(max(2 * base_fee + tip, 1), cap)  # 1 wei at least: a fee of 0 is invalid
+    return Fees(max_fee, min(tip, max_fee - base_fee))
+
+
+def _bump(value: int) -> int:
+    return -(-value * BUMP_NUMERATOR // BUMP_DENOMINATOR)
+
+
+def bumped_fees(old: Fees, base_fee: int, tip: int, cap: int) -> Fees | None:
+    """Fees of a same-nonce replacement of ``old``, or None if the cap forbids one.
+
+    Both fields rise by at least 12.5 %; the fee also covers twice the current base
+    fee plus the current tip when the market moved further.
+    """
+    priority = max(_bump(old.max_priority_fee_per_gas), tip)
+    max_fee = max(_bump(old.max_fee_per_gas), 2 * base_fee + priority)
+    if max_fee > cap:
+        return None
+    return Fees(max_fee, priority)
+
+
+def native_sweep_value(amount: int, gas_limit: int, fees: Fees) -> int:
+    """What a native transfer that pays its own gas sends: ``amount`` less the most
+    the gas can cost. Raises :class:`AmountBelowGas` if nothing would be left."""
+    value = amount - gas_limit * fees.max_fee_per_gas
+    if value <= 0:
+        raise AmountBelowGas(
+            f"amount {amount} wei does not cover {gas_limit} gas at {fees.max_fee_per_gas} wei"
+        )
+    return value
+
+
+def topup_value(gas_limit: int, fees: Fees, headroom_bps: int) -> int:
+    """Native coin to send to an intent address so it can pay ``gas_limit`` at ``fees``
+    and, with ``headroom_bps`` (1/10,000) more, some replacements."""
+    if headroom_bps < 0:
+        raise ValueError("headroom must not be negative")
+    need = gas_limit * fees.max_fee_per_gas
+    return -(-need * (10_000 + headroom_bps) // 10_000)
+
+
+def affordable_fee(budget: int, gas_limit: int) -> int:
+    """The highest ``max_fee_per_gas`` a signer holding ``budget`` wei can offer."""
+    return budget // gas_limit
+
+
+def gas_cost(gas_used: int, effective_gas_price: int) -> int:
+    """What a mined transaction paid for gas, wei."""
+    return gas_used * effective_gas_price
+
+
+def gas_limit_with_margin(estimate: int, margin_bps: int = 2_500) -> int:
+    """An estimate plus a safety margin (25 % by default): estimates are made against
+    the state of the latest block and the transaction runs later."""
+    return -(-estimate * (10_000 + margin_bps) // 10_000)

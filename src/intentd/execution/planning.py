@@ -1,0 +1,117 @@
+"""What transactions an action needs, and their fields: pure, no I/O.
+
+An action moves ``amount`` of ``token`` to ``to_address`` on its chain, signed by
+the relayer, the gas tank or an intent address. It takes one or two transactions:
+
+- a ``transfer``: the native coin as the transaction's value, or an ERC-20
+  ``transfer(to, amount)`` call to the token contract;
+- before it, a ``gas_topup`` from the gas tank, when an intent address signs an
+  ERC-20 transfer (an intent address holds no native coin of its own to spend).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from intentd.execution.gas import Fees, native_sweep_value, topup_value
+from intentd.settings import NATIVE_TOKEN
+
+__all__ = [
+    "NATIVE",
+    "Action",
+    "Purpose",
+    "SignerKind",
+    "TxPlan",
+    "erc20_transfer_data",
+    "needs_topup",
+    "plan_topup",
+    "plan_transfer",
+]
+
+NATIVE = NATIVE_TOKEN.lower()
+_TRANSFER_SELECTOR = bytes.fromhex("a9059cbb")  # transfer(address,uint256)
+
+
+class SignerKind(enum.StrEnum):
+    RELAYER = "relayer"
+    """The relayer's hot wallet: prefills; pays its own gas."""
+    GAS_TANK = "gas_tank"
+    """Funds gas of intent addresses; never moves user money."""
+    INTENT = "intent"
+    """A single-use intent address, key derived from the HD seed at ``signer_index``."""
+
+
+class Purpose(enum.StrEnum):
+    TRANSFER = "transfer"
+    """The transaction that moves the action's money."""
+    GAS_TOPUP = "gas_topup"
+    """Native coin from the gas tank to the intent address that signs the transfer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """An executable action as the executor reads it (see ``0003_execution.sql``)."""
+
+    id: int
+    intent_id: int
+    kind: str
+    chain: str
+    token: str
+    """Lowercase token contract, or :data:`NATIVE`."""
+    amount: int
+    to_address: str
+    signer_kind: SignerKind
+    signer_index: int | None
+    gas_from_amount: bool
+    attempts: int
+
+    @property
+    def native(self) -> bool:
+        return self.token == NATIVE
+
+
+@dataclass(frozen=True, slots=True)
+class TxPlan:
+    """Every field of a transaction but the nonce and the signature."""
+
+    purpose: Purpose
+    to: str
+    value: int
+    data: bytes
+    gas_limit: int
+    fees: Fees
+
+
+def erc20_transfer_data(to: str, amount: int) -> bytes:
+    """ABI calldata of ``transfer(to, amount)``."""
+    if not 0 <= amount < 2**256:
+        raise ValueError(f"amount {amount} does not fit uint256")
+    return _TRANSFER_SELECTOR + bytes(12) + bytes.fromhex(to[2:]) + amount.to_bytes(32, "big")
+
+
+def needs_topup(action: Action) -> bool:
+    """An ERC-20 transfer signed by an intent address needs gas from the gas tank first."""
+    return action.signer_kind is SignerKind.INTENT and not action.native
+
+
+def plan_transfer(action: Action, gas_limit: int, fees: Fees) -> TxPlan:
+    """The transfer of ``action``. A native transfer with ``gas_from_amount`` sends
+    ``amount - gas_limit * max_fee`` (raises ``AmountBelowGas`` if nothing is left)."""
+    if action.native:
+        value = action.amount
+        if action.gas_from_amount:
+            value = native_sweep_value(action.amount, gas_limit, fees)
+        return TxPlan(Purpose.TRANSFER, action.to_address, value, b"", gas_limit, fees)
+    data = erc20_transfer_data(action.to_address, action.amount)
+    return TxPlan(Purpose.TRANSFER, action.token, 0, data, gas_limit, fees)
+
+
+def plan_topup(
+    intent_address: str, transfer_gas_limit: int, fees: Fees, *, headroom_bps: int
+) -> TxPlan:
+    """The gas tank's top-up of ``intent_address`` for a transfer of ``transfer_gas_limit``
+    gas at ``fees`` (plus headroom for replacements); the top-up itself pays the tank's
+    fees for a plain transfer."""
+    value = topup_value(transfer_gas_limit, fees, headroom_bps)
+    return TxPlan(Purpose.GAS_TOPUP, intent_address, value, b"", 21_000, fees)

@@ -1,0 +1,514 @@
+"""The executor against a real anvil, PostgreSQL and (for the relayed results) Kafka.
+
+Each test runs its own anvil under a chain name of its own, so actions and nonces in
+the session database never mix with other tests. Actions are seeded as rows, the way
+the lifecycle writes them; intents come from ``tests.support.new_intent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from bench.devchain import MINT, DevChain, call_data
+from tests.support import new_intent
+
+from intentd.adapters.postgres import Pool
+from intentd.devinfra.accounts import Role, dev_account
+from intentd.devinfra.anvil import AnvilProcess, start_anvil
+from intentd.execution.executor import executor_role
+from intentd.faults import CRASH_EXIT_CODE
+from intentd.settings import NATIVE_TOKEN, Settings
+
+pytestmark = pytest.mark.integration
+
+_numbers = itertools.count(1)
+RECIPIENT = "0x" + "5a" * 20
+NATIVE = NATIVE_TOKEN.lower()
+BALANCE_OF = "0x70a08231"
+
+
+@dataclass
+class Chain:
+    name: str
+    chain_id: int
+    anvil: AnvilProcess
+    rpc: DevChain
+    usdc: str
+    relayer: str
+    gas_tank: str
+    funder: str
+    settings: Settings
+
+    async def token_balance(self, owner: str) -> int:
+        data = BALANCE_OF + "00" * 12 + owner[2:]
+        return int(await self.rpc.rpc("eth_call", {"to": self.usdc, "data": data}, "latest"), 16)
+
+    async def balance(self, owner: str) -> int:
+        return int(await self.rpc.rpc("eth_getBalance", owner, "latest"), 16)
+
+    async def nonce(self, owner: str) -> int:
+        return int(await self.rpc.rpc("eth_getTransactionCount", owner, "latest"), 16)
+
+    async def mint(self, to: str, amount: int) -> None:
+        await self.rpc.receipt(
+            await self.rpc.send(self.funder, self.usdc, data=call_data(MINT, to, amount))
+        )
+
+    async def fund(self, to: str, wei: int) -> None:
+        await self.rpc.receipt(await self.rpc.send(self.funder, to, value=wei))
+
+
+def executor_settings(
+    make_settings: Callable[..., Settings],
+    *,
+    infra: dict[str, str],
+    name: str,
+    chain_id: int,
+    url: str,
+    usdc: str,
+    **execution: Any,
+) -> Settings:
+    relayer = dev_account(Role.RELAYER)
+    return make_settings(
+        chains={
+            name: {
+                "chain_id": chain_id, "network": "test", "rpc_urls": [url], "confirmations": 2,
+                "relayer": relayer.address, "rpc_timeout": 5.0,
+                "tokens": [{"address": usdc, "symbol": "USDC", "name": "Test USD Coin",
+                            "decimals": 6, "category": "stablecoin"}],
+            }
+        },
+        relayer_key=Path(infra["INTENTD_RELAYER_KEY_FILE"]).read_text().strip(),
+        gas_tank_key=Path(infra["INTENTD_GAS_TANK_KEY_FILE"]).read_text().strip(),
+        execution={"poll_interval": 0.2, "stuck_after": 30.0, "retry_backoff": 0.0, **execution},
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def make_chain(
+    infra: dict[str, str], make_settings: Callable[..., Settings]
+) -> AsyncIterator[Callable[..., Any]]:
+    started: list[tuple[AnvilProcess, DevChain]] = []
+
+    async def make(block_time: float | None = 0.5, **execution: Any) -> Chain:
+        number = next(_numbers)
+        name, chain_id = f"EXECTEST_{number}_{os.getpid()}", 991_000 + number
+        anvil = await asyncio.to_thread(start_anvil, chain_id, None, block_time)
+        rpc = DevChain(anvil.url)
+        await rpc.__aenter__()
+        started.append((anvil, rpc))
+        funder = (await rpc.accounts())[0]
+        usdc = await rpc.deploy_token(funder, "Test USD Coin", "USDC", 6)
+        relayer = dev_account(Role.RELAYER).address.lower()
+        gas_tank = dev_account(Role.GAS_TANK).address.lower()
+        settings = executor_settings(
+            make_settings,
+            infra=infra,
+            name=name,
+            chain_id=chain_id,
+            url=anvil.url,
+            usdc=usdc,
+            **execution,
+        )
+        chain = Chain(name, chain_id, anvil, rpc, usdc, relayer, gas_tank, funder, settings)
+        await chain.mint(relayer, 1_000 * 10**6)
+        return chain
+
+    yield make
+    for anvil, rpc in started:
+        await rpc.__aexit__(None, None, None)
+        await asyncio.to_thread(anvil.stop)
+
+
+async def seed_action(
+    pool: Pool,
+    settings: Settings,
+    chain: Chain,
+    *,
+    kind: str,
+    token: str,
+    amount: int,
+    signer_kind: str,
+    gas_from_amount: bool = False,
+    to: str = RECIPIENT,
+) -> tuple[int, int, str]:
+    """Insert a ready action for a new intent; (action id, intent id, intent address)."""
+    intent = await new_intent(pool, settings)
+    action_id = await pool.fetchval(
+        """
+        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
+                             signer_kind, signer_index, gas_from_amount)
+        VALUES ($1, $2, 1, $3, $4, $5, $6, 'ready', $7, $8, $9) RETURNING id
+        """,
+        intent.id, kind, chain.name, token, amount, to, signer_kind,
+        intent.address_index if signer_kind == "intent" else None, gas_from_amount,
+    )  # fmt: skip
+    return int(action_id), intent.id, intent.intent_address
+
+
+async def wait_status(pool: Pool, action_id: int, status: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        row = await pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+        if row["status"] == status:
+            return row
+        assert time.monotonic() < deadline, f"action {action_id} is {row['status']}: {dict(row)}"
+        await asyncio.sleep(0.1)
+
+
+async def results(pool: Pool, settings: Settings, action_id: int) -> list[dict[str, Any]]:
+    rows = await pool.fetch(
+        "SELECT key, payload FROM outbox WHERE topic = $1 ORDER BY id",
+        f"{settings.kafka.topic_prefix}.action-results",
+    )
+    found = [orjson.loads(r["payload"]) | {"_key": r["key"]} for r in rows]
+    return [r for r in found if r["action_id"] == action_id]
+
+
+async def transactions(pool: Pool, action_id: int) -> list[Any]:
+    return list(
+        await pool.fetch(
+            "SELECT * FROM chain_transactions WHERE action_id = $1 ORDER BY id", action_id
+        )
+    )
+
+
+class Running:
+    def __init__(self, settings: Settings, name: str, pool: Pool) -> None:
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(executor_role(settings, name, pool=pool)(self.stop))
+
+    async def finish(self) -> None:
+        self.stop.set()
+        await asyncio.wait_for(self.task, 20)
+
+
+@pytest.fixture
+async def executing(pool: Pool) -> AsyncIterator[Callable[[Chain], Running]]:
+    started: list[Running] = []
+
+    def start(chain: Chain) -> Running:
+        running = Running(chain.settings, chain.name, pool)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if not running.task.done():
+            await running.finish()
+
+
+async def test_prefill_from_the_relayer_is_sent_and_confirmed_once(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain()
+    relayer_nonce = await chain.nonce(chain.relayer)
+    action_id, intent_id, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=7_000_000,
+        signer_kind="relayer",
+    )  # fmt: skip
+    running = executing(chain)
+    row = await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    assert await chain.token_balance(RECIPIENT) == 7_000_000
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    [tx] = await transactions(pool, action_id)
+    assert (tx["status"], tx["purpose"], tx["signer"]) == ("confirmed", "transfer", chain.relayer)
+    assert row["tx_hash"] == tx["tx_hash"] and int(row["amount_sent"]) == 7_000_000
+    assert int(row["gas_cost"]) == tx["gas_used"] * int(tx["effective_gas_price"]) > 0
+    sent, confirmed = await results(pool, settings, action_id)
+    assert (sent["event"], sent["tx_hash"], sent["_key"]) == ("sent", tx["tx_hash"], str(intent_id))
+    assert sent["id"] == f"action:{action_id}:sent"
+    assert confirmed["event"] == "confirmed" and confirmed["block_number"] == tx["block_number"]
+    assert int(confirmed["amount_sent"]) == 7_000_000
+    assert int(confirmed["gas_cost"]) == int(row["gas_cost"])
+
+
+async def test_a_token_sweep_from_an_intent_address_gets_gas_from_the_tank_first(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain()
+    tank_nonce = await chain.nonce(chain.gas_tank)
+    action_id, _, address = await seed_action(
+        pool, settings, chain, kind="user_refund", token=chain.usdc, amount=3_000_000,
+        signer_kind="intent",
+    )  # fmt: skip
+    await chain.mint(address, 3_000_000)
+    running = executing(chain)
+    row = await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    assert await chain.token_balance(RECIPIENT) == 3_000_000
+    assert await chain.token_balance(address) == 0
+    assert await chain.nonce(chain.gas_tank) == tank_nonce + 1
+    assert await chain.nonce(address) == 1
+    topup, transfer = await transactions(pool, action_id)
+    assert (topup["purpose"], topup["signer"], topup["to_address"]) == (
+        "gas_topup", chain.gas_tank, address,
+    )  # fmt: skip
+    assert topup["status"] == transfer["status"] == "confirmed"
+    assert transfer["block_number"] > topup["block_number"]
+    # the top-up covers the transfer at its max fee with the headroom; the rest stays
+    left = await chain.balance(address)
+    spent = transfer["gas_used"] * int(transfer["effective_gas_price"])
+    assert left == int(topup["value"]) - spent
+    assert int(topup["value"]) >= 2 * transfer["gas_limit"] * int(transfer["max_fee_per_gas"])
+    assert int(row["gas_cost"]) == spent
+    assert [r["event"] for r in await results(pool, settings, action_id)] == ["sent", "confirmed"]
+
+
+async def test_a_native_sweep_pays_its_gas_from_the_amount(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain()
+    amount = 10**16
+    action_id, _, address = await seed_action(
+        pool, settings, chain, kind="user_refund", token=NATIVE, amount=amount,
+        signer_kind="intent", gas_from_amount=True,
+    )  # fmt: skip
+    await chain.fund(address, amount)
+    before = await chain.balance(RECIPIENT)
+    running = executing(chain)
+    row = await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    [tx] = await transactions(pool, action_id)
+    assert tx["gas_limit"] == 21_000
+    assert int(tx["value"]) == amount - 21_000 * int(tx["max_fee_per_gas"])
+    received = await chain.balance(RECIPIENT) - before
+    assert received == int(row["amount_sent"]) == int(tx["value"])
+    cost = 21_000 * int(tx["effective_gas_price"])
+    assert int(row["gas_cost"]) == cost
+    # what the fee did not use stays at the intent address; nothing else is lost
+    assert await chain.balance(address) == amount - received - cost
+    assert received + cost + await chain.balance(address) == amount
+
+
+async def test_a_stuck_transaction_is_replaced_with_the_same_nonce(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain(block_time=None, stuck_after=1.0)
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=1_000_000,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    running = executing(chain)
+    deadline = time.monotonic() + 20
+    while len(txs := await transactions(pool, action_id)) < 2:
+        assert time.monotonic() < deadline, txs
+        await asyncio.sleep(0.1)
+    while txs[-1]["status"] != "sent":
+        assert time.monotonic() < deadline, txs
+        await asyncio.sleep(0.1)
+        txs = await transactions(pool, action_id)
+    await chain.rpc.automine(True)
+    await chain.rpc.mine(3)
+    await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    txs = await transactions(pool, action_id)
+    assert len({t["nonce"] for t in txs}) == 1 and txs[0]["nonce"] == relayer_nonce
+    winners = [t for t in txs if t["status"] == "confirmed"]
+    assert len(winners) == 1 and {t["status"] for t in txs} <= {"confirmed", "dropped"}
+    first, second = txs[0], txs[1]
+    assert int(second["max_fee_per_gas"]) * 8 >= int(first["max_fee_per_gas"]) * 9
+    assert await chain.token_balance(RECIPIENT) == 1_000_000
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    assert [r["event"] for r in await results(pool, settings, action_id)] == ["sent", "confirmed"]
+
+
+async def test_an_action_that_cannot_succeed_fails_after_its_attempts(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain(max_attempts=2)
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=10**15,  # more than held
+        signer_kind="relayer",
+    )  # fmt: skip
+    running = executing(chain)
+    row = await wait_status(pool, action_id, "failed")
+    await running.finish()
+    assert row["attempts"] == 2 and "reverted" in row["last_error"]
+    assert await transactions(pool, action_id) == []
+    [failed] = await results(pool, settings, action_id)
+    assert failed["event"] == "failed" and failed["id"] == f"action:{action_id}:failed"
+
+
+# --- processes: crash safety and the standby ------------------------------------------
+
+
+def config_file(chain: Chain, tmp_path: Path, **execution: Any) -> Path:
+    s = chain.settings
+    section = s.chains[chain.name]
+    extra = "".join(f"{k} = {v!r}\n" for k, v in execution.items())
+    text = (
+        'environment = "test"\n'
+        f'[database]\nurl = "{s.database.url.get_secret_value()}"\n'
+        f'[kafka]\nbootstrap_servers = "{s.kafka.bootstrap_servers}"\n'
+        f'topic_prefix = "{s.kafka.topic_prefix}"\n'
+        f"[execution]\npoll_interval = 0.2\nretry_backoff = 0.0\n{extra}"
+        f'[chains.{chain.name}]\nchain_id = {chain.chain_id}\nnetwork = "test"\n'
+        f'rpc_urls = ["{section.rpc_urls[0]}"]\nconfirmations = 2\n'
+        f'relayer = "{section.relayer}"\n'
+        f'[[chains.{chain.name}.tokens]]\naddress = "{chain.usdc}"\nsymbol = "USDC"\n'
+        'name = "Test USD Coin"\ndecimals = 6\ncategory = "stablecoin"\n'
+    )
+    path = tmp_path / f"{chain.name}.toml"
+    path.write_text(text)
+    return path
+
+
+def process_env(infra: dict[str, str], settings: Settings, **extra: str) -> dict[str, str]:
+    """The executor's environment: the dev keys, and the mnemonic of the test database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD")}
+    env.update(
+        INTENTD_RELAYER_KEY_FILE=infra["INTENTD_RELAYER_KEY_FILE"],
+        INTENTD_GAS_TANK_KEY_FILE=infra["INTENTD_GAS_TANK_KEY_FILE"],
+        INTENTD_HD_MNEMONIC=settings.mnemonic(),
+        **extra,
+    )
+    return env
+
+
+def start_executor(
+    config: Path, chain: Chain, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "intentd", "--config", str(config), "execute",
+             "--chain", chain.name],
+            stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+
+
+async def wait_exit(process: subprocess.Popen[bytes], timeout: float, log: Path) -> int:
+    deadline = time.monotonic() + timeout
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"executor did not exit in time:\n{log.read_text()[-3000:]}")
+        await asyncio.sleep(0.1)
+    return process.returncode
+
+
+async def stop_process(process: subprocess.Popen[bytes], log: Path) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    code = await wait_exit(process, 30, log)
+    assert code in (0, -signal.SIGKILL), log.read_text()[-3000:]
+
+
+@pytest.mark.parametrize(
+    "point", ["executor.after_record", "executor.after_send", "executor.awaiting_receipt"]
+)
+async def test_a_crash_at_any_point_leaves_one_effective_transaction_per_action(
+    point: str,
+    *,
+    make_chain: Any,
+    pool: Pool,
+    settings: Settings,
+    infra: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    chain: Chain = await make_chain()
+    prefill, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=2_000_000,
+        signer_kind="relayer",
+    )  # fmt: skip
+    sweep_to = "0x" + "6b" * 20
+    sweep, _, address = await seed_action(
+        pool, settings, chain, kind="relayer_refund", token=chain.usdc, amount=5_000_000,
+        signer_kind="intent", to=sweep_to,
+    )  # fmt: skip
+    await chain.mint(address, 5_000_000)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    tank_nonce = await chain.nonce(chain.gas_tank)
+    config = config_file(chain, tmp_path)
+    log = tmp_path / "executor.log"
+
+    # Crash at every occurrence of the point: restart with it armed until both are done.
+    crashes = 0
+    for _ in range(12):
+        process = start_executor(
+            config, chain, process_env(infra, settings, INTENTD_CRASH_AT=point), log
+        )
+        while process.poll() is None:
+            if await both_confirmed(pool, prefill, sweep):
+                break
+            await asyncio.sleep(0.1)
+        if process.poll() is None:
+            await stop_process(process, log)
+            break
+        assert await wait_exit(process, 10, log) == CRASH_EXIT_CODE, log.read_text()[-3000:]
+        crashes += 1
+    else:
+        raise AssertionError(f"not done after {crashes} crashes:\n{log.read_text()[-3000:]}")
+    # prefill transfer, gas top-up, sweep transfer: each passed the point once at least
+    assert crashes >= (3 if point != "executor.awaiting_receipt" else 1), crashes
+
+    assert await chain.token_balance(RECIPIENT) == 2_000_000
+    assert await chain.token_balance(sweep_to) == 5_000_000
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    assert await chain.nonce(chain.gas_tank) == tank_nonce + 1
+    assert await chain.nonce(address) == 1
+    for action_id in (prefill, sweep):
+        events = [r["event"] for r in await results(pool, settings, action_id)]
+        assert events == ["sent", "confirmed"], (point, action_id, events)
+        confirmed = [t for t in await transactions(pool, action_id) if t["status"] == "confirmed"]
+        assert len({t["purpose"] for t in confirmed}) == len(confirmed)  # one per purpose
+
+
+async def both_confirmed(pool: Pool, *action_ids: int) -> bool:
+    statuses = await pool.fetch(
+        "SELECT status FROM actions WHERE id = ANY($1::bigint[])", action_ids
+    )
+    return all(r["status"] == "confirmed" for r in statuses)
+
+
+async def test_a_standby_takes_over_when_the_active_executor_is_killed(
+    make_chain: Any, pool: Pool, settings: Settings, infra: dict[str, str], tmp_path: Path
+) -> None:
+    chain: Chain = await make_chain()
+    config = config_file(chain, tmp_path)
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    active = start_executor(config, chain, process_env(infra, settings), log_a)
+    await wait_log(log_a, "executor active")
+    standby = start_executor(config, chain, process_env(infra, settings), log_b)
+    try:
+        await wait_log(log_b, "waiting as a standby")
+        active.kill()  # kill -9: no cleanup; PostgreSQL ends the session and its lock
+        await wait_exit(active, 10, log_a)
+        killed_at = time.monotonic()
+        await wait_log(log_b, "executor active", timeout=10)
+        took_over = time.monotonic() - killed_at
+        action_id, _, _ = await seed_action(
+            pool, settings, chain, kind="prefill", token=chain.usdc, amount=1_000_000,
+            signer_kind="relayer",
+        )  # fmt: skip
+        await wait_status(pool, action_id, "confirmed", timeout=30)
+    finally:
+        await stop_process(standby, log_b)
+    assert took_over < 5
+    assert await chain.token_balance(RECIPIENT) == 1_000_000
+
+
+async def wait_log(log: Path, text: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (log.exists() and text in log.read_text()):
+        assert time.monotonic() < deadline, f"{text!r} not logged:\n{log.read_text()[-3000:]}"
+        await asyncio.sleep(0.1)

@@ -1,0 +1,157 @@
+"""Verdicts on nonce groups, the retry policy and transaction planning."""
+
+from __future__ import annotations
+
+import pytest
+
+from intentd.execution.gas import AmountBelowGas, Fees
+from intentd.execution.planning import (
+    NATIVE,
+    Action,
+    Purpose,
+    SignerKind,
+    erc20_transfer_data,
+    needs_topup,
+    plan_topup,
+    plan_transfer,
+)
+from intentd.execution.policy import GiveUp, RetryLater, RetryPolicy, after_failure
+from intentd.execution.tracking import (
+    Consumed,
+    Final,
+    Included,
+    Pending,
+    Receipt,
+    Tx,
+    TxStatus,
+    at_depth,
+    judge_group,
+    next_transfer_due,
+)
+
+SIGNER = "0x" + "aa" * 20
+TOKEN = "0x" + "cc" * 20
+TO = "0x" + "dd" * 20
+
+
+def tx(
+    n: int,
+    status: TxStatus = TxStatus.SENT,
+    *,
+    age: float = 0.0,
+    nonce: int = 7,
+    purpose: Purpose = Purpose.TRANSFER,
+) -> Tx:
+    return Tx(
+        id=n, action_id=1, purpose=purpose, signer=SIGNER, nonce=nonce, tx_hash=f"0x{n:064x}",
+        raw=b"", to=TO, value=0, gas_limit=21_000, fees=Fees(10, 1), status=status,
+        block_number=None, age=age,
+    )  # fmt: skip
+
+
+def receipt(t: Tx, block: int, ok: bool = True) -> Receipt:
+    return Receipt(t.tx_hash, block, f"0x{block:064x}", ok, 21_000, 5)
+
+
+def judge(txs: list[Tx], receipts: dict[str, Receipt | None], **kw: object) -> object:
+    args: dict[str, object] = {
+        "head": 100, "confirmations": 3, "mined_nonces": 7, "stuck_after": 30.0,
+    }  # fmt: skip
+    args.update(kw)
+    return judge_group(txs, receipts, **args)  # type: ignore[arg-type]
+
+
+def test_depth_counts_the_block_itself() -> None:
+    assert at_depth(98, 100, 3) and not at_depth(99, 100, 3) and at_depth(100, 100, 1)
+
+
+def test_the_old_transaction_wins_when_it_is_mined_instead_of_its_replacement() -> None:
+    old, new = tx(1, TxStatus.REPLACED), tx(2)
+    verdict = judge([old, new], {old.tx_hash: receipt(old, 98), new.tx_hash: None}, mined_nonces=8)
+    assert verdict == Final(old, receipt(old, 98), (new,))
+
+
+def test_mined_but_shallow_waits() -> None:
+    old, new = tx(1, TxStatus.REPLACED), tx(2)
+    verdict = judge([old, new], {new.tx_hash: receipt(new, 99)}, mined_nonces=8)
+    assert verdict == Included(new, receipt(new, 99))
+
+
+def test_a_nonce_taken_by_someone_else_drops_the_group() -> None:
+    group = [tx(1, TxStatus.REPLACED), tx(2)]
+    assert judge(group, {}, mined_nonces=8) == Consumed(tuple(group))
+
+
+def test_pending_group_broadcasts_the_unsent_and_flags_the_stale() -> None:
+    signed = tx(1, TxStatus.SIGNED)
+    assert judge([signed], {}) == Pending((signed,), (), None, signed)
+    stale = tx(2, age=31.0)
+    assert judge([stale], {}) == Pending((), (), stale, stale)
+    fresh = tx(3, age=5.0)
+    assert judge([fresh], {}) == Pending((), (), None, fresh)
+
+
+def test_a_reorged_transaction_is_unmined() -> None:
+    mined = tx(1, TxStatus.MINED)
+    assert judge([mined], {mined.tx_hash: None}) == Pending((), (mined,), None, mined)
+
+
+def test_a_group_has_one_nonce() -> None:
+    with pytest.raises(ValueError, match="one nonce"):
+        judge([tx(1), tx(2, nonce=8)], {})
+
+
+def test_the_transfer_follows_a_confirmed_topup_even_with_dropped_siblings() -> None:
+    topup = tx(1, TxStatus.CONFIRMED, purpose=Purpose.GAS_TOPUP)
+    sibling = tx(2, TxStatus.DROPPED, purpose=Purpose.GAS_TOPUP)
+    assert next_transfer_due([topup, sibling])
+    assert not next_transfer_due([topup, sibling, tx(3, TxStatus.SIGNED)])
+    assert not next_transfer_due([])
+
+
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [(0, RetryLater(1, 5.0)), (1, RetryLater(2, 10.0)), (2, GiveUp(3)), (5, GiveUp(6))],
+)
+def test_retry_policy(before: int, expected: object) -> None:
+    assert after_failure(before, RetryPolicy(max_attempts=3, backoff=5.0)) == expected
+
+
+def test_backoff_is_bounded() -> None:
+    policy = RetryPolicy(max_attempts=20, backoff=5.0, backoff_max=60.0)
+    assert after_failure(10, policy) == RetryLater(11, 60.0)
+
+
+def action(token: str, signer: SignerKind, *, gas_from_amount: bool = False) -> Action:
+    return Action(
+        id=1, intent_id=2, kind="user_refund", chain="X", token=token, amount=10**16,
+        to_address=TO, signer_kind=signer, signer_index=5, gas_from_amount=gas_from_amount,
+        attempts=0,
+    )  # fmt: skip
+
+
+def test_erc20_calldata() -> None:
+    data = erc20_transfer_data(TO, 5)
+    assert data.hex() == "a9059cbb" + "00" * 12 + "dd" * 20 + f"{5:064x}"
+
+
+def test_plans() -> None:
+    fees = Fees(3 * 10**9, 10**9)
+    token = plan_transfer(action(TOKEN, SignerKind.INTENT), 60_000, fees)
+    assert (token.to, token.value, token.data) == (TOKEN, 0, erc20_transfer_data(TO, 10**16))
+    assert needs_topup(action(TOKEN, SignerKind.INTENT))
+    assert not needs_topup(action(TOKEN, SignerKind.RELAYER))
+    assert not needs_topup(action(NATIVE, SignerKind.INTENT))
+    sweep = plan_transfer(action(NATIVE, SignerKind.INTENT, gas_from_amount=True), 21_000, fees)
+    assert (sweep.to, sweep.value) == (TO, 10**16 - 21_000 * 3 * 10**9)
+    whole = plan_transfer(action(NATIVE, SignerKind.RELAYER), 21_000, fees)
+    assert whole.value == 10**16
+    topup = plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000)
+    assert (topup.purpose, topup.to, topup.value) == (
+        Purpose.GAS_TOPUP,
+        SIGNER,
+        2 * 60_000 * 3 * 10**9,
+    )
+    dust = action(NATIVE, SignerKind.INTENT, gas_from_amount=True)
+    with pytest.raises(AmountBelowGas):
+        plan_transfer(dust, 21_000, Fees(10**12, 0))
