@@ -1,7 +1,9 @@
 """``python -m bench [NAME] [OPTIONS]``: run one benchmark, or all of them.
 
 Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd poll`` with
-a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``).
+a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
+``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
+(create and get intents over HTTP, see ``bench/api_throughput.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-NAMES = ("backfill", "poller-memory", "head-latency")
+NAMES = ("backfill", "poller-memory", "head-latency", "execution-latency", "api-throughput")
 
 
 def main(argv: list[str]) -> None:
@@ -28,6 +30,14 @@ def main(argv: list[str]) -> None:
         from bench import head_latency
 
         head_latency.main(rest)
+    if name in {"execution-latency", "all"}:
+        from bench import execution_latency
+
+        execution_latency.main(rest)
+    if name in {"api-throughput", "all"}:
+        from bench import api_throughput
+
+        api_throughput.run(rest)
 
 
 if __name__ == "__main__":

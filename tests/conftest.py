@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from eth_account.hdaccount import Language, generate_mnemonic
 
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.devinfra.kafka_mock import create_topics
@@ -47,9 +48,8 @@ def _with_database(url: str, name: str) -> str:
     return f"{base}/{name}"
 
 
-@pytest.fixture(scope="session")
-async def database_url(infra: dict[str, str]) -> AsyncIterator[str]:
-    """A fresh, migrated database for this test session, dropped at the end."""
+async def _fresh_database(infra: dict[str, str]) -> tuple[str, str]:
+    """Create and migrate a new database; return (name, url)."""
     admin_url = _with_database(infra["INTENTD_DATABASE_URL"], "postgres")
     name = f"intentd_test_{os.getpid()}_{secrets.token_hex(3)}"
     admin = await asyncpg.connect(admin_url)
@@ -63,12 +63,51 @@ async def database_url(infra: dict[str, str]) -> AsyncIterator[str]:
         await migrate(pool)
     finally:
         await pool.close()
-    yield url
-    admin = await asyncpg.connect(admin_url)
+    return name, url
+
+
+async def _drop_database(infra: dict[str, str], name: str) -> None:
+    admin = await asyncpg.connect(_with_database(infra["INTENTD_DATABASE_URL"], "postgres"))
     try:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def database_url(infra: dict[str, str]) -> AsyncIterator[str]:
+    """A fresh, migrated database for this test session, dropped at the end."""
+    name, url = await _fresh_database(infra)
+    yield url
+    await _drop_database(infra, name)
+
+
+@pytest.fixture
+async def own_stack(
+    infra: dict[str, str], make_settings: Callable[..., Settings]
+) -> AsyncIterator[tuple[Settings, Pool]]:
+    """Settings and a pool with a database and topics of this test alone.
+
+    For tests that run executors: the shared session database holds actions of other
+    tests (prefills of fake deposits) that an executor would really carry out.
+    """
+    name, url = await _fresh_database(infra)
+    prefix = new_topic_prefix(infra)
+    settings = make_settings(
+        hd_mnemonic=generate_mnemonic(12, Language.ENGLISH),
+        database={"url": url},
+        kafka={
+            "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
+            "topic_prefix": prefix,
+            "lifecycle_group": f"{prefix}-lifecycle",
+        },
+    )
+    pool = await create_pool(url, max_size=5)
+    try:
+        yield settings, pool
+    finally:
+        await pool.close()
+        await _drop_database(infra, name)
 
 
 @pytest.fixture(scope="session")
@@ -113,6 +152,8 @@ def chain_section(
         "rpc_urls": [infra[f"INTENTD_{name}_RPC_URL"]],
         "confirmations": 1,
         "poll_interval": 0.1,
+        "relayer": infra["INTENTD_RELAYER_ADDRESS"],
+        "fee_account": infra["INTENTD_FEE_ACCOUNT_ADDRESS"],
         "tokens": [
             {
                 "address": infra[f"INTENTD_{name}_USDC"],
@@ -140,8 +181,12 @@ def make_settings(
 ) -> Callable[..., Settings]:
     """Build Settings for this session; keyword arguments replace top-level sections."""
 
+    session_mnemonic = generate_mnemonic(12, Language.ENGLISH)
+
     def build(**sections: Any) -> Settings:
-        mnemonic = Path(infra["INTENTD_HD_MNEMONIC_FILE"]).read_text().strip()
+        # Each database gets its own mnemonic: address indexes restart at 1 in every
+        # database, so a shared mnemonic would hand out the same addresses again.
+        mnemonic = sections.pop("hd_mnemonic", session_mnemonic)
         data: dict[str, Any] = {
             "environment": "test",
             "database": {"url": database_url},

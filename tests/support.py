@@ -138,9 +138,11 @@ def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         INTENTD__DATABASE__URL=settings.database.url.get_secret_value(),
+        INTENTD_HD_MNEMONIC=settings.mnemonic(),
         INTENTD__KAFKA__TOPIC_PREFIX=settings.kafka.topic_prefix,
         INTENTD__KAFKA__LIFECYCLE_GROUP=f"{settings.kafka.topic_prefix}-lifecycle",
         INTENTD__OBSERVABILITY__METRICS_PORT="0",
+        INTENTD__API__PORT="0",
         INTENTD__OBSERVABILITY__LOG_LEVEL="debug",
     )
     env.update(extra)
@@ -167,3 +169,71 @@ async def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int:
             raise AssertionError("process did not exit in time")
         await asyncio.sleep(0.1)
     return process.returncode
+
+
+TRANSFER_ABI: list[dict[str, Any]] = [
+    {
+        "name": "transfer",
+        "type": "function",
+        "stateMutability": "nonpayable",
+        "inputs": [{"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}],
+        "outputs": [{"name": "", "type": "bool"}],
+    },
+    {
+        "name": "balanceOf",
+        "type": "function",
+        "stateMutability": "view",
+        "inputs": [{"name": "owner", "type": "address"}],
+        "outputs": [{"name": "", "type": "uint256"}],
+    },
+]
+
+
+def send_payments(rpc_url: str, key: str, payments: list[tuple[str, str, int]]) -> None:
+    """Send ``(token, to, amount)`` transfers from ``key`` (native: NATIVE_TOKEN) and
+    wait until every one is mined with status 1."""
+    from eth_account import Account
+    from web3 import Web3
+
+    from intentd.settings import NATIVE_TOKEN
+
+    w3 = Web3(Web3.HTTPProvider(rpc_url))
+    account = Account.from_key(key)
+    nonce = int(w3.eth.get_transaction_count(account.address, "pending"))
+    hashes = []
+    for token, to, amount in payments:
+        tx: dict[str, Any] = {
+            "from": account.address,
+            "chainId": w3.eth.chain_id,
+            "nonce": nonce,
+            "maxFeePerGas": w3.eth.gas_price * 2 + 10**9,
+            "maxPriorityFeePerGas": 10**9,
+        }
+        nonce += 1
+        if token == NATIVE_TOKEN:
+            tx.update(to=Web3.to_checksum_address(to), value=amount, gas=21_000)
+        else:
+            contract = w3.eth.contract(address=Web3.to_checksum_address(token), abi=TRANSFER_ABI)
+            tx = contract.functions.transfer(
+                Web3.to_checksum_address(to), amount
+            ).build_transaction(
+                {**tx, "gas": 100_000}  # type: ignore[arg-type]
+            )
+        signed = account.sign_transaction(tx)
+        hashes.append(w3.eth.send_raw_transaction(signed.raw_transaction))
+    for tx_hash in hashes:
+        receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=60)
+        assert receipt["status"] == 1, receipt
+
+
+def balance(rpc_url: str, token: str, owner: str) -> int:
+    """ERC-20 balance, or the native balance for NATIVE_TOKEN."""
+    from web3 import Web3
+
+    from intentd.settings import NATIVE_TOKEN
+
+    w3 = Web3(Web3.HTTPProvider(rpc_url))
+    if token == NATIVE_TOKEN:
+        return int(w3.eth.get_balance(Web3.to_checksum_address(owner)))
+    contract = w3.eth.contract(address=Web3.to_checksum_address(token), abi=TRANSFER_ABI)
+    return int(contract.functions.balanceOf(Web3.to_checksum_address(owner)).call())

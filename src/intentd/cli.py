@@ -45,9 +45,32 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="apply database migrations (idempotent)")
     poll = sub.add_parser("poll", help="follow one chain and publish its deposits")
     poll.add_argument("--chain", required=True, help="chain name, e.g. BASE_TESTNET")
+    execute = sub.add_parser("execute", help="perform one chain's actions (one active per chain)")
+    execute.add_argument("--chain", required=True, help="chain name, e.g. BASE_TESTNET")
     sub.add_parser("lifecycle", help="apply deposits to intents and relay events")
     run = sub.add_parser("run", help="every role in one process (development, small sites)")
     run.add_argument("--no-migrate", action="store_true", help="do not migrate at start")
+    api = sub.add_parser("api", help="serve the HTTP API (/api/v1)")
+    api.add_argument("--host", help="listen address (default: api.host)")
+    api.add_argument("--port", type=int, help="listen port (default: api.port)")
+    api.add_argument(
+        "--workers", type=int, help="processes sharing the port (default: api.workers)"
+    )
+    api.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)
+
+    keys = sub.add_parser("keys", help="create, revoke and list API keys")
+    ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    kcreate = ksub.add_parser("create", help="create a key and print it once, as JSON")
+    kcreate.add_argument(
+        "--client", required=True, help="client name (keys of one client share intents)"
+    )
+    kcreate.add_argument("--mode", required=True, choices=["test", "live"])
+    kcreate.add_argument(
+        "--rate-limit", type=int, help="requests per second (default: api.default_rate_limit)"
+    )
+    krevoke = ksub.add_parser("revoke", help="revoke a key by its id")
+    krevoke.add_argument("key_id", help="the key's id (printed at creation and by keys list)")
+    ksub.add_parser("list", help="list keys (ids, clients, modes, prefixes; never the keys)")
 
     intents = sub.add_parser("intents", help="create and inspect intents")
     isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
@@ -78,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
+    if args.command == "api":
+        return _serve_api(args, settings)
     try:
         return asyncio.run(_dispatch(args, settings))
     except ConfigError as exc:
@@ -87,12 +112,58 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
+    """``intentd api``: on uvloop; with ``--workers N``, N-1 more processes share the port."""
+    import subprocess
+
+    import uvloop
+
+    workers = args.workers or settings.api.workers
+    children: list[subprocess.Popen[bytes]] = []
+    if workers > 1:
+        argv = [sys.executable, "-m", "intentd", "--config", args.config, "api"]
+        argv += ["--workers", "1", "--shared-port"]
+        if args.host:
+            argv += ["--host", args.host]
+        if args.port:
+            argv += ["--port", str(args.port)]
+        children = [subprocess.Popen(argv) for _ in range(workers - 1)]
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(_dispatch(args, settings))
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait(timeout=30)
+
+
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     match args.command:
         case "migrate":
             return await _migrate(settings)
         case "intents":
             return await _intents(args, settings)
+        case "keys":
+            from intentd.keys_cli import keys_command
+
+            return await keys_command(args, settings)
+        case "api":
+            from intentd.api.server import api_role, bind
+
+            workers = args.workers or settings.api.workers
+            sock = bind(
+                args.host or settings.api.host,
+                args.port or settings.api.port,
+                reuse_port=args.shared_port or workers > 1,
+            )
+            await run_roles(
+                [api_role(settings, sock=sock)], metrics_port=settings.observability.metrics_port
+            )
+            return 0
         case "poll":
             settings.chain(args.chain)
             await run_roles(
@@ -104,14 +175,29 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 [lifecycle_role(settings)], metrics_port=settings.observability.metrics_port
             )
             return 0
+        case "execute":
+            await run_roles(
+                [_executor(settings, args.chain)], metrics_port=settings.observability.metrics_port
+            )
+            return 0
         case "run":
             if not args.no_migrate:
                 await _migrate(settings)
+            from intentd.api.server import api_role
+
             roles = [_poller(settings, chain) for chain in settings.chains]
+            roles += [_executor(settings, chain) for chain in settings.chains]
             roles.append(lifecycle_role(settings))
+            roles.append(api_role(settings))
             await run_roles(roles, metrics_port=settings.observability.metrics_port)
             return 0
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _executor(settings: Settings, chain: str) -> Role:
+    from intentd.execution.executor import executor_role
+
+    return executor_role(settings, chain)
 
 
 def _poller(settings: Settings, chain: str) -> Role:

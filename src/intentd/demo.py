@@ -1,10 +1,12 @@
-"""``make demo``: watch intents get funded on the local infrastructure.
+"""``make demo``: watch intents go through their lifecycle on the local infrastructure.
 
-Starts ``intentd run`` as a user would, creates two intents with ``intentd intents
-create``, pays them from the dev payer account on the anvil chains (the first in
-test USDC, too little and then a top-up; the second in native ETH, too much) and
-prints every lifecycle event from Kafka as it arrives. Exits 0 once every expected
-event arrived, 1 otherwise. Development tooling only.
+Starts ``intentd run`` as a user would, creates an API key with ``intentd keys
+create``, creates three intents over the HTTP API (``POST /api/v1/intents``) and pays
+them from the dev payer account on the anvil chains: the first in test USDC, too
+little and then a top-up; the second in native ETH, too much; the third in part, left
+to expire. It prints every lifecycle event from Kafka as it arrives (funded,
+initiated, completed, the excess refund, the expiry refund). Exits 0 once every
+expected event arrived, 1 otherwise. Development tooling only.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime
@@ -30,6 +33,7 @@ from eth_typing import ChecksumAddress
 from web3 import Web3
 from web3.types import TxParams, Wei
 
+from intentd.domain.amounts import format_amount, parse_amount
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, Settings, load_settings
 
@@ -95,29 +99,68 @@ def describe(event: dict[str, Any]) -> str:
     intent, data = event["intent"], event["data"]
     funding = data.get("funding", {})
     symbol = intent["asset_token_symbol"]
-    line = (
-        f"{color(event['type'], BOLD)} intent #{intent['id']} "
-        f"[{intent['intent_status']}/{funding.get('status', '-')}] "
-        f"received {funding.get('received')} of {funding.get('total')} {symbol}"
-    )
-    if funding.get("shortfall") not in (None, "0"):
-        line += color(f", short {funding['shortfall']}", YELLOW)
-    if funding.get("excess") not in (None, "0"):
-        line += color(f", excess {funding['excess']} (refunded at initiation)", YELLOW)
-    deposit = data.get("deposit")
-    if deposit:
-        line += color(f"  tx {deposit['tx_hash'][:14]}… on {deposit['chain']}", DIM)
+    line = f"{color(event['type'], BOLD)} intent #{intent['id']} [{intent['intent_status']}] "
+    kind = event["type"]
+    if kind == "intent_funded":
+        line += (
+            f"{funding.get('status')}: received {funding.get('received')} of "
+            f"{funding.get('total')} {symbol}"
+        )
+        if funding.get("shortfall") not in (None, "0"):
+            line += color(f", short {funding['shortfall']}", YELLOW)
+        if funding.get("excess") not in (None, "0"):
+            line += color(f", excess {funding['excess']} (refunded at initiation)", YELLOW)
+        deposit = data.get("deposit")
+        if deposit:
+            line += color(f"  tx {deposit['tx_hash'][:14]}… on {deposit['chain']}", DIM)
+    elif kind == "intent_initiated":
+        line += f"prefill sent: {intent['destination_chain']} pays the recipient" + color(
+            f"  tx {data['prefill']['tx_hash'][:14]}…", DIM
+        )
+    elif kind == "intent_completed":
+        line += "prefill confirmed: the recipient has the funds; relayer repaid from the deposit"
+    elif kind == "intent_refunded":
+        refund = data["refund"]
+        line += (
+            f"refund ({refund['reason']}): {refund['amount_sent']} of {refund['amount']} sent back"
+            f" on {refund['chain']}" + color(f"  tx {refund['tx_hash'][:14]}…", DIM)
+        )
     return line
 
 
-def create_intent(config: str, **fields: str) -> dict[str, Any]:
-    args = [sys.executable, "-m", "intentd", "--config", config, "intents", "create"]
-    for name, value in fields.items():
-        args += [f"--{name.replace('_', '-')}", value]
+def label(event: dict[str, Any]) -> str:
+    """What an event means for the demo's checklist."""
+    if event["type"] == "intent_funded":
+        return f"funded {event['data']['funding']['status']}"
+    if event["type"] == "intent_refunded":
+        return f"refunded {event['data']['refund']['reason']}"
+    return str(event["type"]).removeprefix("intent_")
+
+
+def create_key(config: str) -> str:
+    """A test API key from ``intentd keys create`` (printed once, kept in memory only)."""
+    args = [sys.executable, "-m", "intentd", "--config", config, "keys", "create"]
+    args += ["--client", "demo", "--mode", "test"]
     result = subprocess.run(args, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise SystemExit(f"intent creation failed: {result.stderr.strip()}")
-    record: dict[str, Any] = json.loads(result.stdout)
+        raise SystemExit(f"key creation failed: {result.stderr.strip()}")
+    key: str = json.loads(result.stdout)["api_key"]
+    return key
+
+
+def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /api/v1/intents``; the intent record, or exit with the problem document."""
+    request = urllib.request.Request(
+        f"{api}/api/v1/intents",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            record: dict[str, Any] = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise SystemExit(f"intent creation failed: {exc.code} {exc.read().decode()}") from None
     return record
 
 
@@ -187,45 +230,76 @@ async def demo(config: str, timeout: float) -> int:
         await wait_until(ready, "the daemon to be ready", 60)
         say(color("daemon ready: pollers on " + ", ".join(chains) + ", lifecycle consuming", GREEN))
 
+        api = f"http://{settings.api.host}:{settings.api.port}"
+        key = create_key(config)
         common = {
             "recipient": payer.address,
             "refund_address": payer.address,
             "sender": payer.address,
         }
         first = create_intent(
-            config,
-            source_chain=source,
-            destination_chain=destination,
-            token_in=usdc,
-            amount="10",
-            metadata='{"order": "demo-1"}',
-            **common,
+            api,
+            key,
+            {
+                "source_chain": source,
+                "destination_chain": destination,
+                "tokenIn": usdc,
+                "amount": "10",
+                "metadata": {"order": "demo-1"},
+                **common,
+            },
         )
         second = create_intent(
-            config,
-            source_chain=destination,
-            destination_chain=source,
-            token_in=NATIVE_TOKEN,
-            amount="0.01",
-            metadata='{"order": "demo-2"}',
-            **common,
+            api,
+            key,
+            {
+                "source_chain": destination,
+                "destination_chain": source,
+                "tokenIn": NATIVE_TOKEN,
+                "amount": "0.01",
+                "metadata": {"order": "demo-2"},
+                **common,
+            },
         )
-        for record in (first, second):
+        third = create_intent(
+            api,
+            key,
+            {
+                "source_chain": source,
+                "destination_chain": destination,
+                "tokenIn": usdc,
+                "amount": "3",
+                "expires_in": 15,
+                "metadata": {"order": "demo-3", "note": "paid in part, left to expire"},
+                **common,
+            },
+        )
+        for record in (first, second, third):
             say(
                 f"created intent #{record['id']}: pay {record['total_amount_in_asset_token']} "
                 f"{record['asset_token_symbol']} on {record['source_chain']} to "
                 f"{record['intent_address']} (expires {record['expires_at']})"
             )
         expected = {
-            (first["id"], "UNDERFUNDED"),
-            (first["id"], "EXACT"),
-            (second["id"], "OVERFUNDED"),
+            (first["id"], "funded UNDERFUNDED"),
+            (first["id"], "funded EXACT"),
+            (first["id"], "initiated"),
+            (first["id"], "completed"),
+            (second["id"], "funded OVERFUNDED"),
+            (second["id"], "initiated"),
+            (second["id"], "completed"),
+            (second["id"], "refunded excess"),
+            (third["id"], "funded UNDERFUNDED"),
+            (third["id"], "refunded expired"),
         }
+        ours = {first["id"], second["id"], third["id"]}
 
         say(f"paying 4 USDC of 10 to intent #{first['id']} …")
         payer.pay(source, usdc, first["intent_address"], 4_000_000)
         say(f"paying 0.015 ETH (0.01 due) to intent #{second['id']} …")
         payer.pay(destination, NATIVE_TOKEN, second["intent_address"], 15 * 10**15)
+        say(f"paying 1 USDC of 3 to intent #{third['id']}, then letting it expire …")
+        payer.pay(source, usdc, third["intent_address"], 1_000_000)
 
         seen: set[tuple[int, str]] = set()
         topped_up = False
@@ -236,19 +310,21 @@ async def demo(config: str, timeout: float) -> int:
                 for record in records:
                     event = json.loads(record.value)
                     intent_id = event["intent"]["id"]
-                    if intent_id not in (first["id"], second["id"]):
+                    if intent_id not in ours:
                         continue
                     stamp = datetime.now().strftime("%H:%M:%S")
                     say(f"{color(stamp, DIM)} {describe(event)}")
-                    seen.add((intent_id, event["data"]["funding"]["status"]))
-            if (first["id"], "UNDERFUNDED") in seen and not topped_up:
+                    seen.add((intent_id, label(event)))
+            if (first["id"], "funded UNDERFUNDED") in seen and not topped_up:
                 topped_up = True
-                say(f"topping up intent #{first['id']} with the missing 6 USDC …")
-                payer.pay(source, usdc, first["intent_address"], 6_000_000)
+                due = parse_amount(first["total_amount_in_asset_token"], 6)
+                missing = format_amount(due - 4_000_000, 6)
+                say(f"topping up intent #{first['id']} with the missing {missing} USDC …")
+                payer.pay(source, usdc, first["intent_address"], due - 4_000_000)
         if seen != expected:
             say(f"missing events: {sorted(expected - seen)}; daemon log: {log_path}")
             return 1
-        say(color("all intents funded as expected", GREEN))
+        say(color("every intent went through its lifecycle as expected", GREEN))
         return 0
     finally:
         await consumer.stop()
@@ -263,7 +339,7 @@ async def demo(config: str, timeout: float) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/local.toml")
-    parser.add_argument("--timeout", type=float, default=90.0)
+    parser.add_argument("--timeout", type=float, default=150.0)
     args = parser.parse_args()
     raise SystemExit(asyncio.run(demo(args.config, args.timeout)))
 

@@ -12,6 +12,8 @@ Topics (``<prefix>`` is ``kafka.topic_prefix``, ``intentd`` by default):
   in order on one partition).
 - ``<prefix>.intent-events``: public lifecycle events (see ``domain.events``), keyed
   by intent id.
+- ``<prefix>.action-results``: :class:`ActionResultMessage` from the executors, keyed by
+  intent id, written through the outbox with the action's status change.
 - ``<prefix>.dlq``: messages that could not be parsed, with the reason.
 """
 
@@ -41,6 +43,10 @@ def events_topic(prefix: str) -> str:
 
 def dlq_topic(prefix: str) -> str:
     return f"{prefix}.dlq"
+
+
+def action_results_topic(prefix: str) -> str:
+    return f"{prefix}.action-results"
 
 
 def deposit_id(chain: str, tx_hash: str, log_index: int) -> str:
@@ -95,15 +101,49 @@ class RetractionMessage(_Message):
     to_address: LowerAddress
 
 
+class ActionResultMessage(_Message):
+    """What became of an action's transaction; ``id`` is ``action:<id>:<event>``."""
+
+    kind: Literal["action_result"] = "action_result"
+    id: str
+    action_id: int = Field(gt=0)
+    intent_id: int = Field(gt=0)
+    action_kind: Literal["prefill", "relayer_refund", "fee_sweep", "user_refund"]
+    event: Literal["sent", "confirmed", "failed"]
+    """``sent``: first broadcast; ``confirmed``: mined with status 1 at confirmation depth;
+    ``failed``: the retry policy gave up (nothing of it was mined with status 1)."""
+    chain: str
+    tx_hash: Hash | None = None
+    block_number: int | None = Field(default=None, ge=0)
+    amount_sent: int | None = Field(default=None, ge=0)
+    """Base units delivered to the recipient (less than ``amount`` when gas came out of it)."""
+    gas_cost: int | None = Field(default=None, ge=0)
+    """Native base units the transaction paid for gas."""
+    error: str | None = None
+
+
+def action_result_id(action_id: int, event: str) -> str:
+    return f"action:{action_id}:{event}"
+
+
+def decode_action_result(raw: bytes) -> ActionResultMessage:
+    """Parse an action-results message; raise ValueError with the reason if malformed."""
+    try:
+        return ActionResultMessage.model_validate_json(raw)
+    except ValidationError as exc:
+        raise ValueError(f"malformed action result: {_problems(exc)}") from None
+
+
 ChainMessage = Annotated[DepositMessage | RetractionMessage, Field(discriminator="kind")]
 _chain_message = TypeAdapter(ChainMessage)
 
 
 def encode(message: _Message) -> bytes:
-    """JSON bytes of a message; amounts go out as strings."""
+    """JSON bytes of a message; amounts go out as strings (they exceed 64 bits)."""
     data = message.model_dump()
-    if "amount" in data:
-        data["amount"] = str(data["amount"])
+    for key in ("amount", "amount_sent", "gas_cost"):
+        if data.get(key) is not None:
+            data[key] = str(data[key])
     return orjson.dumps(data)
 
 
@@ -112,8 +152,11 @@ def decode_chain_message(raw: bytes) -> DepositMessage | RetractionMessage:
     try:
         return _chain_message.validate_json(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'message'}: {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        )
-        raise ValueError(f"malformed chain message: {problems}") from None
+        raise ValueError(f"malformed chain message: {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc']) or 'message'}: {error['msg']}"
+        for error in exc.errors(include_url=False, include_input=False)
+    )

@@ -11,6 +11,7 @@ import logging
 import sys
 
 import structlog
+import structlog.tracebacks
 from prometheus_client import Counter, Gauge, Histogram
 
 
@@ -23,7 +24,10 @@ def configure_logging(level: str = "info") -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks,
+            # Tracebacks without frame locals: locals can hold keys, tokens and seeds.
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            ),
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
@@ -64,6 +68,10 @@ UNCREDIT_ALERTS = Counter(
     "Retracted deposits that could not be un-credited (something irreversible happened)",
     ["chain"],
 )
+ACTION_ALERTS = Counter(
+    "intentd_action_alerts_total", "Actions that failed for good (operator action needed)", ["kind"]
+)
+EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["outcome"])
 HANDLE_SECONDS = Histogram(
     "intentd_lifecycle_handle_seconds", "Time to apply one message batch", ["kind"]
 )
@@ -71,3 +79,26 @@ HANDLE_SECONDS = Histogram(
 # --- outbox -------------------------------------------------------------------------
 OUTBOX_PUBLISHED = Counter("intentd_outbox_published_total", "Outbox rows relayed to Kafka")
 OUTBOX_BACKLOG = Gauge("intentd_outbox_backlog", "Outbox rows not yet relayed")
+
+# --- executor -----------------------------------------------------------------------
+ACTION_OUTCOMES = Counter(
+    "intentd_action_outcomes_total",
+    "Actions finished or retried by the executor",
+    ["chain", "kind", "outcome"],
+)
+CHAIN_TRANSACTIONS = Counter(
+    "intentd_chain_transactions_total",
+    "Executor transactions by event (sent, rebroadcast, replaced, confirmed, reverted, dropped)",
+    ["chain", "purpose", "event"],
+)
+SEND_REFUSALS = Counter(
+    "intentd_send_refusals_total", "Broadcasts a node refused, by reason", ["chain", "reason"]
+)
+NONCE_GAPS = Counter(
+    "intentd_nonce_gaps_total",
+    "Nonces below a signer's next nonce with no open transaction of ours (found at reconcile)",
+    ["chain"],
+)
+EXECUTOR_ACTIVE = Gauge(
+    "intentd_executor_active", "1 while this process leads the chain", ["chain"]
+)

@@ -8,7 +8,9 @@ from the environment as ``INTENTD__SECTION__KEY=value`` (for example
 ``INTENTD__KAFKA__BOOTSTRAP_SERVERS``).
 
 Secrets never live in the config file: the HD mnemonic comes from
-``INTENTD_HD_MNEMONIC`` or the file named by ``INTENTD_HD_MNEMONIC_FILE``.
+``INTENTD_HD_MNEMONIC`` or the file named by ``INTENTD_HD_MNEMONIC_FILE``, the
+session-token signing secret from ``INTENTD_SESSION_SECRET`` or
+``INTENTD_SESSION_SECRET_FILE``.
 
 An invalid config raises :class:`ConfigError`, whose message names the key and the
 value that is wrong; the CLI prints it and exits non-zero.
@@ -20,6 +22,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -98,8 +101,13 @@ class ChainConfig(_Model):
     native: NativeTokenConfig = NativeTokenConfig()
     tokens: list[TokenConfig] = Field(default_factory=list)
     relayer: Address | Literal[""] = ""
+    """The relayer's address on this chain: it prefills here and is repaid here."""
+    fee_account: Address | Literal[""] = ""
+    """Receives the fees of intents paid on this chain; empty: the relayer keeps them."""
     coordinator: Address | Literal[""] = ""
     bridger: Address | Literal[""] = ""
+    max_fee_per_gas: int = Field(default=500 * 10**9, gt=0)
+    """Cap of the executor's EIP-1559 ``maxFeePerGas``, wei; above it, actions wait."""
 
     @field_validator("rpc_urls")
     @classmethod
@@ -158,8 +166,10 @@ class KafkaConfig(_Model):
 
 
 class IntentsConfig(_Model):
-    default_expires_in: int = Field(default=3600, ge=60)
+    default_expires_in: int = Field(default=3600, ge=1)
     """Seconds from creation to ``expires_at`` when the request names none."""
+    min_expires_in: int = Field(default=60, ge=1)
+    """Shortest lifetime a request may ask for (tests and demos may lower it)."""
     max_expires_in: int = Field(default=7 * 86400, ge=60)
     default_client_id: str = "00000000-0000-0000-0000-000000000000"
     """Client that owns intents created from the CLI."""
@@ -171,6 +181,96 @@ class ObservabilityConfig(_Model):
     """Port of the Prometheus / health endpoint; None disables it."""
 
 
+class BridgeOption(_Model):
+    """One way to move value between chains, with its fee (see docs/api.md, Fees)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
+    fixed_usd: Decimal = Field(default=Decimal(0), ge=0, le=1_000_000)
+    """Flat fee per intent, in USD, charged in ``tokenIn`` at its USD price."""
+    bps: Decimal = Field(default=Decimal(0), ge=0, le=10_000)
+    """Proportional fee in basis points (1/10,000) of the amount."""
+    routes: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+    """Routes it serves: ``"*"`` or ``"SOURCE->DESTINATION"`` (either side may be ``*``)."""
+    estimated_seconds: int = Field(default=30, ge=1, le=86_400)
+
+    @field_validator("routes")
+    @classmethod
+    def _route_patterns(cls, routes: list[str]) -> list[str]:
+        for route in routes:
+            if route != "*" and not re.fullmatch(
+                r"(\*|[A-Z][A-Z0-9_]*)->(\*|[A-Z][A-Z0-9_]*)", route
+            ):
+                raise ValueError(
+                    f"route {route!r} must be '*' or 'SOURCE->DESTINATION' ('*' allowed)"
+                )
+        return routes
+
+    def serves(self, source: str, destination: str) -> bool:
+        for route in self.routes:
+            if route == "*":
+                return True
+            src, _, dst = route.partition("->")
+            if src in ("*", source) and dst in ("*", destination):
+                return True
+        return False
+
+
+class FeesConfig(_Model):
+    """The fee model: a route fee per bridge option plus the application fee."""
+
+    app_fee_bps: Decimal = Field(default=Decimal(0), ge=0, le=10_000)
+    app_fee_fixed_usd: Decimal = Field(default=Decimal(0), ge=0, le=1_000_000)
+    bridges: list[BridgeOption] = Field(
+        default_factory=lambda: [BridgeOption(name="relay")], min_length=1
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> FeesConfig:
+        names = [b.name for b in self.bridges]
+        if len(names) != len(set(names)):
+            raise ValueError("two bridge options share a name")
+        return self
+
+
+class ApiConfig(_Model):
+    """The HTTP API role (``intentd api``)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    replicas: int = Field(default=1, ge=1, le=1000)
+    """API replicas behind the load balancer; each enforces ``rate limit / replicas``."""
+    default_rate_limit: int = Field(default=250, ge=1, le=1_000_000)
+    """Requests per second per API key, unless the key has its own limit."""
+    key_cache_ttl: float = Field(default=5.0, ge=0, le=300)
+    """Seconds a verified (or unknown) key is trusted without a database read."""
+    session_ttl: int = Field(default=900, ge=60, le=86_400)
+    """Default lifetime of a session token, seconds."""
+    max_session_ttl: int = Field(default=3600, ge=60, le=86_400)
+    trigger_max_blocks: int = Field(default=5000, ge=1, le=1_000_000)
+    """Blocks one trigger-processing call scans at most; the next call continues."""
+    trigger_clock_skew: int = Field(default=300, ge=0, le=86_400)
+    """Seconds before ``created_at`` where the scan of an intent's window starts."""
+    cors_origins: list[str] = Field(default_factory=list)
+    """Origins allowed to call the session endpoints from a browser (the payment modal)."""
+    workers: int = Field(default=1, ge=1, le=64)
+    """Processes serving the API (``intentd api`` only; ``run`` uses one)."""
+
+
+class ExecutionConfig(_Model):
+    """The executors (``intentd execute --chain NAME``); see docs/execution.md."""
+
+    poll_interval: float = Field(default=0.5, gt=0, le=60)
+    """Seconds between looks for work when no NOTIFY arrives."""
+    stuck_after: float = Field(default=30.0, gt=0, le=86_400)
+    """Seconds without a receipt before a transaction is re-broadcast or replaced."""
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    """Failed attempts (reverts, nonces taken by others) before an action fails."""
+    retry_backoff: float = Field(default=5.0, ge=0, le=3600)
+    """Seconds before the second attempt; doubled for each further one."""
+    topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
+    """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+
+
 class Settings(_Model):
     environment: Literal["production", "test"] = "production"
     """``test`` marks a test deployment (test API keys may also use main networks)."""
@@ -179,8 +279,34 @@ class Settings(_Model):
     chains: dict[str, ChainConfig] = Field(min_length=1)
     intents: IntentsConfig = IntentsConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    api: ApiConfig = ApiConfig()
+    fees: FeesConfig = FeesConfig()
+    prices: dict[str, Decimal] = Field(default_factory=dict)
+    """Static USD prices by token symbol for non-stablecoins (stablecoins are 1 USD)."""
     hd_mnemonic: SecretStr | None = None
     """From the environment only (see module docstring); required by roles that derive keys."""
+    session_secret: SecretStr | None = None
+    execution: ExecutionConfig = ExecutionConfig()
+    relayer_key: SecretStr | None = None
+    """From the environment only: ``INTENTD_RELAYER_KEY(_FILE)``, hex private key."""
+    gas_tank_key: SecretStr | None = None
+    """From the environment only: ``INTENTD_GAS_TANK_KEY(_FILE)``, hex private key."""
+    """From the environment only; signs session tokens. Sessions are off without it."""
+
+    @field_validator("prices")
+    @classmethod
+    def _positive_prices(cls, prices: dict[str, Decimal]) -> dict[str, Decimal]:
+        for symbol, price in prices.items():
+            if not price.is_finite() or price <= 0:
+                raise ValueError(f"price of {symbol} must be a positive number")
+        return prices
+
+    @field_validator("session_secret")
+    @classmethod
+    def _long_secret(cls, secret: SecretStr | None) -> SecretStr | None:
+        if secret is not None and len(secret.get_secret_value()) < 32:
+            raise ValueError("must be at least 32 characters")
+        return secret
 
     @model_validator(mode="before")
     @classmethod
@@ -209,6 +335,12 @@ class Settings(_Model):
                 f"unknown chain {name!r}; configured: {sorted(self.chains)}"
             ) from None
 
+    def relayer_private_key(self) -> bytes:
+        return _private_key(self.relayer_key, "relayer_key", "INTENTD_RELAYER_KEY")
+
+    def gas_tank_private_key(self) -> bytes:
+        return _private_key(self.gas_tank_key, "gas_tank_key", "INTENTD_GAS_TANK_KEY")
+
     def mnemonic(self) -> str:
         if self.hd_mnemonic is None:
             raise ConfigError(
@@ -232,6 +364,16 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     secret = _secret(env, "INTENTD_HD_MNEMONIC")
     if secret is not None:
         data["hd_mnemonic"] = secret
+    session_secret = _secret(env, "INTENTD_SESSION_SECRET")
+    if session_secret is not None:
+        data["session_secret"] = session_secret
+    for field, variable in (
+        ("relayer_key", "INTENTD_RELAYER_KEY"),
+        ("gas_tank_key", "INTENTD_GAS_TANK_KEY"),
+    ):
+        key = _secret(env, variable)
+        if key is not None:
+            data[field] = key
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
@@ -300,6 +442,15 @@ def _parse_override(value: str) -> Any:
         return value
 
 
+def _private_key(secret: SecretStr | None, field: str, variable: str) -> bytes:
+    if secret is None:
+        raise ConfigError(f"{field}: not set; give {variable} or {variable}_FILE")
+    text = secret.get_secret_value().removeprefix("0x")
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        raise ConfigError(f"{field} = <secret>: not a 32-byte hex private key")
+    return bytes.fromhex(text)
+
+
 def _secret(env: Mapping[str, str], name: str) -> str | None:
     if name in env:
         return env[name].strip()
@@ -312,11 +463,14 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
         raise ConfigError(f"{name}_FILE = {file!r}: cannot read it ({exc.strerror})") from None
 
 
+_SECRET_FIELDS = frozenset({"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key"})
+
+
 def _describe(exc: ValidationError, data: Mapping[str, Any], path: Path) -> str:
     lines = [f"invalid config {path}:"]
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"])
-        secret = any(str(p) in {"url", "hd_mnemonic"} for p in error["loc"])
+        secret = any(str(p) in _SECRET_FIELDS for p in error["loc"])
         shown = "<secret>" if secret else repr(_lookup(data, error["loc"]))
         lines.append(f"  {loc or '(top level)'} = {shown}: {error['msg']}")
     return "\n".join(lines)

@@ -156,7 +156,9 @@ async def test_classification_of_deposits(pool: Pool, settings: Settings) -> Non
         for message, expected in cases:
             assert await apply_deposit(conn, settings, message, now=now) is expected
     reasons = await pool.fetch(
-        "SELECT reason, amount, to_address FROM actions WHERE intent_id = $1 ORDER BY id", intent.id
+        "SELECT reason, amount, to_address FROM actions"
+        " WHERE intent_id = $1 AND kind = 'user_refund' ORDER BY id",
+        intent.id,
     )
     assert [r["reason"] for r in reasons] == ["wrong_token"] * 3 + ["late_deposit"]
     assert {r["to_address"] for r in reasons} == {intent.refund_address}
@@ -176,8 +178,15 @@ async def test_retraction_uncredits_before_initiation(pool: Pool, settings: Sett
             block_hash=message.block_hash,
             to_address=message.to_address,
         )
-        assert await apply_retraction(conn, settings, retraction) is Outcome.RETRACTED
-        assert await apply_retraction(conn, settings, retraction) is Outcome.RETRACTION_NOOP
+        now = datetime.now(UTC)
+        assert await apply_retraction(conn, settings, retraction, now=now) is Outcome.RETRACTED
+        assert (
+            await apply_retraction(conn, settings, retraction, now=now) is Outcome.RETRACTION_NOOP
+        )
+        prefills = await conn.fetch(
+            "SELECT status FROM actions WHERE intent_id = $1 AND kind = 'prefill'", intent.id
+        )
+        assert [r["status"] for r in prefills] == ["cancelled"]  # never signed, so undone
         row = await intent_store.get_by_id(conn, intent.id)
         assert row is not None
         assert (row.status, row.funding_status, row.received) == (
@@ -193,9 +202,10 @@ async def test_retraction_uncredits_before_initiation(pool: Pool, settings: Sett
 
 
 async def test_consumer_applies_topic_and_dead_letters_malformed(
-    pool: Pool, settings: Settings
+    pool: Pool, isolated_settings: Settings
 ) -> None:
     """In-process consumer: events reach Kafka through the outbox; bad input goes to the DLQ."""
+    settings = isolated_settings
     intent = await new_intent(pool, settings, amount="10")
     prefix = settings.kafka.topic_prefix
     topic = deposits_topic(prefix, CHAIN)
@@ -315,3 +325,36 @@ async def test_a_commit_lost_to_a_rebalance_is_survived(settings: Settings) -> N
         assert not await commit_positions(consumer, {foreign: 1})
     finally:
         await consumer.stop()
+
+
+async def test_our_own_gas_top_up_is_not_a_deposit(pool: Pool, settings: Settings) -> None:
+    """The executor tops up intent addresses with native gas from the gas tank; the poller
+    sees that transfer like any other. It must not be credited or refunded to the user."""
+    intent = await new_intent(pool, settings, amount="10")
+    top_up = deposit(settings, intent.intent_address, 10**15, token=NATIVE_TOKEN)
+    action_id = await pool.fetchval(
+        "INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address,"
+        " status) VALUES ($1, 'user_refund', 99, $2, 'x', 1, 'x', 'submitted') RETURNING id",
+        intent.id,
+        CHAIN,
+    )
+    await pool.execute(
+        "INSERT INTO chain_transactions (action_id, purpose, chain, signer, nonce, tx_hash,"
+        " raw_tx, to_address, value, gas_limit, max_fee_per_gas, max_priority_fee_per_gas,"
+        " status) VALUES ($1, 'gas_topup', $2, 'tank', 0, $3, '\\x00', $4, 1, 21000, 1, 1,"
+        " 'sent')",
+        action_id,
+        CHAIN,
+        top_up.tx_hash,
+        intent.intent_address,
+    )
+    async with pool.acquire() as conn:
+        assert await apply_deposit(conn, settings, top_up, now=datetime.now(UTC)) is (
+            Outcome.INTERNAL
+        )
+    refunds = await pool.fetchval(
+        "SELECT count(*) FROM actions WHERE intent_id = $1 AND kind = 'user_refund'"
+        " AND status = 'ready'",
+        intent.id,
+    )
+    assert refunds == 0

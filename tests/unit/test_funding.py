@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from intentd.domain.events import EventType
-from intentd.domain.funding import Deposit, Disposition, IntentFunding, RefundReason
+from intentd.domain.intent import Deposit, Disposition, Intent, RefundReason, Terms
 from intentd.domain.status import FundingStatus, IntentStatus, funding_status
 
 SOURCE, OTHER_CHAIN = "BASE_TESTNET", "ARBITRUM_TESTNET"
@@ -23,16 +23,25 @@ EXPIRES = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SUPPORTED = {USDC, USDT}
 
 
-def new_intent(total: int) -> IntentFunding:
-    return IntentFunding(
-        id=1,
+def new_intent(total: int) -> Intent:
+    terms = Terms(
         source_chain=SOURCE,
+        destination_chain=OTHER_CHAIN,
         token_in=USDC,
+        token_out=USDC,
         total_due=total,
+        fees=0,
+        amount_out=total,
+        recipient=ADDRESS,
+        refund_address=ADDRESS,
+        expires_at=EXPIRES,
+    )
+    return Intent(
+        id=1,
+        terms=terms,
         received=0,
         status=IntentStatus.PENDING,
         funding=FundingStatus.NONE,
-        expires_at=EXPIRES,
         event_sequence=0,
     )
 

@@ -51,6 +51,7 @@ def test_local_config_reads_infra_env(tmp_path: Path) -> None:
         **ENV,
         "INTENTD_KAFKA_BOOTSTRAP": "127.0.0.1:1",
         "INTENTD_RELAYER_ADDRESS": USDC,
+        "INTENTD_FEE_ACCOUNT_ADDRESS": USDC,
         **{
             f"INTENTD_{c}_RPC_URL": "http://127.0.0.1:1"
             for c in ("BASE_TESTNET", "ARBITRUM_TESTNET")

@@ -8,6 +8,7 @@ fails with :class:`ConcurrentUpdate` instead of overwriting.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -16,7 +17,7 @@ from uuid import UUID
 
 import asyncpg
 
-from intentd.domain.funding import IntentFunding
+from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow
 
@@ -56,6 +57,8 @@ class NewIntent:
     bridger: str
     metadata: dict[str, Any]
     expires_at: datetime
+    session_id: str | None = None
+    """The payment-modal session the intent was created in, if any."""
 
 
 _COLUMNS = """
@@ -64,7 +67,8 @@ _COLUMNS = """
     total_due, fees_in_asset, app_fee_in_asset, amount_out, fees_in_usd, app_fee_in_usd,
     total_in_usd, slippage, address_index, intent_address, recipient, refund_address,
     relayer, coordinator, bridger, bridge_extra_data, status, funding_status, received,
-    tx_hash, needs_relay, event_sequence, version, metadata, expires_at, created_at, updated_at
+    tx_hash, needs_relay, event_sequence, version, metadata, expires_at, created_at, updated_at,
+    session_id
 """
 
 
@@ -84,6 +88,32 @@ async def next_address_index(conn: Connection) -> int:
     return int(value)
 
 
+class AddressIndexes:
+    """Derivation indexes drawn from the sequence ``block`` at a time, handed out one
+    by one: a create then costs no round trip for its index (one process's cache).
+
+    Each index is still handed out once only. Indexes drawn but not used when the
+    process stops are never used: a gap, like a failed insert's, so ``intent_nonce``
+    is unique and increasing per process but neither dense nor ordered across
+    processes.
+    """
+
+    def __init__(self, block: int = 64) -> None:
+        if block < 1:
+            raise ValueError("block must be at least 1")
+        self._block = block
+        self._drawn: deque[int] = deque()
+
+    async def next(self, conn: Connection) -> int:
+        if not self._drawn:
+            records = await conn.fetch(
+                "SELECT nextval('intent_address_index_seq') FROM generate_series(1, $1)",
+                self._block,
+            )
+            self._drawn.extend(int(r[0]) for r in records)
+        return self._drawn.popleft()
+
+
 async def insert_intent(
     conn: Connection, new: NewIntent, *, address_index: int, intent_address: str
 ) -> IntentRow | None:
@@ -96,10 +126,10 @@ async def insert_intent(
             asset_token_symbol, asset_token_decimals, total_due, fees_in_asset,
             app_fee_in_asset, amount_out, fees_in_usd, app_fee_in_usd, total_in_usd, slippage,
             address_index, intent_address, recipient, refund_address, coordinator, bridger,
-            status, metadata, expires_at
+            status, metadata, expires_at, session_id
         ) VALUES (
             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-            $19, $20, $21, $22, $23, $24, $25, $26, $27, 'PENDING', $28::jsonb, $29
+            $19, $20, $21, $22, $23, $24, $25, $26, $27, 'PENDING', $28::jsonb, $29, $30
         )
         ON CONFLICT (client_id, idempotency_key) DO NOTHING
         RETURNING {_COLUMNS}
@@ -133,6 +163,7 @@ async def insert_intent(
         new.bridger,
         json.dumps(new.metadata),
         new.expires_at,
+        new.session_id,
     )
     return _row(record) if record is not None else None
 
@@ -159,6 +190,20 @@ async def get_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
     return _row(record) if record is not None else None
 
 
+async def get_many_by_id(conn: Connection, ids: list[int]) -> dict[int, IntentRow]:
+    """The intents of ``ids`` that exist, by id (one statement)."""
+    records = await conn.fetch(f"SELECT {_COLUMNS} FROM intents WHERE id = ANY($1::bigint[])", ids)
+    return {r["id"]: _row(r) for r in records}
+
+
+async def get_many_by_address(conn: Connection, addresses: list[str]) -> dict[str, IntentRow]:
+    """The intents at ``addresses`` (lower case) that exist, by address (one statement)."""
+    records = await conn.fetch(
+        f"SELECT {_COLUMNS} FROM intents WHERE intent_address = ANY($1::text[])", addresses
+    )
+    return {r["intent_address"]: _row(r) for r in records}
+
+
 async def get_by_address(conn: Connection, address: str, *, lock: bool = False) -> IntentRow | None:
     """The intent at ``address`` (any case); ``lock`` takes its row lock (FOR UPDATE)."""
     suffix = " FOR UPDATE" if lock else ""
@@ -168,21 +213,51 @@ async def get_by_address(conn: Connection, address: str, *, lock: bool = False) 
     return _row(record) if record is not None else None
 
 
-async def save_funding(conn: Connection, funding: IntentFunding, *, expected_version: int) -> None:
-    """Store what deposits changed; compare-and-set on the row version."""
+async def save_intent(conn: Connection, intent: Intent, *, expected_version: int) -> None:
+    """Store what changed; compare-and-set on the row version."""
     status = await conn.execute(
         """
         UPDATE intents
            SET received = $2, funding_status = $3, status = $4, event_sequence = $5,
+               tx_hash = $6, relayer = $7, needs_relay = $8,
                version = version + 1, updated_at = now()
-         WHERE id = $1 AND version = $6
+         WHERE id = $1 AND version = $9
         """,
-        funding.id,
-        funding.received,
-        funding.funding.value,
-        funding.status.value,
-        funding.event_sequence,
+        intent.id,
+        intent.received,
+        intent.funding.value,
+        intent.status.value,
+        intent.event_sequence,
+        intent.tx_hash,
+        intent.relayer,
+        bool(intent.relayer),
         expected_version,
     )
     if status != "UPDATE 1":
-        raise ConcurrentUpdate(f"intent {funding.id} changed while it was being updated")
+        raise ConcurrentUpdate(f"intent {intent.id} changed while it was being updated")
+
+
+async def due_for_expiry(conn: Connection, now: datetime, *, limit: int) -> list[int]:
+    """Ids of PENDING intents past ``expires_at`` (partial index; no table scan)."""
+    rows = await conn.fetch(
+        "SELECT id FROM intents WHERE status = 'PENDING' AND expires_at <= $1"
+        " ORDER BY expires_at LIMIT $2",
+        now,
+        limit,
+    )
+    return [r["id"] for r in rows]
+
+
+async def next_expiry(conn: Connection) -> datetime | None:
+    """The earliest ``expires_at`` among PENDING intents (partial index)."""
+    value: datetime | None = await conn.fetchval(
+        "SELECT min(expires_at) FROM intents WHERE status = 'PENDING'"
+    )
+    return value
+
+
+async def lock_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
+    record = await conn.fetchrow(
+        f"SELECT {_COLUMNS} FROM intents WHERE id = $1 FOR UPDATE", intent_id
+    )
+    return _row(record) if record is not None else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intentd.adapters.intent_store import Connection
-from intentd.domain.funding import Deposit, Disposition, RefundReason
+from intentd.domain.intent import Deposit, Disposition, PendingAction, RefundReason, SignerKind
 
 OUTBOX_CHANNEL = "intentd_outbox"
 """NOTIFY channel that wakes the outbox relay when a row is committed."""
@@ -89,6 +89,14 @@ async def record_deposit(
     return int(deposit_id)
 
 
+async def is_own_transaction(conn: Connection, chain: str, tx_hash: str) -> bool:
+    """Whether one of our signers sent ``tx_hash`` (recorded before it was broadcast)."""
+    found = await conn.fetchval(
+        "SELECT 1 FROM chain_transactions WHERE chain = $1 AND tx_hash = $2", chain, tx_hash
+    )
+    return found is not None
+
+
 async def mark_retracted(conn: Connection, deposit_id: int) -> None:
     await conn.execute(
         "UPDATE deposits SET disposition = 'retracted', updated_at = now() WHERE id = $1",
@@ -96,45 +104,76 @@ async def mark_retracted(conn: Connection, deposit_id: int) -> None:
     )
 
 
-async def owe_refund(
+async def create_action(
     conn: Connection,
     *,
     intent_id: int,
-    deposit: Deposit,
-    deposit_id: int,
-    to_address: str,
-    reason: RefundReason,
+    action: PendingAction,
+    address_index: int,
+    deposit_id: int | None = None,
 ) -> int:
-    """Record a user refund of ``deposit`` (executed by the executor, later)."""
+    """Record an action as ``ready`` for the executor of its chain."""
     action_id = await conn.fetchval(
         """
         INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, reason,
-                             deposit_id, status)
-        VALUES ($1, 'user_refund',
+                             deposit_id, status, signer_kind, signer_index, gas_from_amount)
+        VALUES ($1, $2,
                 (SELECT COALESCE(MAX(sequence), 0) + 1 FROM actions
-                  WHERE intent_id = $1 AND kind = 'user_refund'),
-                $2, $3, $4, $5, $6, $7, 'owed')
+                  WHERE intent_id = $1 AND kind = $2),
+                $3, $4, $5, $6, $7, $8, 'ready', $9, $10, $11)
         RETURNING id
         """,
         intent_id,
-        deposit.chain,
-        deposit.token,
-        deposit.amount,
-        to_address,
-        reason.value,
+        action.kind.value,
+        action.chain,
+        action.token,
+        action.amount,
+        action.to_address,
+        action.reason.value if action.reason else None,
         deposit_id,
+        action.signer.value,
+        address_index if action.signer is SignerKind.INTENT else None,
+        action.gas_from_amount,
     )
-    return int(action_id)
+    return int(action_id)  # the trigger of migration 0004 wakes the chain's executor
 
 
-async def cancel_owed_refund(conn: Connection, deposit_id: int) -> bool:
-    """Cancel the not-yet-started refund of a deposit; False if it already started."""
+async def cancel_deposit_refund(conn: Connection, deposit_id: int) -> bool:
+    """Cancel the refund of a deposit before any transaction; False if one was recorded."""
     status = await conn.execute(
         "UPDATE actions SET status = 'cancelled', updated_at = now()"
-        " WHERE deposit_id = $1 AND kind = 'user_refund' AND status = 'owed'",
+        " WHERE deposit_id = $1 AND kind = 'user_refund' AND status = 'ready'",
         deposit_id,
     )
     return status == "UPDATE 1"
+
+
+async def cancel_prefill(conn: Connection, intent_id: int) -> bool:
+    """Cancel an intent's prefill before any transaction; False if one was recorded."""
+    status = await conn.execute(
+        "UPDATE actions SET status = 'cancelled', updated_at = now()"
+        " WHERE intent_id = $1 AND kind = 'prefill' AND status = 'ready'",
+        intent_id,
+    )
+    return status == "UPDATE 1"
+
+
+async def mark_result_applied(conn: Connection, result_id: str) -> bool:
+    """Remember an applied action result; False if it was applied before."""
+    status = await conn.execute(
+        "INSERT INTO applied_results (id) VALUES ($1) ON CONFLICT DO NOTHING", result_id
+    )
+    return status == "INSERT 0 1"
+
+
+async def action_reason(conn: Connection, action_id: int) -> tuple[str, str, int] | None:
+    """(reason, token, amount) of an action, for the refund it became."""
+    record = await conn.fetchrow(
+        "SELECT reason, token, amount FROM actions WHERE id = $1", action_id
+    )
+    if record is None:
+        return None
+    return record["reason"], record["token"], int(record["amount"])
 
 
 async def enqueue(conn: Connection, *, topic: str, key: str, payload: bytes) -> None:

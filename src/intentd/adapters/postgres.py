@@ -28,18 +28,31 @@ class Migration:
     sql: str
 
 
-async def create_pool(url: str, *, min_size: int = 1, max_size: int = 10) -> Pool:
-    """A pool with a statement timeout, so a stuck query fails instead of hanging."""
+async def create_pool(
+    url: str, *, min_size: int = 1, max_size: int = 10, session_reset: bool = True
+) -> Pool:
+    """A pool with a statement timeout, so a stuck query fails instead of hanging.
+
+    On release asyncpg rolls back an open transaction and, with ``session_reset``,
+    also sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL``: one
+    more round trip per acquire. Turn it off only for a pool whose users never leave
+    session state behind (session advisory locks, LISTEN, SET, open cursors).
+    """
     pool = await asyncpg.create_pool(
         url,
         min_size=min_size,
         max_size=max_size,
         command_timeout=60,
         server_settings={"application_name": "intentd", "statement_timeout": "60000"},
+        reset=None if session_reset else _keep_session,
     )
     if pool is None:  # pragma: no cover - asyncpg returns None only without await
         raise RuntimeError("asyncpg returned no pool")
     return pool
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Release without the session reset (the open transaction is still rolled back)."""
 
 
 def available_migrations() -> list[Migration]:

@@ -13,26 +13,32 @@ public envelope by :func:`envelope` when the lifecycle writes it to the outbox::
       "data": { ...what this event adds... }
     }
 
-``intent_funded`` adds ``data.funding`` (``status``, ``received``, ``total``,
-``shortfall``, ``excess`` as decimal strings in ``tokenIn`` units) and
-``data.deposit`` (``chain``, ``tx_hash``, ``log_index``, ``block_number``,
-``token``, ``from``, ``amount``).
+Every event carries ``data.funding`` (``status``, ``received``, ``total``,
+``shortfall``, ``excess`` as decimal strings in ``tokenIn`` units). ``intent_funded``
+adds ``data.deposit`` (``chain``, ``tx_hash``, ``log_index``, ``block_number``,
+``token``, ``from``, ``amount``); ``intent_initiated`` and ``intent_completed`` add
+``data.prefill`` (``tx_hash``, and ``block_number`` once confirmed);
+``intent_refunded`` adds ``data.refund`` (``reason``, ``chain``, ``token``,
+``amount`` owed, ``amount_sent`` delivered, ``gas_cost`` in native units when gas came
+out of the amount, ``tx_hash``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from eth_utils import to_checksum_address
 
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import FundingStatus
 
 if TYPE_CHECKING:
-    from intentd.domain.funding import Deposit
+    from intentd.domain.intent import Deposit
 
 API_VERSION = "v1"
 _EVENT_NAMESPACE = uuid.UUID("6f1c0d9e-3a55-4c59-9b0e-1d1e4b6a1f00")
@@ -55,6 +61,8 @@ class PendingEvent:
     received: int
     total: int
     deposit: Deposit | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Event-specific facts (``prefill``, ``refund``), amounts in base units."""
 
 
 def event_id(intent_id: int, sequence: int) -> str:
@@ -69,8 +77,13 @@ def envelope(
     record: Mapping[str, Any],
     decimals: int,
     created_at: datetime,
+    decimals_of: Callable[[str, str], int] | None = None,
 ) -> dict[str, Any]:
-    """The public form of ``event`` for the intent whose current record is ``record``."""
+    """The public form of ``event`` for the intent whose current record is ``record``.
+
+    ``decimals`` are ``tokenIn``'s; ``decimals_of(chain, token)`` gives those of another
+    token (a refund of a wrong token), defaulting to ``decimals``.
+    """
     data: dict[str, Any] = {
         "funding": {
             "status": event.funding_status.value,
@@ -86,9 +99,23 @@ def envelope(
             "tx_hash": event.deposit.tx_hash,
             "log_index": event.deposit.log_index,
             "block_number": event.deposit.block_number,
-            "token": event.deposit.token,
-            "from": event.deposit.from_address,
+            "token": to_checksum_address(event.deposit.token),
+            "from": to_checksum_address(event.deposit.from_address),
             "amount": format_amount(event.deposit.amount, decimals),
+        }
+    if "prefill" in event.extra:
+        data["prefill"] = dict(event.extra["prefill"])
+    if "refund" in event.extra:
+        refund = event.extra["refund"]
+        places = decimals_of(refund["chain"], refund["token"]) if decimals_of else decimals
+        data["refund"] = {
+            "reason": refund["reason"],
+            "chain": refund["chain"],
+            "token": to_checksum_address(refund["token"]),
+            "amount": format_amount(refund["amount"], places),
+            "amount_sent": format_amount(refund["amount_sent"], places),
+            "gas_cost": str(refund["gas_cost"]),
+            "tx_hash": refund["tx_hash"],
         }
     return {
         "id": event_id(intent_id, event.sequence),

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 from eth_utils import to_checksum_address
 
 from intentd.domain.amounts import format_amount
-from intentd.domain.funding import IntentFunding
+from intentd.domain.intent import Intent, Terms
 from intentd.domain.status import FundingStatus, IntentStatus
 
 
@@ -62,24 +63,42 @@ class IntentRow:
     expires_at: datetime
     created_at: datetime
     updated_at: datetime
+    session_id: str | None = None
+    """The payment-modal session the intent was created in (see docs/api.md), if any."""
 
-    def funding(self) -> IntentFunding:
-        """The domain object that deposits change."""
-        return IntentFunding(
+    def intent(self) -> Intent:
+        """The domain aggregate that deposits, time and execution results change."""
+        return Intent(
             id=self.id,
-            source_chain=self.source_chain,
-            token_in=self.token_in,
-            total_due=self.total_due,
+            terms=Terms(
+                source_chain=self.source_chain,
+                destination_chain=self.destination_chain,
+                token_in=self.token_in,
+                token_out=self.token_out,
+                total_due=self.total_due,
+                fees=self.fees_in_asset + self.app_fee_in_asset,
+                amount_out=self.amount_out,
+                recipient=self.recipient,
+                refund_address=self.refund_address,
+                expires_at=self.expires_at,
+            ),
             received=self.received,
             status=self.status,
             funding=self.funding_status,
-            expires_at=self.expires_at,
             event_sequence=self.event_sequence,
+            tx_hash=self.tx_hash,
+            relayer=self.relayer,
         )
 
 
+@lru_cache(maxsize=4096)
+def _checksummed(value: str) -> str:
+    return to_checksum_address(value)
+
+
 def _address(value: str | None) -> str | None:
-    return to_checksum_address(value) if value else value
+    """EIP-55 form; cached, since tokens, recipients and contracts repeat across records."""
+    return _checksummed(value) if value else value
 
 
 def _decimal(value: Decimal | None) -> str | None:
@@ -131,4 +150,5 @@ def render_record(row: IntentRow) -> dict[str, Any]:
         "metadata": row.metadata,
         "created_at": _time(row.created_at),
         "updated_at": _time(row.updated_at),
+        "session_id": row.session_id,
     }

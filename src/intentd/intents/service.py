@@ -7,9 +7,13 @@ inserts the intent in one transaction.
 
 Decisions the spec leaves open (see docs/intents.md):
 
-- ``amount`` is a decimal string in whole units of ``tokenIn`` (``"12.5"`` USDC),
-  with no more decimals than the token has. ``amountSymbol``, when given, must be
-  ``tokenIn``'s symbol, or ``USD``/``USDC`` for a stablecoin ``tokenIn`` (1 USD each).
+- ``amount`` is what the recipient gets, a decimal string in whole units of
+  ``amountSymbol`` (default: ``tokenIn``'s symbol, ``"12.5"`` USDC), with no more
+  decimals than that token has. ``amountSymbol`` may also be ``USD``/``USDC`` or a
+  stablecoin symbol (1:1 for a stablecoin ``tokenIn``) or any priced symbol
+  (converted at the price source's prices, rounded up); see ``intents.quotes``.
+- Fees come from ``intents.quotes.quote`` (the same code as the quote endpoints):
+  the payer owes ``total = amount + route fee + application fee`` in ``tokenIn``.
 - ``tokenOut`` defaults to the destination chain's token with ``tokenIn``'s symbol.
 - Required: ``amount``, ``tokenIn``, ``source_chain``, ``destination_chain``,
   ``recipient``, ``refund_address``. Optional: ``sender``, ``amountSymbol``,
@@ -27,30 +31,31 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from eth_utils import is_address, is_checksum_address
 
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
-from intentd.domain.amounts import AmountError, format_amount, parse_amount, rescale
+from intentd.intents import quotes
 from intentd.intents.record import IntentRow
-from intentd.settings import ChainConfig, Settings
+from intentd.intents.validation import (
+    IdempotencyConflict,
+    IntentRequestError,
+    check_address,
+)
+from intentd.pricing import PriceSource, StaticPrices
+from intentd.settings import Settings
+
+__all__ = [
+    "MAX_METADATA_BYTES",
+    "IdempotencyConflict",
+    "IntentRequest",
+    "IntentRequestError",
+    "create_intent",
+    "plan_intent",
+]
 
 MAX_METADATA_BYTES = 16 * 1024
-USD_SYMBOLS = frozenset({"USD", "USDC"})
-
-
-class IntentRequestError(ValueError):
-    """A request that cannot become an intent; ``code`` and ``field`` are stable."""
-
-    def __init__(self, code: str, field: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.field = field
-
-
-class IdempotencyConflict(IntentRequestError):
-    """The idempotency key was used before with a different request."""
+USD_SYMBOLS = quotes.USD_SYMBOLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,37 +73,13 @@ class IntentRequest:
     token_out: str | None = None
     metadata: dict[str, Any] | None = None
     expires_in: int | None = None
+    bridge: str | None = None
+    """Bridge option to price the route with; the cheapest serving it by default."""
 
     def fingerprint(self) -> str:
         """Hash of the request, to tell a retry from a different request."""
         body = orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(body).hexdigest()
-
-
-def _address(value: str | None, field: str, *, required: bool = True) -> str | None:
-    if value is None or value == "":
-        if required:
-            raise IntentRequestError("field_required", field, f"{field} is required")
-        return None
-    if not isinstance(value, str) or not is_address(value):
-        raise IntentRequestError(
-            "invalid_address", field, f"{field} {value!r} is not an EVM address"
-        )
-    mixed = value[2:] != value[2:].lower() and value[2:] != value[2:].upper()
-    if mixed and not is_checksum_address(value):
-        raise IntentRequestError(
-            "invalid_address_checksum", field, f"{field} {value!r} has a wrong EIP-55 checksum"
-        )
-    return value.lower()
-
-
-def _chain(settings: Settings, name: str, field: str) -> ChainConfig:
-    chain = settings.chains.get(name)
-    if chain is None:
-        raise IntentRequestError(
-            "unknown_chain", field, f"{field} {name!r} is not one of {sorted(settings.chains)}"
-        )
-    return chain
 
 
 def plan_intent(
@@ -108,59 +89,28 @@ def plan_intent(
     client_id: UUID,
     now: datetime,
     idempotency_key: str | None = None,
+    prices: PriceSource | None = None,
+    session_id: str | None = None,
 ) -> intent_store.NewIntent:
-    """Validate ``request`` and compute the intent to store (no I/O)."""
-    source = _chain(settings, request.source_chain, "source_chain")
-    destination = _chain(settings, request.destination_chain, "destination_chain")
-    token_in_address = _address(request.token_in, "tokenIn")
-    assert token_in_address is not None
-    token_in = source.token(token_in_address)
-    if token_in is None:
-        raise IntentRequestError(
-            "unknown_token",
-            "tokenIn",
-            f"tokenIn {request.token_in} is not supported on {source.name}",
-        )
-    if request.token_out:
-        token_out_address = _address(request.token_out, "tokenOut")
-        assert token_out_address is not None
-        token_out = destination.token(token_out_address)
-        if token_out is None:
-            raise IntentRequestError(
-                "unknown_token",
-                "tokenOut",
-                f"tokenOut {request.token_out} is not supported on {destination.name}",
-            )
-    else:
-        found = destination.token_by_symbol(token_in.symbol)
-        if found is None:
-            raise IntentRequestError(
-                "unknown_token",
-                "tokenOut",
-                f"{destination.name} has no {token_in.symbol}; name tokenOut explicitly",
-            )
-        token_out_address, token_out = found[0].lower(), found[1]
-    if token_out.symbol != token_in.symbol and not (
-        token_in.category == "stablecoin" and token_out.category == "stablecoin"
-    ):
-        raise IntentRequestError(
-            "unsupported_route",
-            "tokenOut",
-            f"{token_in.symbol} -> {token_out.symbol} needs a price source; not supported yet",
-        )
-    symbol = request.amount_symbol or token_in.symbol
-    if symbol != token_in.symbol and not (
-        symbol.upper() in USD_SYMBOLS and token_in.category == "stablecoin"
-    ):
-        raise IntentRequestError(
-            "unsupported_amount_symbol",
-            "amountSymbol",
-            f"amountSymbol {symbol!r} must be {token_in.symbol!r} (or USD for a stablecoin)",
-        )
-    try:
-        total = parse_amount(request.amount, token_in.decimals)
-    except AmountError as exc:
-        raise IntentRequestError(exc.code, "amount", str(exc)) from None
+    """Validate ``request`` and compute the intent to store (no I/O).
+
+    ``prices`` defaults to the static prices of the config.
+    """
+    path = quotes.route(
+        settings,
+        request.source_chain,
+        request.token_in,
+        request.destination_chain,
+        request.token_out,
+    )
+    quote = quotes.quote(
+        settings,
+        prices if prices is not None else StaticPrices(settings.prices),
+        path,
+        request.amount,
+        request.amount_symbol,
+        bridge=request.bridge,
+    )
     metadata = request.metadata or {}
     if not isinstance(metadata, dict):
         raise IntentRequestError("invalid_metadata", "metadata", "metadata must be a JSON object")
@@ -169,41 +119,44 @@ def plan_intent(
             "metadata_too_large", "metadata", f"metadata exceeds {MAX_METADATA_BYTES} bytes"
         )
     expires_in = request.expires_in or settings.intents.default_expires_in
-    if not 60 <= expires_in <= settings.intents.max_expires_in:
+    low, high = settings.intents.min_expires_in, settings.intents.max_expires_in
+    if not low <= expires_in <= high:
         raise IntentRequestError(
             "invalid_expiry",
             "expires_in",
-            f"expires_in must be between 60 and {settings.intents.max_expires_in} seconds",
+            f"expires_in must be between {low} and {high} seconds",
         )
-    usd = Decimal(format_amount(total, token_in.decimals))
+    fees = quote.fees
+    source = path.source
     return intent_store.NewIntent(
         client_id=client_id,
         idempotency_key=idempotency_key,
         request_hash=request.fingerprint(),
-        sender=_address(request.sender, "sender", required=False),
-        initial_amount=format_amount(total, token_in.decimals),
+        sender=check_address(request.sender, "sender", required=False),
+        initial_amount=quote.asset(fees.amount),
         amount_symbol=request.amount_symbol,
         source_chain=source.name,
-        destination_chain=destination.name,
-        token_in=token_in_address,
-        token_out=token_out_address,
-        token_out_decimals=token_out.decimals,
-        asset_token_symbol=token_in.symbol,
-        asset_token_decimals=token_in.decimals,
-        total_due=total,
-        fees_in_asset=0,
-        app_fee_in_asset=0,
-        amount_out=rescale(total, token_in.decimals, token_out.decimals),
-        fees_in_usd=Decimal(0),
-        app_fee_in_usd=Decimal(0),
-        total_in_usd=usd if token_in.category == "stablecoin" else None,
+        destination_chain=path.destination.name,
+        token_in=path.token_in_address,
+        token_out=path.token_out_address,
+        token_out_decimals=path.token_out.decimals,
+        asset_token_symbol=path.token_in.symbol,
+        asset_token_decimals=path.token_in.decimals,
+        total_due=fees.total,
+        fees_in_asset=fees.route_fee,
+        app_fee_in_asset=fees.app_fee,
+        amount_out=quote.amount_out,
+        fees_in_usd=quote.fees_in_usd,
+        app_fee_in_usd=quote.app_fee_in_usd,
+        total_in_usd=quote.total_in_usd,
         slippage=Decimal(0),
-        recipient=_required(_address(request.recipient, "recipient")),
-        refund_address=_required(_address(request.refund_address, "refund_address")),
+        recipient=_required(check_address(request.recipient, "recipient")),
+        refund_address=_required(check_address(request.refund_address, "refund_address")),
         coordinator=source.coordinator.lower(),
         bridger=source.bridger.lower(),
         metadata=metadata,
         expires_at=now + timedelta(seconds=expires_in),
+        session_id=session_id,
     )
 
 
@@ -221,22 +174,39 @@ async def create_intent(
     client_id: UUID,
     now: datetime,
     idempotency_key: str | None = None,
+    prices: PriceSource | None = None,
+    session_id: str | None = None,
+    indexes: intent_store.AddressIndexes | None = None,
 ) -> IntentRow:
-    """Create the intent, or return the one this client made with ``idempotency_key``."""
+    """Create the intent, or return the one this client made with ``idempotency_key``.
+
+    The derivation index is drawn outside any transaction (a sequence never rolls
+    back, so a failed insert only leaves a gap) and the intent is inserted by one
+    auto-committed statement: two round trips, no explicit transaction, or one when
+    ``indexes`` (a long-lived process's cache of drawn indexes) is given.
+    """
     new = plan_intent(
-        settings, request, client_id=client_id, now=now, idempotency_key=idempotency_key
+        settings,
+        request,
+        client_id=client_id,
+        now=now,
+        idempotency_key=idempotency_key,
+        prices=prices,
+        session_id=session_id,
     )
     async with pool.acquire() as conn:
         if idempotency_key is not None:
             existing = await _existing(conn, new)
             if existing is not None:
                 return existing
-        async with conn.transaction():
+        if indexes is not None:
+            index = await indexes.next(conn)
+        else:
             index = await intent_store.next_address_index(conn)
-            address = keys.address(index).lower()
-            row = await intent_store.insert_intent(
-                conn, new, address_index=index, intent_address=address
-            )
+        address = keys.address(index).lower()
+        row = await intent_store.insert_intent(
+            conn, new, address_index=index, intent_address=address
+        )
         if row is None:  # a concurrent request with the same key won the race
             existing = await _existing(conn, new)
             assert existing is not None

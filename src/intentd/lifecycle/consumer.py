@@ -1,4 +1,5 @@
-"""The lifecycle role: consume chain messages, apply them, relay the outbox.
+"""The lifecycle role: consume chain messages and action results, apply them, expire
+intents on time, relay the outbox.
 
 Delivery contract (DESIGN.md §3): auto-commit is off; a partition's offset is
 committed only after every message up to it was applied in a committed database
@@ -27,7 +28,7 @@ from tenacity import (
 )
 
 from intentd import observability as metrics
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.intent_store import ConcurrentUpdate, Connection
 from intentd.adapters.kafka import (
     ConsumerRecord,
     KafkaPublisher,
@@ -38,9 +39,26 @@ from intentd.adapters.kafka import (
 )
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.domain.status import IllegalTransition
 from intentd.faults import crash_point
-from intentd.lifecycle.handlers import Outcome, apply_deposit, apply_retraction
-from intentd.messages import DepositMessage, decode_chain_message, deposits_topic, dlq_topic
+from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.handlers import (
+    Outcome,
+    Unappliable,
+    apply_action_result,
+    apply_deposit,
+    apply_retraction,
+)
+from intentd.messages import (
+    ActionResultMessage,
+    DepositMessage,
+    RetractionMessage,
+    action_results_topic,
+    decode_action_result,
+    decode_chain_message,
+    deposits_topic,
+    dlq_topic,
+)
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
 
@@ -63,7 +81,9 @@ class LifecycleConsumer:
         self._pool = pool
         self._publisher = publisher
         prefix = settings.kafka.topic_prefix
+        self._results = action_results_topic(prefix)
         self.topics = [deposits_topic(prefix, chain) for chain in settings.chains]
+        self.topics.append(self._results)
         self._dlq = dlq_topic(prefix)
 
     async def run(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
@@ -78,12 +98,31 @@ class LifecycleConsumer:
 
     async def handle(self, record: ConsumerRecord[bytes, bytes]) -> Outcome | None:
         """Apply one record; None if it went to the dead-letter topic."""
+        message: DepositMessage | RetractionMessage | ActionResultMessage
         try:
-            message = decode_chain_message(record.value or b"")
+            if record.topic == self._results:
+                message = decode_action_result(record.value or b"")
+            else:
+                message = decode_chain_message(record.value or b"")
         except ValueError as exc:
             await self._dead_letter(record, str(exc))
             return None
         started = time.perf_counter()
+        try:
+            outcome = await self._apply_with_retries(message)
+        except (Unappliable, IllegalTransition, ValueError) as exc:  # contradicts the store
+            await self._dead_letter(record, f"cannot apply {message.id}: {exc}")
+            return None
+        metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
+        metrics.MESSAGES.labels(message.kind, outcome.value).inc()
+        log.debug(
+            "message applied", message_id=message.id, kind=message.kind, outcome=outcome.value
+        )
+        return outcome
+
+    async def _apply_with_retries(
+        self, message: DepositMessage | RetractionMessage | ActionResultMessage
+    ) -> Outcome:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type(_TRANSIENT),
             wait=wait_exponential_jitter(multiplier=0.05, max=5),
@@ -92,18 +131,20 @@ class LifecycleConsumer:
         ):
             with attempt:
                 async with self._pool.acquire() as conn:
-                    if isinstance(message, DepositMessage):
-                        outcome = await apply_deposit(
-                            conn, self._settings, message, now=datetime.now(UTC)
-                        )
-                    else:
-                        outcome = await apply_retraction(conn, self._settings, message)
-        metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
-        metrics.MESSAGES.labels(message.kind, outcome.value).inc()
-        log.debug(
-            "message applied", message_id=message.id, kind=message.kind, outcome=outcome.value
-        )
-        return outcome
+                    return await self._apply(conn, message)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    async def _apply(
+        self,
+        conn: Connection,
+        message: DepositMessage | RetractionMessage | ActionResultMessage,
+    ) -> Outcome:
+        now = datetime.now(UTC)
+        if isinstance(message, DepositMessage):
+            return await apply_deposit(conn, self._settings, message, now=now)
+        if isinstance(message, RetractionMessage):
+            return await apply_retraction(conn, self._settings, message, now=now)
+        return await apply_action_result(conn, self._settings, message, now=now)
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:
         body = {
@@ -155,6 +196,7 @@ def lifecycle_role(settings: Settings) -> Role:
             async with asyncio.TaskGroup() as group:
                 group.create_task(OutboxRelay(pool, publisher).run(stop))
                 group.create_task(lifecycle.run(consumer, stop))
+                group.create_task(Expiry(settings, pool).run(stop))
         finally:
             await consumer.stop()
             await publisher.stop()

@@ -1,9 +1,10 @@
-"""Applying chain messages: one database transaction each; load, decide, save.
+"""Applying facts to intents: one database transaction each; load, decide, save.
 
-Each handler is idempotent: a message applied twice (redelivery after a crash
-between the database commit and the offset commit) changes nothing the second
-time, because the deposit's unique key ``(chain, tx_hash, log_index)`` is checked
-under the intent's row lock.
+Every handler is idempotent. A deposit is unique on ``(chain, tx_hash, log_index)``
+and an action result on its ``id`` (``applied_results``); both are checked under the
+intent's row lock, so a message applied twice (redelivery after a crash between the
+database commit and the offset commit) changes nothing the second time. The intent,
+its new deposit, the actions it decided and the events it emitted commit together.
 """
 
 from __future__ import annotations
@@ -17,13 +18,24 @@ import structlog
 from intentd import observability as metrics
 from intentd.adapters import intent_store, lifecycle_store
 from intentd.adapters.intent_store import Connection
-from intentd.domain.events import PendingEvent, envelope
-from intentd.domain.funding import Deposit, Disposition
-from intentd.intents.record import render_record
-from intentd.messages import DepositMessage, RetractionMessage, events_topic
+from intentd.domain.events import envelope
+from intentd.domain.intent import (
+    ActionKind,
+    Deposit,
+    Disposition,
+    Intent,
+    RefundReason,
+)
+from intentd.domain.status import IntentStatus
+from intentd.intents.record import IntentRow, render_record
+from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage, events_topic
 from intentd.settings import Settings
 
 log = structlog.get_logger()
+
+
+class Unappliable(ValueError):
+    """A well-formed message that contradicts the store (it goes to the dead-letter topic)."""
 
 
 class Outcome(StrEnum):
@@ -31,10 +43,15 @@ class Outcome(StrEnum):
     REFUND_OWED = "refund_owed"
     IGNORED = "ignored"
     UNMATCHED = "unmatched"
+    INTERNAL = "internal"
     DUPLICATE = "duplicate"
     RETRACTED = "retracted"
     RETRACTION_NOOP = "retraction_noop"
     RETRACTION_ALERT = "retraction_alert"
+    APPLIED = "applied"
+    STALE = "stale"
+    EXPIRED = "expired"
+    NOT_DUE = "not_due"
 
 
 def deposit_of(message: DepositMessage | RetractionMessage, amount: int = 0) -> Deposit:
@@ -83,9 +100,14 @@ async def apply_deposit(
             )
             log.warning("deposit to an address no intent has", deposit=message.id)
             return _count(deposit, Outcome.UNMATCHED)
+        if await lifecycle_store.is_own_transaction(conn, deposit.chain, deposit.tx_hash):
+            await lifecycle_store.record_deposit(
+                conn, deposit, intent_id=row.id, disposition=Disposition.INTERNAL, reason=None
+            )
+            return _count(deposit, Outcome.INTERNAL)
         chain = settings.chains.get(deposit.chain)
-        funding = row.funding()
-        decision = funding.apply_deposit(
+        intent = row.intent()
+        decision = intent.apply_deposit(
             deposit, token_supported=chain is not None and chain.token(deposit.token) is not None
         )
         deposit_id = await lifecycle_store.record_deposit(
@@ -95,34 +117,21 @@ async def apply_deposit(
             disposition=decision.disposition,
             reason=decision.reason,
         )
-        if decision.disposition is Disposition.REFUND_OWED:
-            assert decision.reason is not None
-            await lifecycle_store.owe_refund(
-                conn,
-                intent_id=row.id,
-                deposit=deposit,
-                deposit_id=deposit_id,
-                to_address=row.refund_address,
-                reason=decision.reason,
-            )
-        if decision.disposition is Disposition.CREDITED:
-            await intent_store.save_funding(conn, funding, expected_version=row.version)
-            if funding.status is not row.status:
-                metrics.TRANSITIONS.labels(row.status.value, funding.status.value).inc()
-            await _emit(conn, settings, funding.id, funding.events, now=now)
+        linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
+        await _save(conn, settings, row, intent, now=now, deposit_id=linked)
         log.info(
             "deposit recorded",
             intent_id=row.id,
             tx_hash=deposit.tx_hash,
             disposition=decision.disposition.value,
-            funding_status=funding.funding.value,
-            intent_status=funding.status.value,
+            funding_status=intent.funding.value,
+            intent_status=intent.status.value,
         )
         return _count(deposit, Outcome(decision.disposition.value))
 
 
 async def apply_retraction(
-    conn: Connection, settings: Settings, message: RetractionMessage
+    conn: Connection, settings: Settings, message: RetractionMessage, *, now: datetime
 ) -> Outcome:
     """Undo a deposit whose block a reorg orphaned, if nothing irreversible followed."""
     async with conn.transaction():
@@ -138,17 +147,153 @@ async def apply_retraction(
             return Outcome.RETRACTION_NOOP
         if seen.disposition is Disposition.CREDITED:
             assert row is not None
-            funding = row.funding()
-            if not funding.retract(deposit_of(message, seen.amount)):
+            intent = row.intent()
+            was_funded = intent.status is IntentStatus.FUNDED
+            if not intent.retract(deposit_of(message, seen.amount)):
                 return _alert(message, row.status.value)
-            await intent_store.save_funding(conn, funding, expected_version=row.version)
+            if (
+                was_funded
+                and intent.status is IntentStatus.PENDING
+                and not await lifecycle_store.cancel_prefill(conn, row.id)
+            ):
+                return _alert(message, "prefill already signed")
+            await _save(conn, settings, row, intent, now=now)
         elif seen.disposition is Disposition.REFUND_OWED and not (
-            await lifecycle_store.cancel_owed_refund(conn, seen.id)
+            await lifecycle_store.cancel_deposit_refund(conn, seen.id)
         ):
-            return _alert(message, "refund already started")
+            return _alert(message, "refund already signed")
         await lifecycle_store.mark_retracted(conn, seen.id)
         log.warning("deposit retracted after reorg", deposit=message.id)
         return Outcome.RETRACTED
+
+
+async def apply_action_result(
+    conn: Connection, settings: Settings, message: ActionResultMessage, *, now: datetime
+) -> Outcome:
+    """Move the intent on from what became of one of its actions."""
+    async with conn.transaction():
+        row = await intent_store.lock_by_id(conn, message.intent_id)
+        if row is None or not await lifecycle_store.mark_result_applied(conn, message.id):
+            return Outcome.DUPLICATE
+        intent = row.intent()
+        kind = ActionKind(message.action_kind)
+        if kind is ActionKind.PREFILL:
+            _prefill_result(settings, intent, message)
+        elif kind is ActionKind.USER_REFUND and message.event == "confirmed":
+            found = await lifecycle_store.action_reason(conn, message.action_id)
+            if found is None or found[0] is None:
+                raise Unappliable(
+                    f"result {message.id}: action {message.action_id} is not a user refund"
+                    " with a reason"
+                )
+            reason, token, amount = found
+            intent.refund_confirmed(
+                reason=RefundReason(reason),
+                chain=message.chain,
+                token=token,
+                amount=amount,
+                amount_sent=message.amount_sent or 0,
+                gas_cost=message.gas_cost or 0,
+                tx_hash=message.tx_hash or "",
+            )
+        elif message.event == "failed":
+            metrics.ACTION_ALERTS.labels(kind.value).inc()
+            log.error(
+                "an action failed for good; operator action needed",
+                intent_id=row.id,
+                action_id=message.action_id,
+                kind=kind.value,
+                error=message.error,
+            )
+        await _save(conn, settings, row, intent, now=now)
+        return Outcome.APPLIED
+
+
+def _prefill_result(settings: Settings, intent: Intent, message: ActionResultMessage) -> None:
+    if message.event == "sent":
+        if intent.status is IntentStatus.FUNDED:
+            relayer = settings.chains[intent.terms.destination_chain].relayer.lower()
+            intent.prefill_sent(tx_hash=message.tx_hash or "", relayer=relayer)
+    elif message.event == "confirmed":
+        if intent.status is IntentStatus.FUNDED:  # "sent" not seen yet: both at once
+            relayer = settings.chains[intent.terms.destination_chain].relayer.lower()
+            intent.prefill_sent(tx_hash=message.tx_hash or "", relayer=relayer)
+        fee_account = settings.chains[intent.terms.source_chain].fee_account.lower()
+        intent.prefill_confirmed(block_number=message.block_number or 0, fee_account=fee_account)
+    elif intent.status in (IntentStatus.FUNDED, IntentStatus.INITIATED):
+        intent.prefill_failed()
+
+
+async def expire(conn: Connection, settings: Settings, intent_id: int, *, now: datetime) -> Outcome:
+    """Expire one intent if it is still PENDING past ``expires_at``."""
+    async with conn.transaction():
+        row = await intent_store.lock_by_id(conn, intent_id)
+        if row is None:
+            return Outcome.NOT_DUE
+        intent = row.intent()
+        if not intent.expire(now):
+            return Outcome.NOT_DUE
+        await _save(conn, settings, row, intent, now=now)
+        log.info(
+            "intent expired",
+            intent_id=intent_id,
+            intent_status=intent.status.value,
+            received=intent.received,
+        )
+        return Outcome.EXPIRED
+
+
+async def _save(
+    conn: Connection,
+    settings: Settings,
+    row: IntentRow,
+    intent: Intent,
+    *,
+    now: datetime,
+    deposit_id: int | None = None,
+) -> None:
+    """Store the intent if it changed, then its actions and events."""
+    changed = (intent.status, intent.received, intent.event_sequence, intent.tx_hash) != (
+        row.status,
+        row.received,
+        row.event_sequence,
+        row.tx_hash,
+    )
+    if changed:
+        await intent_store.save_intent(conn, intent, expected_version=row.version)
+        if intent.status is not row.status:
+            metrics.TRANSITIONS.labels(row.status.value, intent.status.value).inc()
+    for action in intent.actions:
+        await lifecycle_store.create_action(
+            conn,
+            intent_id=row.id,
+            action=action,
+            address_index=row.address_index,
+            deposit_id=deposit_id,
+        )
+    if not intent.events:
+        return
+    updated = await intent_store.get_by_id(conn, row.id)
+    assert updated is not None
+    record = render_record(updated)
+    topic = events_topic(settings.kafka.topic_prefix)
+
+    def decimals_of(chain: str, token: str) -> int:
+        found = settings.chains[chain].token(token) if chain in settings.chains else None
+        return found.decimals if found is not None else row.asset_token_decimals
+
+    for event in intent.events:
+        body = envelope(
+            event,
+            intent_id=row.id,
+            record=record,
+            decimals=row.asset_token_decimals,
+            created_at=now,
+            decimals_of=decimals_of,
+        )
+        await lifecycle_store.enqueue(
+            conn, topic=topic, key=str(row.id), payload=orjson.dumps(body)
+        )
 
 
 def _alert(message: RetractionMessage, state: str) -> Outcome:
@@ -164,30 +309,3 @@ def _alert(message: RetractionMessage, state: str) -> Outcome:
 def _count(deposit: Deposit, outcome: Outcome) -> Outcome:
     metrics.DEPOSITS.labels(deposit.chain, outcome.value).inc()
     return outcome
-
-
-async def _emit(
-    conn: Connection,
-    settings: Settings,
-    intent_id: int,
-    events: list[PendingEvent],
-    *,
-    now: datetime,
-) -> None:
-    if not events:
-        return
-    row = await intent_store.get_by_id(conn, intent_id)
-    assert row is not None
-    record = render_record(row)
-    topic = events_topic(settings.kafka.topic_prefix)
-    for event in events:
-        body = envelope(
-            event,
-            intent_id=intent_id,
-            record=record,
-            decimals=row.asset_token_decimals,
-            created_at=now,
-        )
-        await lifecycle_store.enqueue(
-            conn, topic=topic, key=str(intent_id), payload=orjson.dumps(body)
-        )

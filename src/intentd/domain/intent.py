@@ -1,0 +1,352 @@
+"""The intent aggregate: every rule of DESIGN.md §2, as pure code.
+
+An :class:`Intent` changes its own state and records what follows: public events
+(:class:`~intentd.domain.events.PendingEvent`) and actions that move money
+(:class:`PendingAction`). Handlers load an intent, call one method, and store the
+intent, its events and its actions in one database transaction.
+
+Deposits (:meth:`Intent.apply_deposit`):
+
+- a supported token other than ``tokenIn``, or any token on a chain other than the
+  source chain: a refund is owed (``wrong_token``);
+- ``tokenIn`` on the source chain while PENDING, in a block not after ``expires_at``:
+  credited; ``intent_funded`` follows every credit; when the total is covered the
+  intent is FUNDED and the prefill action is recorded;
+- ``tokenIn`` after the intent left PENDING, or in a block after ``expires_at``: a
+  refund is owed (``late_deposit``);
+- a token the chain does not list: ignored (anyone can emit a fake ``Transfer``).
+
+Execution: the prefill sent → INITIATED (``intent_initiated``; the excess of an
+over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed``;
+the relayer is repaid from the deposit, the fees go to the fee account); failed →
+REFUNDING with everything received refunded (``failed``). Expiry of a PENDING
+intent: nothing received → EXPIRED; something → REFUNDING with all of it refunded
+(``expired``). Every confirmed user refund emits ``intent_refunded``; one of reason
+``expired`` or ``failed`` also ends the intent as REFUNDED.
+
+Money invariant (checked by the property tests): what was received on the intent
+address = relayer refund + fees + user refunds + what is still held there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from intentd.domain.events import EventType, PendingEvent
+from intentd.domain.status import FundingStatus, IntentStatus, check_move, funding_status
+
+NATIVE = "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+"""The native coin's pseudo-address, lowercase (see settings.NATIVE_TOKEN)."""
+
+
+class Disposition(StrEnum):
+    CREDITED = "credited"
+    """Counted towards the intent's total."""
+    REFUND_OWED = "refund_owed"
+    """Not counted; the amount goes back to ``refund_address``."""
+    IGNORED = "ignored"
+    """A token the chain does not list; recorded, nothing else."""
+    UNMATCHED = "unmatched"
+    """No intent has this address (recorded so nothing is lost)."""
+    INTERNAL = "internal"
+    """A transaction of ours (a gas top-up from the gas tank): not the user's money."""
+    RETRACTED = "retracted"
+    """Its block left the canonical chain after it was recorded."""
+
+
+class RefundReason(StrEnum):
+    EXPIRED = "expired"
+    EXCESS = "excess"
+    LATE_DEPOSIT = "late_deposit"
+    WRONG_TOKEN = "wrong_token"
+    FAILED = "failed"
+
+
+ENDING_REASONS = frozenset({RefundReason.EXPIRED, RefundReason.FAILED})
+"""Refunds whose confirmation ends the intent as REFUNDED."""
+
+
+class ActionKind(StrEnum):
+    PREFILL = "prefill"
+    """The relayer pays ``amount_out`` of ``tokenOut`` to the recipient (destination chain)."""
+    RELAYER_REFUND = "relayer_refund"
+    """The intent address repays the relayer from the deposit (source chain)."""
+    FEE_SWEEP = "fee_sweep"
+    """The intent address pays the fees to the fee account (source chain)."""
+    USER_REFUND = "user_refund"
+    """The intent address pays back to ``refund_address`` (the deposit's chain)."""
+
+
+class SignerKind(StrEnum):
+    RELAYER = "relayer"
+    INTENT = "intent"
+
+
+@dataclass(frozen=True, slots=True)
+class Deposit:
+    """A confirmed transfer to an intent address (addresses lowercase)."""
+
+    chain: str
+    tx_hash: str
+    log_index: int
+    block_number: int
+    block_hash: str
+    block_time: datetime
+    token: str
+    from_address: str
+    to_address: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class DepositDecision:
+    disposition: Disposition
+    reason: RefundReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAction:
+    """Money to move, recorded with the state change that decided it."""
+
+    kind: ActionKind
+    chain: str
+    token: str
+    amount: int
+    to_address: str
+    signer: SignerKind
+    reason: RefundReason | None = None
+
+    @property
+    def gas_from_amount(self) -> bool:
+        """A native transfer from the intent address pays its own gas."""
+        return self.signer is SignerKind.INTENT and self.token == NATIVE
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What the intent promises; fixed at creation (addresses lowercase)."""
+
+    source_chain: str
+    destination_chain: str
+    token_in: str
+    token_out: str
+    total_due: int
+    """Base units of ``tokenIn`` the user must send (amount plus fees)."""
+    fees: int
+    """Base units of ``tokenIn`` that go to the fee account (route fee + app fee)."""
+    amount_out: int
+    """Base units of ``tokenOut`` the recipient gets."""
+    recipient: str
+    refund_address: str
+    expires_at: datetime
+
+
+@dataclass(slots=True)
+class Intent:
+    """An intent's changing state; methods apply one fact and record what follows."""
+
+    id: int
+    terms: Terms
+    received: int
+    status: IntentStatus
+    funding: FundingStatus
+    event_sequence: int
+    tx_hash: str | None = None
+    relayer: str = ""
+    events: list[PendingEvent] = field(default_factory=list)
+    actions: list[PendingAction] = field(default_factory=list)
+
+    # --- deposits -------------------------------------------------------------------
+    def apply_deposit(self, deposit: Deposit, *, token_supported: bool) -> DepositDecision:
+        """Decide and apply one deposit; ``token_supported``: the chain lists its token."""
+        terms = self.terms
+        if not token_supported:
+            return DepositDecision(Disposition.IGNORED)
+        if deposit.chain != terms.source_chain or deposit.token != terms.token_in:
+            return self._owe(deposit, RefundReason.WRONG_TOKEN)
+        if self.status is not IntentStatus.PENDING or deposit.block_time > terms.expires_at:
+            return self._owe(deposit, RefundReason.LATE_DEPOSIT)
+        self.received += deposit.amount
+        self.funding = funding_status(self.received, terms.total_due)
+        funded = self.received >= terms.total_due
+        if funded:
+            self._move(IntentStatus.FUNDED)
+        self._record(EventType.INTENT_FUNDED, deposit=deposit)
+        if funded:
+            self.actions.append(
+                PendingAction(
+                    ActionKind.PREFILL,
+                    terms.destination_chain,
+                    terms.token_out,
+                    terms.amount_out,
+                    terms.recipient,
+                    SignerKind.RELAYER,
+                )
+            )
+        return DepositDecision(Disposition.CREDITED)
+
+    def retract(self, deposit: Deposit) -> bool:
+        """Un-credit a credited deposit; False if something irreversible happened (alert).
+
+        A FUNDED intent whose prefill is not yet sent falls back to PENDING; the caller
+        must cancel the prefill action (it can, as long as nothing was signed).
+        """
+        if self.status not in (IntentStatus.PENDING, IntentStatus.FUNDED):
+            return False
+        if deposit.amount > self.received:
+            raise ValueError(
+                f"retracting {deposit.amount} exceeds the {self.received} credited to "
+                f"intent {self.id}"
+            )
+        self.received -= deposit.amount
+        self.funding = funding_status(self.received, self.terms.total_due)
+        if self.status is IntentStatus.FUNDED and self.received < self.terms.total_due:
+            self._move(IntentStatus.PENDING)
+        return True
+
+    # --- time -----------------------------------------------------------------------
+    def expire(self, now: datetime) -> bool:
+        """End a PENDING intent past ``expires_at``; False if it is not due."""
+        if self.status is not IntentStatus.PENDING or now < self.terms.expires_at:
+            return False
+        if self.received == 0:
+            self._move(IntentStatus.EXPIRED)
+        else:
+            self._move(IntentStatus.REFUNDING)
+            self._refund(
+                self.received, RefundReason.EXPIRED, self.terms.source_chain, self.terms.token_in
+            )
+        return True
+
+    # --- execution results ------------------------------------------------------------
+    def prefill_sent(self, *, tx_hash: str, relayer: str) -> None:
+        """The prefill is broadcast: INITIATED; an over-funded intent's excess goes back."""
+        if not relayer:
+            raise ValueError(f"intent {self.id}: a prefill needs a relayer address")
+        self._move(IntentStatus.INITIATED)
+        self.tx_hash = tx_hash
+        self.relayer = relayer
+        self._record(EventType.INTENT_INITIATED, extra={"prefill": {"tx_hash": tx_hash}})
+        excess = self.received - self.terms.total_due
+        if excess > 0:
+            self._refund(excess, RefundReason.EXCESS, self.terms.source_chain, self.terms.token_in)
+
+    def prefill_confirmed(self, *, block_number: int, fee_account: str) -> None:
+        """The recipient has the funds: COMPLETED; the relayer is repaid, fees swept."""
+        self._move(IntentStatus.COMPLETED)
+        self._record(
+            EventType.INTENT_COMPLETED,
+            extra={"prefill": {"tx_hash": self.tx_hash, "block_number": block_number}},
+        )
+        terms = self.terms
+        fees = terms.fees if fee_account else 0
+        repay = terms.total_due - fees
+        if repay > 0:
+            self.actions.append(
+                PendingAction(
+                    ActionKind.RELAYER_REFUND,
+                    terms.source_chain,
+                    terms.token_in,
+                    repay,
+                    self.relayer,
+                    SignerKind.INTENT,
+                )
+            )
+        if fees > 0:
+            self.actions.append(
+                PendingAction(
+                    ActionKind.FEE_SWEEP,
+                    terms.source_chain,
+                    terms.token_in,
+                    fees,
+                    fee_account,
+                    SignerKind.INTENT,
+                )
+            )
+
+    def prefill_failed(self) -> None:
+        """The prefill cannot succeed: everything received goes back to the user."""
+        self._move(IntentStatus.REFUNDING)
+        self._refund(
+            self.received, RefundReason.FAILED, self.terms.source_chain, self.terms.token_in
+        )
+
+    def refund_confirmed(
+        self,
+        *,
+        reason: RefundReason,
+        chain: str,
+        token: str,
+        amount: int,
+        amount_sent: int,
+        gas_cost: int,
+        tx_hash: str,
+    ) -> None:
+        """A user refund is on chain: ``intent_refunded``; expired/failed ones end the intent."""
+        if reason in ENDING_REASONS and self.status is IntentStatus.REFUNDING:
+            self._move(IntentStatus.REFUNDED)
+        self._record(
+            EventType.INTENT_REFUNDED,
+            extra={
+                "refund": {
+                    "reason": reason.value,
+                    "chain": chain,
+                    "token": token,
+                    "amount": amount,
+                    "amount_sent": amount_sent,
+                    "gas_cost": gas_cost,
+                    "tx_hash": tx_hash,
+                }
+            },
+        )
+
+    # --- helpers ----------------------------------------------------------------------
+    def _owe(self, deposit: Deposit, reason: RefundReason) -> DepositDecision:
+        self._refund(deposit.amount, reason, deposit.chain, deposit.token)
+        return DepositDecision(Disposition.REFUND_OWED, reason)
+
+    def _refund(self, amount: int, reason: RefundReason, chain: str, token: str) -> None:
+        self.actions.append(
+            PendingAction(
+                ActionKind.USER_REFUND,
+                chain,
+                token,
+                amount,
+                self.terms.refund_address,
+                SignerKind.INTENT,
+                reason,
+            )
+        )
+
+    def _move(self, target: IntentStatus) -> None:
+        check_move(self.status, target)
+        self.status = target
+
+    def _record(
+        self,
+        kind: EventType,
+        *,
+        deposit: Deposit | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.event_sequence += 1
+        self.events.append(
+            PendingEvent(
+                type=kind,
+                sequence=self.event_sequence,
+                funding_status=self.funding,
+                received=self.received,
+                total=self.terms.total_due,
+                deposit=deposit,
+                extra=extra or {},
+            )
+        )
+
+    def shortfall(self) -> int:
+        return max(self.terms.total_due - self.received, 0)
+
+    def excess(self) -> int:
+        return max(self.received - self.terms.total_due, 0)

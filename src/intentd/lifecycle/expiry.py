@@ -1,0 +1,64 @@
+"""Expiring intents on time, without scanning the table.
+
+PENDING intents past ``expires_at`` are found through the partial index
+``intents_pending_by_expiry`` and expired one transaction each (an intent that got
+funded meanwhile is left alone: :meth:`Intent.expire` re-checks under the row lock).
+Between rounds the loop sleeps until the next ``expires_at`` (also from the index),
+at most ``max_sleep`` seconds, so an expiry happens within about a second of its
+time. Several lifecycle replicas may run it: each intent is expired once (row lock
+plus the status check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters import intent_store
+from intentd.adapters.postgres import Pool
+from intentd.lifecycle.handlers import Outcome, expire
+from intentd.settings import Settings
+
+log = structlog.get_logger()
+
+
+class Expiry:
+    def __init__(
+        self, settings: Settings, pool: Pool, *, max_sleep: float = 1.0, batch: int = 100
+    ) -> None:
+        self._settings = settings
+        self._pool = pool
+        self._max_sleep = max_sleep
+        self._batch = batch
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            expired = await self.expire_due()
+            if expired >= self._batch:
+                continue
+            await self._sleep(stop)
+
+    async def expire_due(self) -> int:
+        """Expire what is due now; return how many intents were looked at."""
+        now = datetime.now(UTC)
+        async with self._pool.acquire() as conn:
+            due = await intent_store.due_for_expiry(conn, now, limit=self._batch)
+            for intent_id in due:
+                outcome = await expire(conn, self._settings, intent_id, now=now)
+                metrics.EXPIRED.labels(outcome.value).inc()
+                if outcome is not Outcome.EXPIRED:
+                    log.debug("intent not due after all", intent_id=intent_id)
+        return len(due)
+
+    async def _sleep(self, stop: asyncio.Event) -> None:
+        async with self._pool.acquire() as conn:
+            upcoming = await intent_store.next_expiry(conn)
+        delay = self._max_sleep
+        if upcoming is not None:
+            delay = min(max((upcoming - datetime.now(UTC)).total_seconds(), 0.0), delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay + 0.01)

@@ -1,0 +1,186 @@
+"""The money invariant of DESIGN.md §2, over random lifecycles.
+
+For every intent and every (chain, token) of a supported token: everything received
+on the intent address = relayer refund + fees + user refunds + what is still held
+there; the address is never asked to pay more than it holds; each action is executed
+once; and once every action has run and the intent is settled, nothing is held.
+Deposits arrive in any order and time, expiry strikes at any moment, and the
+prefill may fail.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from intentd.domain.events import EventType
+from intentd.domain.intent import (
+    ActionKind,
+    Deposit,
+    Disposition,
+    Intent,
+    PendingAction,
+    RefundReason,
+    SignerKind,
+    Terms,
+)
+from intentd.domain.status import FundingStatus, IntentStatus
+
+SOURCE, OTHER = "BASE_TESTNET", "ARBITRUM_TESTNET"
+USDC, USDT, ROGUE = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
+RELAYER, FEE_ACCOUNT, REFUND = "0x" + "1" * 40, "0x" + "2" * 40, "0x" + "3" * 40
+EXPIRES = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+TOTAL, FEES = 1_000, 30
+TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
+
+
+class Lifecycle(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.intent = Intent(
+            id=7,
+            terms=Terms(
+                source_chain=SOURCE,
+                destination_chain=OTHER,
+                token_in=USDC,
+                token_out=USDC,
+                total_due=TOTAL,
+                fees=FEES,
+                amount_out=TOTAL - FEES,
+                recipient=REFUND,
+                refund_address=REFUND,
+                expires_at=EXPIRES,
+            ),
+            received=0,
+            status=IntentStatus.PENDING,
+            funding=FundingStatus.NONE,
+            event_sequence=0,
+        )
+        self.received: Counter[tuple[str, str]] = Counter()
+        self.paid: Counter[tuple[str, str]] = Counter()
+        self.by_kind: Counter[ActionKind] = Counter()
+        self.queue: list[PendingAction] = []
+        self.executed = 0
+        self.expired_tick = False
+        self.tx = 0
+
+    def _take_actions(self) -> None:
+        self.queue.extend(self.intent.actions)
+        self.intent.actions.clear()
+
+    @rule(
+        chain=st.sampled_from([SOURCE, SOURCE, SOURCE, OTHER]),
+        token=st.sampled_from([USDC, USDC, USDC, USDT, ROGUE]),
+        amount=st.integers(1, 700),
+        late=st.booleans(),
+    )
+    def deposit(self, chain: str, token: str, amount: int, late: bool) -> None:
+        self.tx += 1
+        when = EXPIRES + timedelta(seconds=1 if (late or self.expired_tick) else -60)
+        deposit = Deposit(
+            chain,
+            f"0x{self.tx:064x}",
+            0,
+            self.tx,
+            "0x" + "f" * 64,
+            when,
+            token,
+            "0x" + "9" * 40,
+            "0x" + "8" * 40,
+            amount,
+        )
+        decision = self.intent.apply_deposit(deposit, token_supported=token != ROGUE)
+        if decision.disposition is not Disposition.IGNORED:
+            self.received[(chain, token)] += amount
+        self._take_actions()
+
+    @rule()
+    def expiry_strikes(self) -> None:
+        self.expired_tick = True
+        self.intent.expire(EXPIRES + timedelta(seconds=1))
+        self._take_actions()
+
+    @precondition(lambda self: bool(self.queue))
+    @rule(index=st.integers(0, 10), prefill_succeeds=st.booleans())
+    def executor_runs_an_action(self, index: int, prefill_succeeds: bool) -> None:
+        action = self.queue.pop(index % len(self.queue))
+        self.executed += 1
+        tx_hash = f"0x{self.executed:064x}"
+        if action.kind is ActionKind.PREFILL:
+            assert action.signer is SignerKind.RELAYER
+            if self.intent.status is not IntentStatus.FUNDED:
+                return
+            if prefill_succeeds:
+                self.intent.prefill_sent(tx_hash=tx_hash, relayer=RELAYER)
+                self.intent.prefill_confirmed(block_number=1, fee_account=FEE_ACCOUNT)
+            else:
+                self.intent.prefill_failed()
+        else:
+            assert action.signer is SignerKind.INTENT
+            key = (action.chain, action.token)
+            self.paid[key] += action.amount
+            self.by_kind[action.kind] += action.amount
+            if action.kind is ActionKind.USER_REFUND:
+                assert action.to_address == REFUND
+                assert action.reason is not None
+                self.intent.refund_confirmed(
+                    reason=action.reason,
+                    chain=action.chain,
+                    token=action.token,
+                    amount=action.amount,
+                    amount_sent=action.amount,
+                    gas_cost=0,
+                    tx_hash=tx_hash,
+                )
+            elif action.kind is ActionKind.RELAYER_REFUND:
+                assert action.to_address == RELAYER
+            else:
+                assert action.to_address == FEE_ACCOUNT
+        self._take_actions()
+
+    @invariant()
+    def never_pays_out_more_than_it_holds(self) -> None:
+        for key, paid in self.paid.items():
+            assert paid <= self.received[key], (key, paid, self.received[key])
+
+    @invariant()
+    def events_are_numbered_without_gaps(self) -> None:
+        assert [e.sequence for e in self.intent.events] == list(
+            range(1, len(self.intent.events) + 1)
+        )
+
+    def teardown(self) -> None:
+        # Let the world finish: run every remaining action, let expiry strike, repeat.
+        for _ in range(50):
+            if self.queue:
+                self.executor_runs_an_action(0, prefill_succeeds=True)
+            elif self.intent.status is IntentStatus.PENDING:
+                self.expiry_strikes()
+            else:
+                break
+        assert not self.queue
+        assert self.intent.status in TERMINAL, self.intent.status
+        # everything received = relayer refund + fees + user refunds (+ 0 held)
+        assert self.paid == self.received, (self.paid, self.received)
+        if self.intent.status is IntentStatus.COMPLETED:
+            assert self.by_kind[ActionKind.RELAYER_REFUND] == TOTAL - FEES
+            assert self.by_kind[ActionKind.FEE_SWEEP] == FEES
+            assert self.intent.received >= TOTAL
+        else:
+            assert self.by_kind[ActionKind.RELAYER_REFUND] == 0
+            assert self.by_kind[ActionKind.FEE_SWEEP] == 0
+        types = [e.type for e in self.intent.events]
+        assert types.count(EventType.INTENT_INITIATED) <= 1
+        assert types.count(EventType.INTENT_COMPLETED) <= 1
+        refunds = [e for e in self.intent.events if e.type is EventType.INTENT_REFUNDED]
+        reasons = [e.extra["refund"]["reason"] for e in refunds]
+        assert reasons.count(RefundReason.EXPIRED.value) <= 1
+        assert reasons.count(RefundReason.EXCESS.value) <= 1
+
+
+TestLifecycle = Lifecycle.TestCase
+TestLifecycle.settings = settings(max_examples=300, stateful_step_count=25, deadline=None)
