@@ -30,13 +30,11 @@ from uuid import UUID
 
 import orjson
 from eth_account import Account
-from eth_account.hdaccount import Language, generate_mnemonic
 from web3 import Web3
 
-from bench.head_latency import events_consumer, percentile, read_env, recreate_database
+from bench.head_latency import bench_stack, events_consumer, percentile, read_env
 from intentd.adapters.postgres import create_pool, migrate
 from intentd.custody import IntentKeys
-from intentd.devinfra.kafka_mock import create_topics
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.settings import load_settings
 
@@ -57,20 +55,9 @@ async def run(samples: int) -> None:
     payer = Account.from_key(Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip())
     usdc = infra["INTENTD_BASE_TESTNET_USDC"]
     w3 = Web3(Web3.HTTPProvider(infra["INTENTD_BASE_TESTNET_RPC_URL"]))
-    db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], "intentd_bench_execution")
-    prefix = f"benchx{int(time.time())}"
-    topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
-    topics += [f"{prefix}.{n}" for n in ("intent-events", "dlq", "actions", "action-results")]
-    create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], topics)
-    env = dict(os.environ)
+    db_url, env = await bench_stack(infra, "intentd_bench_execution")
+    prefix = env["INTENTD__KAFKA__TOPIC_PREFIX"]
     env.update(
-        INTENTD__DATABASE__URL=db_url,
-        INTENTD_HD_MNEMONIC=generate_mnemonic(12, Language.ENGLISH),
-        INTENTD__KAFKA__TOPIC_PREFIX=prefix,
-        INTENTD__KAFKA__LIFECYCLE_GROUP=f"{prefix}-lifecycle",
-        INTENTD__OBSERVABILITY__METRICS_PORT="0",
-        INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
-        INTENTD__API__PORT="0",
         INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
         INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
         INTENTD__CHAINS__BASE_TESTNET__POLL_INTERVAL="0.05",

@@ -28,6 +28,7 @@ import asyncpg
 import orjson
 from aiokafka import AIOKafkaConsumer
 from eth_account import Account
+from eth_account.hdaccount import Language, generate_mnemonic
 from web3 import Web3
 
 from intentd.adapters.postgres import create_pool, migrate
@@ -60,6 +61,28 @@ async def recreate_database(base_url: str, name: str) -> str:
     finally:
         await admin.close()
     return f"{root}/{name}"
+
+
+async def bench_stack(infra: dict[str, str], database: str) -> tuple[str, dict[str, str]]:
+    """A new database and topic prefix for one benchmark run, and the environment that
+    points ``intentd --config config/local.toml`` at them (own mnemonic, consumer group
+    and ports, so a run never meets another's addresses or offsets)."""
+    db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], database)
+    prefix = f"bench{int(time.time() * 1000)}"
+    topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
+    topics += [f"{prefix}.{n}" for n in ("intent-events", "dlq", "actions", "action-results")]
+    create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], topics)
+    env = dict(os.environ)
+    env.update(
+        INTENTD__DATABASE__URL=db_url,
+        INTENTD_HD_MNEMONIC=generate_mnemonic(12, Language.ENGLISH),
+        INTENTD__KAFKA__TOPIC_PREFIX=prefix,
+        INTENTD__KAFKA__LIFECYCLE_GROUP=f"{prefix}-lifecycle",
+        INTENTD__OBSERVABILITY__METRICS_PORT="0",
+        INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
+        INTENTD__API__PORT="0",
+    )
+    return db_url, env
 
 
 async def events_consumer(bootstrap: str, topic: str) -> AIOKafkaConsumer:
@@ -109,21 +132,12 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
         mint(chain.url, deployer, usdc, payer.address, 10**15)
         w3 = Web3(Web3.HTTPProvider(chain.url))
         mine(w3, "evm_setAutomine", False)
-        db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], "intentd_bench_latency")
-        prefix = f"bench{int(time.time())}"
-        topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
-        topics += [f"{prefix}.{n}" for n in ("intent-events", "dlq", "actions", "action-results")]
-        create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], topics)
-        env = dict(os.environ)
+        db_url, env = await bench_stack(infra, "intentd_bench_latency")
+        prefix = env["INTENTD__KAFKA__TOPIC_PREFIX"]
         env.update(
             INTENTD_BASE_TESTNET_RPC_URL=chain.url,
             INTENTD_BASE_TESTNET_USDC=usdc,
             INTENTD_BASE_TESTNET_USDT=usdt,
-            INTENTD__DATABASE__URL=db_url,
-            INTENTD__KAFKA__TOPIC_PREFIX=prefix,
-            INTENTD__KAFKA__LIFECYCLE_GROUP=f"{prefix}-lifecycle",
-            INTENTD__OBSERVABILITY__METRICS_PORT="0",
-            INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
             INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS=str(confirmations),
             INTENTD__CHAINS__BASE_TESTNET__POLL_INTERVAL=str(poll_interval),
         )

@@ -149,6 +149,22 @@ def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
+def run_cli(env: dict[str, str], *args: str) -> dict[str, Any]:
+    """``intentd --config config/local.toml ARGS`` as a user runs it; its JSON output."""
+    result = subprocess.run(
+        [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    record: dict[str, Any] = orjson.loads(result.stdout)
+    return record
+
+
 def start_daemon(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """``intentd --config config/local.toml ARGS`` as a user runs it, logging to ``log``."""
     with log.open("ab") as out:

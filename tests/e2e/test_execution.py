@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from eth_account import Account
 from tests.support import (
-    ROOT,
     TopicReader,
     balance,
     daemon_env,
@@ -25,6 +24,9 @@ from tests.support import (
     send_payments,
     start_daemon,
     wait_exit,
+)
+from tests.support import (
+    run_cli as cli,
 )
 
 from intentd.adapters.postgres import Pool
@@ -38,25 +40,6 @@ UNIT = 10**6
 AMOUNT = 5 * UNIT  # what the recipient gets
 FEE = AMOUNT // 100  # 1% application fee
 TOTAL = AMOUNT + FEE
-
-
-def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
-    import json
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    record: dict[str, Any] = json.loads(result.stdout)
-    return record
 
 
 def fresh_address() -> str:

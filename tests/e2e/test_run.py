@@ -3,68 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from eth_account import Account
-from tests.support import ROOT, TopicReader, daemon_env, json_values, start_daemon, wait_exit
-from web3 import Web3
+from tests.support import (
+    TopicReader,
+    daemon_env,
+    json_values,
+    send_payments,
+    start_daemon,
+    wait_exit,
+)
+from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, Settings
 
 pytestmark = pytest.mark.e2e
-TRANSFER_ABI = [
-    {
-        "name": "transfer",
-        "type": "function",
-        "stateMutability": "nonpayable",
-        "inputs": [{"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}],
-        "outputs": [{"name": "", "type": "bool"}],
-    }
-]
-
-
-def pay(rpc_url: str, key: str, token: str, to: str, amount: int) -> None:
-    w3 = Web3(Web3.HTTPProvider(rpc_url))
-    account = Account.from_key(key)
-    tx: dict[str, Any] = {
-        "from": account.address,
-        "chainId": w3.eth.chain_id,
-        "nonce": w3.eth.get_transaction_count(account.address, "pending"),
-        "maxFeePerGas": w3.eth.gas_price * 2 + 10**9,
-        "maxPriorityFeePerGas": 10**9,
-    }
-    if token == NATIVE_TOKEN:
-        tx.update(to=Web3.to_checksum_address(to), value=amount, gas=21_000)
-    else:
-        contract = w3.eth.contract(address=Web3.to_checksum_address(token), abi=TRANSFER_ABI)
-        tx = contract.functions.transfer(Web3.to_checksum_address(to), amount).build_transaction(tx)
-    receipt = w3.eth.wait_for_transaction_receipt(
-        w3.eth.send_raw_transaction(account.sign_transaction(tx).raw_transaction), timeout=30
-    )
-    assert receipt["status"] == 1
-
-
-def cli(env: dict[str, str], *args: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "--config", str(ROOT / "config/local.toml"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    record: dict[str, Any] = json.loads(result.stdout)
-    return record
 
 
 @pytest.mark.timeout(240)
@@ -123,20 +81,16 @@ async def test_deposits_on_both_chains_reach_intent_funded(
         assert cli(env, "intents", "show", erc20["intent_address"])["id"] == erc20["id"]
 
         await asyncio.to_thread(
-            pay,
+            send_payments,
             infra["INTENTD_BASE_TESTNET_RPC_URL"],
             payer_key,
-            usdc,
-            erc20["intent_address"],
-            25_500_000,
+            [(usdc, erc20["intent_address"], 25_500_000)],
         )
         await asyncio.to_thread(
-            pay,
+            send_payments,
             infra["INTENTD_ARBITRUM_TESTNET_RPC_URL"],
             payer_key,
-            NATIVE_TOKEN,
-            native["intent_address"],
-            3 * 10**15,
+            [(NATIVE_TOKEN, native["intent_address"], 3 * 10**15)],
         )
 
         ids = {erc20["id"], native["id"]}

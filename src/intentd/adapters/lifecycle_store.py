@@ -140,20 +140,19 @@ async def create_action(
 
 async def cancel_deposit_refund(conn: Connection, deposit_id: int) -> bool:
     """Cancel the refund of a deposit before any transaction; False if one was recorded."""
-    status = await conn.execute(
-        "UPDATE actions SET status = 'cancelled', updated_at = now()"
-        " WHERE deposit_id = $1 AND kind = 'user_refund' AND status = 'ready'",
-        deposit_id,
-    )
-    return status == "UPDATE 1"
+    return await _cancel_ready(conn, "deposit_id = $1 AND kind = 'user_refund'", deposit_id)
 
 
 async def cancel_prefill(conn: Connection, intent_id: int) -> bool:
     """Cancel an intent's prefill before any transaction; False if one was recorded."""
+    return await _cancel_ready(conn, "intent_id = $1 AND kind = 'prefill'", intent_id)
+
+
+async def _cancel_ready(conn: Connection, condition: str, value: int) -> bool:
     status = await conn.execute(
         "UPDATE actions SET status = 'cancelled', updated_at = now()"
-        " WHERE intent_id = $1 AND kind = 'prefill' AND status = 'ready'",
-        intent_id,
+        f" WHERE {condition} AND status = 'ready'",
+        value,
     )
     return status == "UPDATE 1"
 
