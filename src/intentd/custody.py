@@ -2,8 +2,8 @@
 
 The address of intent index ``i`` is the account at ``m/44'/60'/0'/0/i`` of the
 mnemonic (the path wallets use, so the funds can be recovered with any wallet).
-The parent node ``m/44'/60'/0'/0`` is derived once; each index then costs one
-HMAC-SHA512 and one curve multiplication.
+The parent node ``m/44'/60'/0'/0`` and its public key are derived once; each index
+then costs one HMAC-SHA512 and one curve multiplication (for the address).
 
 The mnemonic and the keys never leave this module in logs or errors; the
 ``repr`` of :class:`IntentKeys` shows nothing secret.
@@ -36,11 +36,14 @@ def _master(seed: bytes) -> _Node:
     return _Node(digest[:32], digest[32:])
 
 
-def _child(node: _Node, index: int) -> _Node:
+def _child(node: _Node, index: int, public: bytes | None = None) -> _Node:
+    """BIP-32 private child derivation; ``public`` is the node's compressed public key
+    when the caller has it (non-hardened children need it)."""
     if index & _HARDENED:
         data = b"\x00" + node.key + index.to_bytes(4, "big")
     else:
-        public = coincurve.PrivateKey(node.key).public_key.format(compressed=True)
+        if public is None:
+            public = coincurve.PrivateKey(node.key).public_key.format(compressed=True)
         data = public + index.to_bytes(4, "big")
     digest = hmac.new(node.chain_code, data, hashlib.sha512).digest()
     tweak = int.from_bytes(digest[:32], "big")
@@ -64,6 +67,7 @@ class IntentKeys:
         for index in _PARENT_PATH:
             node = _child(node, index)
         self._parent = node
+        self._parent_public = coincurve.PrivateKey(node.key).public_key.format(compressed=True)
 
     def __repr__(self) -> str:
         return "IntentKeys(<secret>)"
@@ -71,7 +75,7 @@ class IntentKeys:
     def private_key(self, index: int) -> bytes:
         if not 0 <= index <= MAX_INDEX:
             raise ValueError(f"intent index {index} is outside 0..{MAX_INDEX}")
-        return _child(self._parent, index).key
+        return _child(self._parent, index, self._parent_public).key
 
     def address(self, index: int) -> str:
         """EIP-55 address of intent index ``index``."""
