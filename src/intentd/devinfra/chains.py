@@ -97,8 +97,12 @@ def ensure_chain(
     block_time: float | None,
     artifact: Artifact,
     say: Callable[[str], None],
-) -> dict[str, ChecksumAddress]:
-    """Make `chain` run with the dev tokens deployed and minted; returns symbol -> address."""
+) -> tuple[dict[str, ChecksumAddress], bool]:
+    """Make `chain` run with the dev tokens deployed and minted.
+
+    Returns the tokens (symbol -> address) and whether they had to be deployed, which
+    means the chain started from genesis (or lost its tokens) in this call.
+    """
     label = f"anvil {chain.name}"
     pid = daemons.running_pid(layout.pidfile(chain.component), "anvil")
     if pid is not None and anvil.rpc_chain_id(chain.port) != chain.chain_id:
@@ -114,7 +118,7 @@ def ensure_chain(
     try:
         with connect(chain.url) as w3:
             if state is not None and state.pid == pid and _deployed(w3, state.tokens):
-                return state.tokens
+                return state.tokens, False
             tokens = provision_tokens(w3, artifact)
     except (Web3Exception, requests.RequestException) as error:
         message = f"deploying the test tokens failed: {error}"
@@ -122,7 +126,7 @@ def ensure_chain(
     _write_state(layout, chain, ChainState(pid, tokens))
     listed = ", ".join(f"{symbol} {address}" for symbol, address in tokens.items())
     say(f"{label}: deployed {listed}; minted to payer and relayer")
-    return tokens
+    return tokens, True
 
 
 def provision_tokens(w3: Web3, artifact: Artifact) -> dict[str, ChecksumAddress]:

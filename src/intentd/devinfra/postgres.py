@@ -120,6 +120,20 @@ def _wait_until_accepting(port: int, log: Path | None) -> None:
         time.sleep(0.2)
 
 
+def recreate_database(name: str, port: int = PORT) -> None:
+    """Drop database `name` (closing its connections) and create it empty."""
+
+    async def recreate() -> None:
+        connection = await asyncpg.connect(host=HOST, port=port, user=USER, database="postgres")
+        try:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await connection.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await connection.close()
+
+    asyncio.run(recreate())
+
+
 def _create_database(port: int, name: str) -> bool:
     """Create database `name` unless it exists; True if it was created."""
 

@@ -47,7 +47,13 @@ def up(layout: Layout, say: Say) -> None:
             chain.name: pool.submit(chains.ensure_chain, layout, chain, block_time, artifact, say)
             for chain in chains.DEV_CHAINS
         }
-        tokens = {name: future.result() for name, future in futures.items()}
+        results = {name: future.result() for name, future in futures.items()}
+    tokens = {name: found for name, (found, _) in results.items()}
+    if any(fresh for _, fresh in results.values()):
+        # The dev database describes the chains it was used with (cursors, intents,
+        # transactions in flight); against chains started from genesis it is stale.
+        postgres.recreate_database(postgres.DATABASE)
+        say(f"postgres: recreated database {postgres.DATABASE} for the new dev chains")
     envfile.write_env(layout.env_file, _endpoints(layout, broker, tokens))
     say(f"infra: ready; endpoints in {layout.env_file}")
 

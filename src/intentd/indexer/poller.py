@@ -90,6 +90,7 @@ class Poller:
         self._wall_clock_ms = wall_clock_ms
         self._cursor = Cursor(-1, None)
         self._head = -1  # confirmed head, as last read
+        self._head_behind = False
         self._orphans_pending = False
         self._torn_reads = 0
         self._started = False
@@ -157,6 +158,18 @@ class Poller:
     async def _refresh_head(self) -> None:
         latest = await self._reader.latest_block()
         self._head = confirmed_head(latest, self._config.confirmations)
+        behind = self._head < self._cursor.number
+        if behind and not self._head_behind:
+            # A lagging node says so briefly; a chain reset or a wrong RPC says so forever.
+            log.warning(
+                "the chain's confirmed head is below the cursor; waiting for it"
+                " (a lagging node, a reset chain, or an RPC URL of another chain?)",
+                confirmed_head=self._head,
+                cursor=self._cursor.number,
+            )
+        elif self._head_behind and not behind:
+            log.info("the chain's head caught up with the cursor", confirmed_head=self._head)
+        self._head_behind = behind
         metrics.BLOCKS_BEHIND.labels(self._chain).set(max(self._head - self._cursor.number, 0))
 
     async def _idle(self, stop: asyncio.Event) -> None:
