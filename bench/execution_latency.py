@@ -23,23 +23,26 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import orjson
 from eth_account import Account
 from web3 import Web3
 
-from bench.head_latency import bench_stack, events_consumer, percentile, read_env
+from bench.head_latency import (
+    bench_intent,
+    bench_stack,
+    events_consumer,
+    percentile,
+    read_env,
+    transfer_data,
+)
 from intentd.adapters.postgres import create_pool, migrate
 from intentd.custody import IntentKeys
-from intentd.intents.service import IntentRequest, create_intent
 from intentd.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-TRANSFER = "0xa9059cbb"
 
 
 def figures(name: str, values: list[float]) -> str:
@@ -85,22 +88,8 @@ async def run(samples: int) -> None:
             await asyncio.sleep(0.2)
         keys = IntentKeys(settings.mnemonic())
         for i in range(samples):
-            intent = await create_intent(
-                pool,
-                settings,
-                keys,
-                IntentRequest(
-                    amount="1",
-                    token_in=usdc,
-                    source_chain="BASE_TESTNET",
-                    destination_chain="ARBITRUM_TESTNET",
-                    recipient=payer.address,
-                    refund_address=payer.address,
-                ),
-                client_id=UUID(int=0),
-                now=datetime.now(UTC),
-            )
-            data = TRANSFER + intent.intent_address[2:].rjust(64, "0") + f"{intent.total_due:064x}"
+            intent = await bench_intent(pool, settings, keys, usdc, payer.address)
+            data = transfer_data(intent.intent_address, intent.total_due)
             tx: dict[str, Any] = {
                 "to": usdc,
                 "data": data,

@@ -24,20 +24,21 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import orjson
 from aiokafka import AIOKafkaConsumer
 from eth_account import Account
 from eth_account.hdaccount import Language, generate_mnemonic
 from web3 import Web3
 
-from intentd.adapters.postgres import create_pool, migrate
+from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
+from intentd.devinfra import postgres as devinfra_postgres
 from intentd.devinfra.anvil import start_anvil
 from intentd.devinfra.contracts import deploy_token, mint
 from intentd.devinfra.kafka_mock import create_topics
+from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
-from intentd.settings import load_settings
+from intentd.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSFER = "0xa9059cbb"
@@ -52,22 +53,38 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def recreate_database(base_url: str, name: str) -> str:
-    root, _, _ = base_url.rpartition("/")
-    admin = await asyncpg.connect(f"{root}/postgres")
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    return f"{root}/{name}"
+async def bench_intent(
+    pool: Pool, settings: Settings, keys: IntentKeys, token: str, payer: str
+) -> IntentRow:
+    """A 1-unit intent from BASE_TESTNET to ARBITRUM_TESTNET, paid and refunded to ``payer``."""
+    return await create_intent(
+        pool,
+        settings,
+        keys,
+        IntentRequest(
+            amount="1",
+            token_in=token,
+            source_chain="BASE_TESTNET",
+            destination_chain="ARBITRUM_TESTNET",
+            recipient=payer,
+            refund_address=payer,
+        ),
+        client_id=UUID(int=0),
+        now=datetime.now(UTC),
+    )
+
+
+def transfer_data(to: str, amount: int) -> str:
+    """Calldata of ERC-20 ``transfer(to, amount)``."""
+    return TRANSFER + to[2:].lower().rjust(64, "0") + f"{amount:064x}"
 
 
 async def bench_stack(infra: dict[str, str], database: str) -> tuple[str, dict[str, str]]:
     """A new database and topic prefix for one benchmark run, and the environment that
     points ``intentd --config config/local.toml`` at them (own mnemonic, consumer group
     and ports, so a run never meets another's addresses or offsets)."""
-    db_url = await recreate_database(infra["INTENTD_DATABASE_URL"], database)
+    await asyncio.to_thread(devinfra_postgres.recreate_database, database)
+    db_url = devinfra_postgres.database_url(database)
     prefix = f"bench{int(time.time() * 1000)}"
     topics = [f"{prefix}.deposits.BASE_TESTNET", f"{prefix}.deposits.ARBITRUM_TESTNET"]
     topics += [f"{prefix}.{n}" for n in ("intent-events", "dlq", "actions", "action-results")]
@@ -169,22 +186,8 @@ async def run(samples: int, confirmations: int, poll_interval: float) -> None:
             nonce = int(w3.eth.get_transaction_count(payer.address))
             latencies: list[float] = []
             for i in range(samples):
-                intent = await create_intent(
-                    pool,
-                    settings,
-                    keys,
-                    IntentRequest(
-                        amount="1",
-                        token_in=usdc,
-                        source_chain="BASE_TESTNET",
-                        destination_chain="ARBITRUM_TESTNET",
-                        recipient=payer.address,
-                        refund_address=payer.address,
-                    ),
-                    client_id=UUID(int=0),
-                    now=datetime.now(UTC),
-                )
-                data = TRANSFER + intent.intent_address[2:].rjust(64, "0") + f"{1_000_000:064x}"
+                intent = await bench_intent(pool, settings, keys, usdc, payer.address)
+                data = transfer_data(intent.intent_address, 1_000_000)
                 tx: dict[str, Any] = {
                     "to": usdc,
                     "data": data,
