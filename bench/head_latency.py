@@ -38,6 +38,7 @@ from intentd.devinfra.contracts import deploy_token, mint
 from intentd.devinfra.kafka_mock import create_topics
 from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
+from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,9 +59,8 @@ async def bench_intent(
 ) -> IntentRow:
     """A 1-unit intent from BASE_TESTNET to ARBITRUM_TESTNET, paid and refunded to ``payer``."""
     return await create_intent(
-        pool,
         settings,
-        keys,
+        IntentWriter(pool, keys),
         IntentRequest(
             amount="1",
             token_in=token,

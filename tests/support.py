@@ -20,6 +20,7 @@ from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
+from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,9 +125,8 @@ async def new_intent(
         expires_in=expires_in,
     )
     return await create_intent(
-        pool,
         settings,
-        IntentKeys(settings.mnemonic()),
+        IntentWriter(pool, IntentKeys(settings.mnemonic())),
         request,
         client_id=UUID(settings.intents.default_client_id),
         now=datetime.now(UTC),

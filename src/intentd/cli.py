@@ -25,6 +25,7 @@ from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
+from intentd.intents.writer import IntentWriter
 from intentd.lifecycle.consumer import lifecycle_role
 from intentd.observability import configure_logging
 from intentd.runtime import Role, run_roles
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--workers", type=int, help="processes sharing the port (default: api.workers)"
     )
-    api.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)
+    api.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # see api.workers
 
     keys = sub.add_parser("keys", help="create, revoke and list API keys")
     ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
@@ -113,32 +114,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
-    """``intentd api``: on uvloop; with ``--workers N``, N-1 more processes share the port."""
-    import subprocess
-
+    """``intentd api``: one process on uvloop, or with ``--workers N`` a parent watching
+    N worker processes that share the port (``api.workers``)."""
     import uvloop
 
     workers = args.workers or settings.api.workers
-    children: list[subprocess.Popen[bytes]] = []
-    if workers > 1:
-        argv = [sys.executable, "-m", "intentd", "--config", args.config, "api"]
-        argv += ["--workers", "1", "--shared-port"]
-        if args.host:
-            argv += ["--host", args.host]
-        if args.port:
-            argv += ["--port", str(args.port)]
-        children = [subprocess.Popen(argv) for _ in range(workers - 1)]
+    main = _supervise(args, settings, workers) if workers > 1 and not args.worker else None
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(_dispatch(args, settings))
+            return runner.run(main if main is not None else _dispatch(args, settings))
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
-    finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            child.wait(timeout=30)
+
+
+async def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> int:
+    from intentd.api.workers import metrics_directory, multiprocess_registry, supervise_workers
+
+    command = [sys.executable, "-m", "intentd", "--config", args.config, "api", "--worker"]
+    if args.host:
+        command += ["--host", args.host]
+    if args.port:
+        command += ["--port", str(args.port)]
+    directory = metrics_directory()
+    await run_roles(
+        [supervise_workers(command, workers, directory, {"INTENTD__API__WORKERS": str(workers)})],
+        metrics_port=settings.observability.metrics_port,
+        registry=multiprocess_registry(directory),
+    )
+    return 0
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,14 +158,16 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         case "api":
             from intentd.api.server import api_role, bind
 
-            workers = args.workers or settings.api.workers
+            # A worker's parent says how many workers share the rate limits.
+            settings = _with_workers(settings, settings.api.workers if args.worker else 1)
             sock = bind(
                 args.host or settings.api.host,
                 args.port or settings.api.port,
-                reuse_port=args.shared_port or workers > 1,
+                reuse_port=args.worker,
             )
             await run_roles(
-                [api_role(settings, sock=sock)], metrics_port=settings.observability.metrics_port
+                [api_role(settings, sock=sock)],
+                metrics_port=None if args.worker else settings.observability.metrics_port,
             )
             return 0
         case "poll":
@@ -185,6 +191,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 await _migrate(settings)
             from intentd.api.server import api_role
 
+            settings = _with_workers(settings, 1)
             roles = [_poller(settings, chain) for chain in settings.chains]
             roles += [_executor(settings, chain) for chain in settings.chains]
             roles.append(lifecycle_role(settings))
@@ -192,6 +199,12 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             await run_roles(roles, metrics_port=settings.observability.metrics_port)
             return 0
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _with_workers(settings: Settings, workers: int) -> Settings:
+    """``settings`` for a process of ``intentd api`` among ``workers`` (rate limits)."""
+    api = settings.api.model_copy(update={"workers": workers})
+    return settings.model_copy(update={"api": api})
 
 
 def _executor(settings: Settings, chain: str) -> Role:
@@ -258,9 +271,8 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     client_id = UUID(args.client_id or settings.intents.default_client_id)
     try:
         row = await create_intent(
-            pool,
             settings,
-            IntentKeys(settings.mnemonic()),
+            IntentWriter(pool, IntentKeys(settings.mnemonic())),
             request,
             client_id=client_id,
             now=datetime.now(UTC),

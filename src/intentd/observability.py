@@ -16,24 +16,48 @@ from prometheus_client import Counter, Gauge, Histogram
 
 
 def configure_logging(level: str = "info") -> None:
-    """Send structlog JSON to stderr at ``level``; call once at process start."""
+    """Send JSON lines to stderr at ``level``; call once at process start.
+
+    structlog's own loggers and the standard library's (uvicorn, aiokafka, asyncio)
+    give the same JSON lines; a library record also names its ``logger``.
+    """
     numeric = logging.getLevelNamesMapping()[level.upper()]
-    logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
+    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    # Tracebacks without frame locals: locals can hold keys, tokens and seeds.
+    tracebacks = structlog.processors.ExceptionRenderer(
+        structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            # Tracebacks without frame locals: locals can hold keys, tokens and seeds.
-            structlog.processors.ExceptionRenderer(
-                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
-            ),
+            stamp,
+            tracebacks,
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.contextvars.merge_contextvars,
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                stamp,
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                tracebacks,
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(numeric)
 
 
 # --- poller -------------------------------------------------------------------------
@@ -101,4 +125,39 @@ NONCE_GAPS = Counter(
 )
 EXECUTOR_ACTIVE = Gauge(
     "intentd_executor_active", "1 while this process leads the chain", ["chain"]
+)
+
+# --- API ----------------------------------------------------------------------------
+# With ``intentd api --workers N`` every worker writes its values to files of a
+# directory the parent process reads (prometheus_client's multiprocess mode, see
+# ``api.workers``): counters and histograms add up over the workers.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+API_REQUESTS = Counter(
+    "intentd_api_requests_total",
+    "API requests answered, by route template and status (route 'unmatched': no route)",
+    ["method", "route", "status"],
+)
+API_SECONDS = Histogram(
+    "intentd_api_request_seconds",
+    "Time from a request's arrival to the end of its answer",
+    ["method", "route"],
+    buckets=_LATENCY_BUCKETS,
+)
+API_IN_FLIGHT = Gauge(
+    "intentd_api_requests_in_flight",
+    "API requests being answered",
+    multiprocess_mode="livesum",
+)
+INTENTS_CREATED = Counter(
+    "intentd_intents_created_total", "Intents created (API and CLI)", ["source_chain"]
+)
+INTENT_WRITE_SECONDS = Histogram(
+    "intentd_intent_write_seconds",
+    "One group commit of new intents: indexes drawn, addresses derived, insert committed",
+    buckets=_LATENCY_BUCKETS,
+)
+INTENT_WRITE_BATCH = Histogram(
+    "intentd_intent_write_batch_size",
+    "New intents per group commit",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
 )

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
 Role = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 log = structlog.get_logger()
@@ -41,8 +41,14 @@ class Readiness:
 READINESS = Readiness()
 
 
-async def run_roles(roles: Sequence[Role], *, metrics_port: int | None = None) -> None:
-    """Run ``roles`` until SIGTERM/SIGINT or until one fails."""
+async def run_roles(
+    roles: Sequence[Role],
+    *,
+    metrics_port: int | None = None,
+    registry: CollectorRegistry = REGISTRY,
+) -> None:
+    """Run ``roles`` until SIGTERM/SIGINT or until one fails; serve the health
+    endpoint with ``registry``'s metrics on ``metrics_port`` if given."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -50,7 +56,7 @@ async def run_roles(roles: Sequence[Role], *, metrics_port: int | None = None) -
     try:
         async with asyncio.TaskGroup() as group:
             if metrics_port is not None:
-                group.create_task(serve_health(metrics_port, stop))
+                group.create_task(serve_health(metrics_port, stop, registry))
             for role in roles:
                 group.create_task(role(stop))
     finally:
@@ -63,11 +69,15 @@ def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
     stop.set()
 
 
-async def serve_health(port: int, stop: asyncio.Event) -> None:
+async def serve_health(
+    port: int, stop: asyncio.Event, registry: CollectorRegistry = REGISTRY
+) -> None:
     """Serve ``/metrics``, ``/healthz`` and ``/readyz`` on 127.0.0.1-or-all until stop."""
 
     async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

@@ -238,7 +238,7 @@ class ApiConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     replicas: int = Field(default=1, ge=1, le=1000)
-    """API replicas behind the load balancer; each enforces ``rate limit / replicas``."""
+    """API replicas (hosts or pods) behind the load balancer."""
     default_rate_limit: int = Field(default=250, ge=1, le=1_000_000)
     """Requests per second per API key, unless the key has its own limit."""
     key_cache_ttl: float = Field(default=5.0, ge=0, le=300)
@@ -253,7 +253,13 @@ class ApiConfig(_Model):
     cors_origins: list[str] = Field(default_factory=list)
     """Origins allowed to call the session endpoints from a browser (the payment modal)."""
     workers: int = Field(default=1, ge=1, le=64)
-    """Processes serving the API (``intentd api`` only; ``run`` uses one)."""
+    """Processes serving the API in each replica (``intentd api`` only; ``run`` uses one)."""
+
+    @property
+    def rate_limit_shares(self) -> int:
+        """Processes that each enforce ``rate limit / shares`` of every key: one token
+        bucket per key per process, and ``replicas * workers`` processes."""
+        return self.replicas * self.workers
 
 
 class ExecutionConfig(_Model):

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
+import structlog.testing
 from aiohttp import ClientSession, web
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from bench.devchain import MINT, TRANSFER, DevChain, call_data
@@ -488,3 +489,34 @@ async def test_a_crash_between_publishing_and_the_cursor_commit_republishes(
         found = to(a)(reader.messages)
     assert [m["tx_hash"] for m in found] == sent + sent  # the batch again, same ids: no loss
     assert len({m["id"] for m in found}) == 3
+
+
+async def test_a_reset_chain_below_the_cursor_is_reported_once_and_never_read(
+    chain: Chain, pool: Pool, polling: Any
+) -> None:
+    """The chain restarted from genesis (or the RPC URL now names another chain): the
+    poller says so once, moves nothing and waits."""
+    await chain.rpc.mine(12)
+    head = await chain.rpc.block_number()
+    first = polling(chain)
+    await wait_for_cursor(pool, chain.name, head)
+    await first.finish()
+    before = await cursor(pool, chain.name)
+    assert before is not None
+
+    fresh = await asyncio.to_thread(start_anvil, chain.settings.chains[chain.name].chain_id)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            second = polling(chain, chain.configure(rpc_urls=[fresh.url]))
+            await asyncio.sleep(1.5)  # about 15 polls
+            assert not second.task.done()
+            await second.finish()
+    finally:
+        await asyncio.to_thread(fresh.stop)
+
+    warnings = [e for e in logs if "confirmed head is below the cursor" in e["event"]]
+    assert len(warnings) == 1
+    assert warnings[0]["log_level"] == "warning"
+    assert warnings[0]["cursor"] == before.number
+    assert warnings[0]["confirmed_head"] < before.number
+    assert await cursor(pool, chain.name) == before

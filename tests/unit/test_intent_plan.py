@@ -111,6 +111,9 @@ def test_same_request_same_fingerprint() -> None:
         ({"amount_symbol": "ETH"}, "unsupported_amount_symbol", "amountSymbol"),
         ({"expires_in": 10}, "invalid_expiry", "expires_in"),
         ({"metadata": {"x": "y" * 20_000}}, "metadata_too_large", "metadata"),
+        ({"metadata": {"a": [1, {"b": 1.9e19}]}}, "invalid_metadata", "metadata"),
+        ({"metadata": {"a": -(2**63)}}, "invalid_metadata", "metadata"),
+        ({"metadata": {"a": float("nan")}}, "invalid_metadata", "metadata"),
         ({"token_in": NATIVE_TOKEN, "token_out": USDC_ARB}, "unsupported_route", "tokenOut"),
     ],
 )
@@ -128,3 +131,9 @@ def test_lowercase_and_usd_symbol_accepted() -> None:
         now=NOW,
     )
     assert new.recipient == RECIPIENT.lower()
+
+
+def test_metadata_numbers_up_to_64_bits_are_kept() -> None:
+    metadata = {"big": 2**63 - 1, "small": -(2**63) + 1, "ratio": 1.5e-300, "flag": True}
+    new = plan_intent(SETTINGS, request(metadata=metadata), client_id=CLIENT, now=NOW)
+    assert new.metadata == metadata

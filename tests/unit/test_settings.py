@@ -141,3 +141,9 @@ def test_unknown_key_is_refused(tmp_path: Path) -> None:
     text = MINIMAL.replace("chain_id = 8453\n", "chain_id = 8453\nconfirmation = 3\n")
     with pytest.raises(ConfigError, match=r"chains\.BASE\.confirmation = 3"):
         load_settings(write(tmp_path, text), ENV)
+
+
+def test_rate_limit_is_shared_by_every_api_process(tmp_path: Path) -> None:
+    text = MINIMAL + "[api]\nworkers = 3\nreplicas = 2\n"
+    settings = load_settings(write(tmp_path, text), ENV)
+    assert settings.api.rate_limit_shares == 6

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -82,20 +83,15 @@ def _row(record: asyncpg.Record) -> IntentRow:
     return IntentRow(**data)
 
 
-async def next_address_index(conn: Connection) -> int:
-    """A derivation index never handed out before (sequences never roll back)."""
-    value = await conn.fetchval("SELECT nextval('intent_address_index_seq')")
-    return int(value)
-
-
 class AddressIndexes:
-    """Derivation indexes drawn from the sequence ``block`` at a time, handed out one
-    by one: a create then costs no round trip for its index (one process's cache).
+    """Derivation indexes drawn from the sequence ``block`` at a time (or as many as
+    asked, if more), handed out in order: a long-lived process then rarely spends a
+    round trip on an index.
 
     Each index is still handed out once only. Indexes drawn but not used when the
     process stops are never used: a gap, like a failed insert's, so ``intent_nonce``
     is unique and increasing per process but neither dense nor ordered across
-    processes.
+    processes. ``block=1`` draws exactly what is asked (a short-lived process).
     """
 
     def __init__(self, block: int = 64) -> None:
@@ -104,36 +100,73 @@ class AddressIndexes:
         self._block = block
         self._drawn: deque[int] = deque()
 
-    async def next(self, conn: Connection) -> int:
-        if not self._drawn:
+    async def take(self, conn: Connection, count: int) -> list[int]:
+        """``count`` indexes never handed out before."""
+        if len(self._drawn) < count:
             records = await conn.fetch(
                 "SELECT nextval('intent_address_index_seq') FROM generate_series(1, $1)",
-                self._block,
+                max(self._block, count - len(self._drawn)),
             )
             self._drawn.extend(int(r[0]) for r in records)
-        return self._drawn.popleft()
+        return [self._drawn.popleft() for _ in range(count)]
 
 
-async def insert_intent(
-    conn: Connection, new: NewIntent, *, address_index: int, intent_address: str
-) -> IntentRow | None:
-    """Insert; None if the client already used ``idempotency_key`` (nothing written)."""
-    record = await conn.fetchrow(
-        f"""
-        INSERT INTO intents (
-            client_id, idempotency_key, request_hash, sender, initial_amount, amount_symbol,
-            source_chain, destination_chain, token_in, token_out, token_out_decimals,
-            asset_token_symbol, asset_token_decimals, total_due, fees_in_asset,
-            app_fee_in_asset, amount_out, fees_in_usd, app_fee_in_usd, total_in_usd, slippage,
-            address_index, intent_address, recipient, refund_address, coordinator, bridger,
-            status, metadata, expires_at, session_id
-        ) VALUES (
-            $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-            $19, $20, $21, $22, $23, $24, $25, $26, $27, 'PENDING', $28::jsonb, $29, $30
-        )
-        ON CONFLICT (client_id, idempotency_key) DO NOTHING
-        RETURNING {_COLUMNS}
-        """,
+# Column name and array type of each inserted value, in the order of ``_new_values``.
+_INSERTED = (
+    ("client_id", "uuid"),
+    ("idempotency_key", "text"),
+    ("request_hash", "text"),
+    ("sender", "text"),
+    ("initial_amount", "text"),
+    ("amount_symbol", "text"),
+    ("source_chain", "text"),
+    ("destination_chain", "text"),
+    ("token_in", "text"),
+    ("token_out", "text"),
+    ("token_out_decimals", "integer"),
+    ("asset_token_symbol", "text"),
+    ("asset_token_decimals", "integer"),
+    ("total_due", "numeric"),
+    ("fees_in_asset", "numeric"),
+    ("app_fee_in_asset", "numeric"),
+    ("amount_out", "numeric"),
+    ("fees_in_usd", "numeric"),
+    ("app_fee_in_usd", "numeric"),
+    ("total_in_usd", "numeric"),
+    ("slippage", "numeric"),
+    ("address_index", "bigint"),
+    ("intent_address", "text"),
+    ("recipient", "text"),
+    ("refund_address", "text"),
+    ("coordinator", "text"),
+    ("bridger", "text"),
+    ("metadata", "jsonb"),
+    ("expires_at", "timestamptz"),
+    ("session_id", "text"),
+)
+_NAMES = ", ".join(name for name, _ in _INSERTED)
+_INSERT_MANY = f"""
+    INSERT INTO intents ({_NAMES}, status)
+    SELECT {_NAMES}, 'PENDING'
+    FROM unnest({", ".join(f"${i}::{kind}[]" for i, (_, kind) in enumerate(_INSERTED, 1))})
+        AS new ({_NAMES})
+    ON CONFLICT (client_id, idempotency_key) DO NOTHING
+    RETURNING {_COLUMNS}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class AddressedIntent:
+    """A new intent with its derivation index and the address derived from it."""
+
+    new: NewIntent
+    address_index: int
+    intent_address: str
+
+
+def _new_values(item: AddressedIntent) -> tuple[Any, ...]:
+    new = item.new
+    return (
         new.client_id,
         new.idempotency_key,
         new.request_hash,
@@ -155,8 +188,8 @@ async def insert_intent(
         new.app_fee_in_usd,
         new.total_in_usd,
         new.slippage,
-        address_index,
-        intent_address,
+        item.address_index,
+        item.intent_address,
         new.recipient,
         new.refund_address,
         new.coordinator,
@@ -165,7 +198,19 @@ async def insert_intent(
         new.expires_at,
         new.session_id,
     )
-    return _row(record) if record is not None else None
+
+
+async def insert_intents(
+    conn: Connection, items: Sequence[AddressedIntent]
+) -> dict[int, IntentRow]:
+    """Insert ``items`` with one statement; the rows written, by address index.
+
+    An item whose client already used its ``idempotency_key`` (before, or earlier in
+    ``items``) is not written and has no row in the answer.
+    """
+    columns = list(zip(*(_new_values(item) for item in items), strict=True))
+    records = await conn.fetch(_INSERT_MANY, *columns)
+    return {int(record["address_index"]): _row(record) for record in records}
 
 
 async def find_by_idempotency_key(

@@ -27,19 +27,20 @@ from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import routes_intents, routes_quotes, routes_sessions
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.context import Services
+from intentd.api.context import API_PREFIX, Services
 from intentd.api.hot_path import HotPath
+from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.custody import IntentKeys
 from intentd.intents.validation import IntentRequestError
+from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.settings import Settings
 
 __all__ = ["API_PREFIX", "create_app"]
 
-API_PREFIX = "/api/v1"
 log = structlog.get_logger()
 _REQUEST_MODELS = (IntentCreate, SessionCreate, SessionIntentCreate)
 
@@ -71,11 +72,12 @@ def create_app(
             app.state.services = Services(
                 settings=settings,
                 pool=db,
-                keys=IntentKeys(settings.mnemonic()),
                 auth=Authenticator(settings, db),
                 processor=processor,
                 prices=prices if prices is not None else StaticPrices(settings.prices),
-                indexes=AddressIndexes(),
+                writer=IntentWriter(
+                    db, IntentKeys(settings.mnemonic()), indexes=AddressIndexes(block=64)
+                ),
                 intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
             )
@@ -93,7 +95,7 @@ def create_app(
         lifespan=lifespan,
     )
     for router in (routes_quotes.router, routes_intents.router, routes_sessions.router):
-        app.include_router(router, prefix=API_PREFIX)
+        app.include_router(router)
     app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
     if settings.api.cors_origins:
         app.add_middleware(
@@ -102,6 +104,7 @@ def create_app(
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
         )
+    app.add_middleware(RequestMetrics)  # added last: the outermost
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

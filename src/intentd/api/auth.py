@@ -86,7 +86,7 @@ class Authenticator:
         self._ttl = settings.api.key_cache_ttl
         self._by_hash: dict[str, tuple[float, ApiKey | None]] = {}
         self._by_id: dict[UUID, tuple[float, ApiKey | None]] = {}
-        self._limiter = RateLimiter(settings.api.replicas)
+        self._limiter = RateLimiter(settings.api.rate_limit_shares)
         secret = settings.session_secret
         self._session_secret = secret.get_secret_value().encode() if secret else None
 

@@ -12,19 +12,27 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-from intentd.adapters.intent_store import AddressIndexes
 from intentd.adapters.postgres import Pool
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
-from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
+from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
-__all__ = ["MAX_BODY_BYTES", "Services", "idempotency_key", "json_response", "read_body"]
+__all__ = [
+    "API_PREFIX",
+    "MAX_BODY_BYTES",
+    "Services",
+    "idempotency_key",
+    "json_response",
+    "read_body",
+]
 
+API_PREFIX = "/api/v1"
+"""Where every route is; its routers carry it, so a route's ``path`` is the full template."""
 MAX_BODY_BYTES = 64 * 1024
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -34,12 +42,12 @@ _Model = TypeVar("_Model", bound=BaseModel)
 class Services:
     settings: Settings
     pool: Pool
-    keys: IntentKeys
     auth: Authenticator
     processor: Processor
     prices: PriceSource
-    indexes: AddressIndexes
-    """Intent derivation indexes drawn in blocks (one round trip per block of creates)."""
+    writer: IntentWriter
+    """New intents, committed together when they arrive together; derivation indexes
+    drawn in blocks."""
     intents_by_id: BatchedReads[int, IntentRow]
     intents_by_address: BatchedReads[str, IntentRow]
     """Intent reads of concurrent requests, one statement per batch (by lower-case address)."""

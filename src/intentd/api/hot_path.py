@@ -13,7 +13,8 @@ own parameter checks would surely pass, so that it never has to imitate them:
 
 It then does what the FastAPI route does, in the same order: authenticate (the
 same ``Authenticator`` call, so the rate limit counts the request once), then the
-handler code of ``routes_intents``; it answers the same status, headers and body.
+handler code of ``routes_intents``; it answers the same status, headers and body,
+and names the route template for ``api.metrics`` as FastAPI's routing would.
 ``ApiProblem`` and ``IntentRequestError`` become problem answers here, as the
 app's handlers would make them; any other exception goes up to the app's
 ``ServerErrorMiddleware`` (a logged 500), as from a route.
@@ -30,6 +31,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from intentd.api.context import Services, json_response
+from intentd.api.metrics import ROUTE_KEY
 from intentd.api.problems import ApiProblem, from_request_error
 from intentd.api.routes_intents import create_record, read_by_address, read_by_id
 from intentd.intents.validation import IntentRequestError
@@ -50,6 +52,8 @@ class HotPath:
         self.app = app
         self._intents = prefix + "/intents"
         self._intent = prefix + "/intents/"
+        self._by_id = prefix + "/intents/{intent_id}"
+        self._by_address = prefix + "/intents/by-address/{intent_address}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
@@ -57,15 +61,18 @@ class HotPath:
             if method == "GET" and path.startswith(self._intent):
                 rest = path[len(self._intent) :]
                 if _ID.fullmatch(rest) and int(rest) <= _MAX_ID:
+                    scope[ROUTE_KEY] = self._by_id
                     await self._read(scope, receive, send, intent_id=int(rest))
                     return
                 if rest.startswith(_BY_ADDRESS) and _ADDRESS.fullmatch(rest[len(_BY_ADDRESS) :]):
+                    scope[ROUTE_KEY] = self._by_address
                     await self._read(scope, receive, send, address=rest[len(_BY_ADDRESS) :])
                     return
             elif method == "POST" and path == self._intents:
                 keys = [v for k, v in scope["headers"] if k == b"idempotency-key"]
                 if not keys or (len(keys) == 1 and _IDEMPOTENCY_KEY.fullmatch(keys[0])):
                     key = keys[0].decode("ascii") if keys else None
+                    scope[ROUTE_KEY] = self._intents
                     await self._create(scope, receive, send, key)
                     return
         await self.app(scope, receive, send)

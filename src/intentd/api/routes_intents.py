@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from intentd.api.auth import Caller
-from intentd.api.context import Services, json_response, read_body
+from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import IntentCreate, IntentRecord, TriggerResult
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import ChainUnavailable
@@ -28,7 +28,7 @@ __all__ = [
     "trigger_response",
 ]
 
-router = APIRouter(tags=["intents"])
+router = APIRouter(prefix=API_PREFIX, tags=["intents"])
 
 IntentId = Annotated[int, Path(ge=1, le=2**63 - 1, description="numeric intent id")]
 IntentAddress = Annotated[
@@ -94,9 +94,8 @@ async def create_record(request: Request, caller: Caller, key: str | None) -> di
         (body.destination_chain, "destination_chain"),
     )
     row = await create_intent(
-        services.pool,
         services.settings,
-        services.keys,
+        services.writer,
         IntentRequest(
             amount=body.amount,
             token_in=body.tokenIn,
@@ -115,7 +114,6 @@ async def create_record(request: Request, caller: Caller, key: str | None) -> di
         now=services.now(),
         idempotency_key=key,
         prices=services.prices,
-        indexes=services.indexes,
     )
     return render_record(row)
 

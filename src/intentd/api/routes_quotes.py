@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from intentd.api.context import Services, json_response
+from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.models import Quote, QuoteList, TokenRecord
 from intentd.api.render import quote_json, tokens_of
 from intentd.api.routes_intents import check_networks
@@ -23,7 +23,7 @@ from intentd.intents.validation import known_chain
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["quotes and tokens"])
+router = APIRouter(prefix=API_PREFIX, tags=["quotes and tokens"])
 
 ChainParam = Annotated[str, Query(max_length=64, description="chain name, e.g. BASE_TESTNET")]
 AddressParam = Annotated[str, Query(max_length=64, description="token address")]

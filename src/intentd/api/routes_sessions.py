@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from intentd.api.auth import Caller
-from intentd.api.context import Services, json_response, read_body
+from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import (
     IntentRecord,
     QuoteList,
@@ -48,7 +48,7 @@ from intentd.settings import ChainConfig
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["payment-modal sessions"])
+router = APIRouter(prefix=API_PREFIX, tags=["payment-modal sessions"])
 
 
 def _body_schema(name: str) -> dict[str, Any]:
@@ -240,9 +240,8 @@ async def session_intent(
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
     row = await create_intent(
-        services.pool,
         services.settings,
-        services.keys,
+        services.writer,
         IntentRequest(
             amount=_amount(session, body.amount, decimals),
             token_in=body.tokenIn,
@@ -259,7 +258,6 @@ async def session_intent(
         now=services.now(),
         idempotency_key=f"{session.id}:{key}" if key is not None else None,
         prices=services.prices,
-        indexes=services.indexes,
         session_id=session.id,
     )
     return json_response(render_record(row), 201)

@@ -1,9 +1,9 @@
 """The ``api`` role: uvicorn (httptools) serving the app until the process's stop event.
 
 Signals belong to ``runtime.run_roles``; uvicorn's own handlers are not installed.
-``intentd api --workers N`` opens its port with ``SO_REUSEPORT`` in N processes (the
-kernel spreads connections); otherwise a port in use is an error, so two unrelated
-daemons never share one silently.
+The workers of ``intentd api --workers N`` (``api.workers``) open the port with
+``SO_REUSEPORT`` (the kernel spreads connections); otherwise a port in use is an
+error, so two unrelated daemons never share one silently.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import uvicorn
 
 from intentd.adapters.postgres import Pool
 from intentd.api.app import create_app
+from intentd.api.workers import notify_ready
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
 
@@ -49,6 +50,11 @@ def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     return sock
 
 
+def _ready() -> None:
+    READINESS.ready(READY_NAME)
+    notify_ready()  # the parent of ``intentd api --workers N``, if any
+
+
 def api_role(
     settings: Settings,
     *,
@@ -61,7 +67,7 @@ def api_role(
         READINESS.expect(READY_NAME)
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
-            create_app(settings, pool=pool, on_ready=lambda: READINESS.ready(READY_NAME)),
+            create_app(settings, pool=pool, on_ready=_ready),
             http="httptools",
             lifespan="on",
             access_log=False,

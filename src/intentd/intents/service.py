@@ -1,9 +1,9 @@
 """Creating intents: the one code path the CLI and the HTTP API share.
 
 :func:`plan_intent` validates a request against the configured chains and tokens
-and computes every stored figure (pure). :func:`create_intent` draws a fresh
-derivation index from the database sequence, derives the single-use address and
-inserts the intent in one transaction.
+and computes every stored figure (pure). :func:`create_intent` has an
+``IntentWriter`` draw a fresh derivation index from the database sequence, derive the
+single-use address and insert the intent.
 
 Decisions the spec leaves open (see docs/intents.md):
 
@@ -17,7 +17,8 @@ Decisions the spec leaves open (see docs/intents.md):
 - ``tokenOut`` defaults to the destination chain's token with ``tokenIn``'s symbol.
 - Required: ``amount``, ``tokenIn``, ``source_chain``, ``destination_chain``,
   ``recipient``, ``refund_address``. Optional: ``sender``, ``amountSymbol``,
-  ``tokenOut``, ``metadata`` (a JSON object of at most 16 KiB), ``expires_in``.
+  ``tokenOut``, ``metadata`` (a JSON object of at most 16 KiB whose numbers are
+  below 2**63 in magnitude), ``expires_in``.
 - Addresses must be valid EIP-55 checksums or all one case.
 """
 
@@ -34,7 +35,6 @@ import orjson
 
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool
-from intentd.custody import IntentKeys
 from intentd.intents import quotes
 from intentd.intents.record import IntentRow
 from intentd.intents.validation import (
@@ -42,6 +42,7 @@ from intentd.intents.validation import (
     IntentRequestError,
     check_address,
 )
+from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.settings import Settings
 
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_NUMBER = 2**63
 USD_SYMBOLS = quotes.USD_SYMBOLS
 
 
@@ -114,6 +116,12 @@ def plan_intent(
     metadata = request.metadata or {}
     if not isinstance(metadata, dict):
         raise IntentRequestError("invalid_metadata", "metadata", "metadata must be a JSON object")
+    if not _numbers_fit(metadata):
+        raise IntentRequestError(
+            "invalid_metadata",
+            "metadata",
+            f"metadata numbers must be smaller than {MAX_METADATA_NUMBER} in magnitude",
+        )
     if len(orjson.dumps(metadata)) > MAX_METADATA_BYTES:
         raise IntentRequestError(
             "metadata_too_large", "metadata", f"metadata exceeds {MAX_METADATA_BYTES} bytes"
@@ -160,15 +168,35 @@ def plan_intent(
     )
 
 
+def _numbers_fit(value: Any) -> bool:
+    """Every number in ``value`` (a decoded JSON document) is finite and below
+    ``MAX_METADATA_NUMBER`` in magnitude. PostgreSQL keeps a JSON number exactly: a
+    float such as ``1.9e19`` comes back as a 20-digit integer, which no 64-bit JSON
+    encoder writes, so the stored intent could not be answered."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif (
+            isinstance(item, int | float)
+            and not isinstance(item, bool)
+            and not abs(item) < MAX_METADATA_NUMBER  # also true of NaN and infinities
+        ):
+            return False
+    return True
+
+
 def _required(value: str | None) -> str:
     assert value is not None
     return value
 
 
 async def create_intent(
-    pool: Pool,
     settings: Settings,
-    keys: IntentKeys,
+    writer: IntentWriter,
     request: IntentRequest,
     *,
     client_id: UUID,
@@ -176,14 +204,13 @@ async def create_intent(
     idempotency_key: str | None = None,
     prices: PriceSource | None = None,
     session_id: str | None = None,
-    indexes: intent_store.AddressIndexes | None = None,
 ) -> IntentRow:
     """Create the intent, or return the one this client made with ``idempotency_key``.
 
-    The derivation index is drawn outside any transaction (a sequence never rolls
-    back, so a failed insert only leaves a gap) and the intent is inserted by one
-    auto-committed statement: two round trips, no explicit transaction, or one when
-    ``indexes`` (a long-lived process's cache of drawn indexes) is given.
+    ``writer`` draws the derivation index (a sequence never rolls back, so a failed
+    insert only leaves a gap) and inserts the intent, committed on its own or
+    together with concurrent creates (``intents.writer``). With a key, the existing
+    intent is looked up first: one more round trip.
     """
     new = plan_intent(
         settings,
@@ -194,29 +221,22 @@ async def create_intent(
         prices=prices,
         session_id=session_id,
     )
-    async with pool.acquire() as conn:
-        if idempotency_key is not None:
-            existing = await _existing(conn, new)
-            if existing is not None:
-                return existing
-        if indexes is not None:
-            index = await indexes.next(conn)
-        else:
-            index = await intent_store.next_address_index(conn)
-        address = keys.address(index).lower()
-        row = await intent_store.insert_intent(
-            conn, new, address_index=index, intent_address=address
-        )
-        if row is None:  # a concurrent request with the same key won the race
-            existing = await _existing(conn, new)
-            assert existing is not None
+    if idempotency_key is not None:
+        existing = await _existing(writer.pool, new)
+        if existing is not None:
             return existing
-        return row
+    row = await writer.insert(new)
+    if row is None:  # a concurrent request with the same key won the race
+        existing = await _existing(writer.pool, new)
+        assert existing is not None
+        return existing
+    return row
 
 
-async def _existing(conn: intent_store.Connection, new: intent_store.NewIntent) -> IntentRow | None:
+async def _existing(pool: Pool, new: intent_store.NewIntent) -> IntentRow | None:
     assert new.idempotency_key is not None
-    found = await intent_store.find_by_idempotency_key(conn, new.client_id, new.idempotency_key)
+    async with pool.acquire() as conn:
+        found = await intent_store.find_by_idempotency_key(conn, new.client_id, new.idempotency_key)
     if found is None:
         return None
     row, request_hash = found

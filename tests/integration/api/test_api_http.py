@@ -212,6 +212,8 @@ CHECKSUM_BROKEN = PAYEE.replace("C8", "c8")
         ({"colour": "blue"}, 400, "validation_error", "colour"),
         ({"metadata": {"x": "a\u0000b"}}, 400, "validation_error", "metadata"),
         ({"metadata": {"x": "y" * 17_000}}, 422, "metadata_too_large", "metadata"),
+        ({"metadata": {"n": 1.9e19}}, 422, "invalid_metadata", "metadata"),
+        ({"metadata": {"n": [-1.7976931348623157e308]}}, 422, "invalid_metadata", "metadata"),
     ],
 )
 async def test_invalid_intents_get_precise_problems(  # noqa: PLR0917 - parametrized

@@ -1,0 +1,130 @@
+"""New intents written together: one statement and one commit for the creates of a moment.
+
+Each create needs a derivation index never used before, the address derived from
+it, and a durable insert. Under load the commit is what costs: every commit waits
+for its WAL flush, and the flushes queue. On the 2-CPU development machine, creates
+each committed alone reached about 1,400/s with a p99 latency of 52 to 134 ms; the
+same load with commits not waiting for the flush (``synchronous_commit = off``,
+which we do not use: a created intent must survive a crash) had a p99 of 16 to
+27 ms. Group commit gets that back and keeps every create durable.
+
+How: a create hands its intent to the writer and waits. While fewer than
+``max_in_flight`` writes are running, a write starts at once with whatever is
+waiting (up to ``max_batch``); creates arriving meanwhile wait for the next one. No
+create waits for a timer: an idle writer writes a lone create immediately, and the
+batches grow only when creates arrive faster than commits.
+
+A write draws the batch's indexes (``AddressIndexes``), derives the addresses and
+inserts every row with one auto-committed statement. A create whose client already
+used its ``Idempotency-Key`` gets None (nothing written for it). If the statement
+fails with an error of PostgreSQL's, each intent of the batch is written alone, so a
+bad row fails only its own create; any other error (a lost connection) fails the
+whole batch, whose creates then answer with that error: none of them was committed,
+or the one statement committed all of them, and a client retrying with its
+``Idempotency-Key`` gets the same intent either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+import asyncpg
+
+from intentd import observability as metrics
+from intentd.adapters import intent_store
+from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, NewIntent
+from intentd.adapters.postgres import Pool
+from intentd.custody import IntentKeys
+from intentd.intents.record import IntentRow
+
+__all__ = ["IntentWriter"]
+
+_Waiting = tuple[NewIntent, "asyncio.Future[IntentRow | None]"]
+
+
+class IntentWriter:
+    """``await writer.insert(new)``: the stored intent, or None if the client already
+    used ``new.idempotency_key``."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        keys: IntentKeys,
+        *,
+        indexes: AddressIndexes | None = None,
+        max_batch: int = 128,
+        max_in_flight: int = 1,
+    ) -> None:
+        if max_batch < 1 or max_in_flight < 1:
+            raise ValueError("max_batch and max_in_flight must be at least 1")
+        self._pool = pool
+        self._keys = keys
+        self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
+        self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
+        self._waiting: deque[_Waiting] = deque()
+        self._writers: set[asyncio.Task[None]] = set()
+
+    @property
+    def pool(self) -> Pool:
+        return self._pool
+
+    async def insert(self, new: NewIntent) -> IntentRow | None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[IntentRow | None] = loop.create_future()
+        self._waiting.append((new, future))
+        if len(self._writers) < self._max_in_flight:
+            task = loop.create_task(self._drain())
+            self._writers.add(task)
+            task.add_done_callback(self._writers.discard)
+        # A create cancelled here (its client went away) does not stop the write.
+        return await asyncio.shield(future)
+
+    async def _drain(self) -> None:
+        while self._waiting:
+            count = min(len(self._waiting), self._max_batch)
+            batch = [self._waiting.popleft() for _ in range(count)]
+            try:
+                await self._write(batch)
+            except BaseException as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+
+    async def _write(self, batch: list[_Waiting]) -> None:
+        metrics.INTENT_WRITE_BATCH.observe(len(batch))
+        with metrics.INTENT_WRITE_SECONDS.time():
+            await self._write_batch(batch)
+
+    async def _write_batch(self, batch: list[_Waiting]) -> None:
+        async with self._pool.acquire() as conn:
+            indexes = await self._indexes.take(conn, len(batch))
+            items = [
+                AddressedIntent(new, index, self._keys.address(index).lower())
+                for (new, _), index in zip(batch, indexes, strict=True)
+            ]
+            try:
+                written = await intent_store.insert_intents(conn, items)
+            except asyncpg.PostgresError:
+                if len(items) == 1:
+                    raise
+                for item, (_, future) in zip(items, batch, strict=True):
+                    try:
+                        alone = await intent_store.insert_intents(conn, [item])
+                    except asyncpg.PostgresError as exc:
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(_created(alone.get(item.address_index)))
+                return
+        for item, (_, future) in zip(items, batch, strict=True):
+            if not future.done():
+                future.set_result(_created(written.get(item.address_index)))
+
+
+def _created(row: IntentRow | None) -> IntentRow | None:
+    if row is not None:
+        metrics.INTENTS_CREATED.labels(row.source_chain).inc()
+    return row
