@@ -31,6 +31,7 @@ from intentd.api.context import API_PREFIX, Services
 from intentd.api.hot_path import HotPath
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
+from intentd.api.openapi_links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.custody import IntentKeys
@@ -190,5 +191,6 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                 content = answer.get("content", {})
                 if int(status) >= 400 and "application/json" in content:
                     answer["content"] = {PROBLEM_JSON: content.pop("application/json")}
+    add_links(document, API_PREFIX)
     app.openapi_schema = document
     return document
