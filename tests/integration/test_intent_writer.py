@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from tests.support import PAYEE
 
-from intentd.adapters.intent_store import NewIntent
+from intentd.adapters.intent_store import AddressIndexes, NewIntent
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.service import IdempotencyConflict, IntentRequest, create_intent, plan_intent
@@ -126,3 +126,28 @@ async def test_a_cancelled_create_is_still_written(settings: Settings, pool: Poo
             "SELECT idempotency_key FROM intents WHERE client_id = $1 ORDER BY id", client
         )
     assert [r["idempotency_key"] for r in keys] == ["c", None]
+
+
+async def test_writes_in_flight_together_never_share_an_index(
+    settings: Settings, pool: Pool
+) -> None:
+    keys = IntentKeys(settings.mnemonic())
+    writer = IntentWriter(pool, keys, indexes=AddressIndexes(block=3), max_batch=4, max_in_flight=3)
+    client = uuid4()
+
+    rows = await asyncio.gather(*(writer.insert(planned(settings, client)) for _ in range(50)))
+
+    indexes = [row.address_index for row in rows if row is not None]
+    assert len(set(indexes)) == 50
+    assert len({row.created_at for row in rows if row is not None}) >= 13  # 50 / 4 batches
+
+
+async def test_an_index_take_outrun_by_another_draws_again(pool: Pool) -> None:
+    indexes = AddressIndexes(block=3)
+    async with pool.acquire() as one, pool.acquire() as two:
+        first = await indexes.take(one, 1)  # two more are cached
+        # The first take waits for its draw while the second empties the cache.
+        big, small = await asyncio.gather(indexes.take(one, 4), indexes.take(two, 2))
+    assert len(big) == 4
+    taken = first + big + small
+    assert len(set(taken)) == 7

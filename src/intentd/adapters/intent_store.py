@@ -102,7 +102,7 @@ class AddressIndexes:
 
     async def take(self, conn: Connection, count: int) -> list[int]:
         """``count`` indexes never handed out before."""
-        if len(self._drawn) < count:
+        while len(self._drawn) < count:  # a concurrent take may empty it meanwhile
             records = await conn.fetch(
                 "SELECT nextval('intent_address_index_seq') FROM generate_series(1, $1)",
                 max(self._block, count - len(self._drawn)),

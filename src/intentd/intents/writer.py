@@ -89,7 +89,11 @@ class IntentWriter:
                 await self._write(batch)
             except BaseException as exc:
                 for _, future in batch:
-                    if not future.done():
+                    if future.done():
+                        continue
+                    if isinstance(exc, asyncio.CancelledError):
+                        future.cancel()
+                    else:
                         future.set_exception(exc)
                 if not isinstance(exc, Exception):
                     raise
