@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 import pytest
 from bench.devchain import MINT, DevChain, call_data
+from eth_account import Account
+from eth_utils import to_checksum_address
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
@@ -347,6 +349,278 @@ async def test_an_action_that_cannot_succeed_fails_after_its_attempts(
     assert await transactions(pool, action_id) == []
     [failed] = await results(pool, settings, action_id)
     assert failed["event"] == "failed" and failed["id"] == f"action:{action_id}:failed"
+
+
+# --- staged on the chain: the old hash wins, reorgs, a foreign nonce ------------------
+
+
+async def wait_txs(
+    pool: Pool, action_id: int, done: Callable[[list[Any]], bool], timeout: float = 20.0
+) -> list[Any]:
+    """The action's transaction rows once ``done`` holds for them."""
+    deadline = time.monotonic() + timeout
+    while not done(txs := await transactions(pool, action_id)):
+        assert time.monotonic() < deadline, [dict(t) for t in txs]
+        await asyncio.sleep(0.05)
+    return txs
+
+
+async def send_raw(chain: Chain, raw: bytes) -> str:
+    tx_hash: str = await chain.rpc.rpc("eth_sendRawTransaction", "0x" + raw.hex())
+    return tx_hash
+
+
+async def on_chain(chain: Chain, tx_hash: str) -> int | None:
+    """The block that holds ``tx_hash`` on the chain as it is now, or None."""
+    receipt = await chain.rpc.rpc("eth_getTransactionReceipt", tx_hash)
+    return None if receipt is None else int(receipt["blockNumber"], 16)
+
+
+async def pending_nonce(chain: Chain, owner: str) -> int:
+    """The transaction count with the node's pool: what was sent, mined or not."""
+    return int(await chain.rpc.rpc("eth_getTransactionCount", owner, "pending"), 16)
+
+
+async def known_to_node(chain: Chain, tx_hash: str) -> bool:
+    return await chain.rpc.rpc("eth_getTransactionByHash", tx_hash) is not None
+
+
+async def block_hash(chain: Chain, number: int) -> str:
+    block = await chain.rpc.rpc("eth_getBlockByNumber", hex(number), False)
+    return str(block["hash"]).lower()
+
+
+def relayer_signed(
+    infra: dict[str, str], chain: Chain, *, nonce: int, to: str, max_fee: int, tip: int
+) -> bytes:
+    """A 0-value transaction signed by hand with the relayer's key (not by the executor)."""
+    key = Path(infra["INTENTD_RELAYER_KEY_FILE"]).read_text().strip()
+    fields = {
+        "type": 2, "chainId": chain.chain_id, "nonce": nonce, "to": to_checksum_address(to),
+        "value": 0, "data": b"", "gas": 21_000, "maxFeePerGas": max_fee,
+        "maxPriorityFeePerGas": tip, "accessList": [],
+    }  # fmt: skip
+    return bytes(Account.sign_transaction(fields, key).raw_transaction)
+
+
+async def test_a_replaced_transaction_mined_instead_of_its_replacement_confirms_once(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain(block_time=None, stuck_after=1.5)
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=4_000_001,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    relayer_tokens = await chain.token_balance(chain.relayer)
+    running = executing(chain)
+    old, new = await wait_txs(pool, action_id, lambda t: len(t) == 2 and t[1]["status"] == "sent")
+    assert old["status"] == "replaced" and old["nonce"] == new["nonce"] == relayer_nonce
+    assert not await known_to_node(chain, old["tx_hash"])  # the node swapped it for `new`
+
+    # A block producer that never saw the replacement mines the original: the node drops
+    # the replacement, takes the old signed bytes (from the database) and mines them.
+    assert await chain.rpc.rpc("anvil_dropTransaction", new["tx_hash"]) == new["tx_hash"]
+    assert await send_raw(chain, bytes(old["raw_tx"])) == old["tx_hash"]
+    await chain.rpc.mine(1)
+    mined_in = await chain.rpc.block_number()
+    assert await on_chain(chain, old["tx_hash"]) == mined_in
+    old, new = await wait_txs(pool, action_id, lambda t: t[0]["status"] != "replaced")
+    # included, one block of the two: the old hash is the one tracked, the new one waits
+    assert (old["status"], old["block_number"], new["status"]) == ("mined", mined_in, "sent")
+    await chain.rpc.mine(2)
+    row = await wait_status(pool, action_id, "confirmed")
+    await asyncio.sleep(2.0)  # longer than stuck_after: time for anything further to go out
+    await running.finish()
+
+    assert await on_chain(chain, new["tx_hash"]) is None
+    txs = await transactions(pool, action_id)
+    assert [(t["tx_hash"], t["status"]) for t in txs] == [
+        (old["tx_hash"], "confirmed"), (new["tx_hash"], "dropped"),
+    ]  # fmt: skip
+    old = txs[0]
+    assert old["block_number"] == mined_in
+    assert old["block_hash"] == await block_hash(chain, mined_in)
+    assert row["tx_hash"] == old["tx_hash"] and int(row["amount_sent"]) == 4_000_001
+    assert int(row["gas_cost"]) == old["gas_used"] * int(old["effective_gas_price"]) > 0
+    assert row["attempts"] == 0
+    # the money moved once, and nothing more was sent: no nonce used after the old hash
+    assert await chain.token_balance(RECIPIENT) == 4_000_001
+    assert await chain.token_balance(chain.relayer) == relayer_tokens - 4_000_001
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    assert await pending_nonce(chain, chain.relayer) == relayer_nonce + 1
+    sent, confirmed = await results(pool, settings, action_id)
+    assert (sent["event"], sent["tx_hash"]) == ("sent", old["tx_hash"])
+    assert (confirmed["event"], confirmed["tx_hash"]) == ("confirmed", old["tx_hash"])
+    assert confirmed["block_number"] == mined_in
+    assert int(confirmed["gas_cost"]) == int(row["gas_cost"])
+
+
+async def test_a_transaction_reorged_out_before_its_depth_is_mined_again_and_confirmed_once(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+) -> None:
+    chain: Chain = await make_chain(block_time=None, stuck_after=1.0)
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=6_000_007,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    relayer_tokens = await chain.token_balance(chain.relayer)
+    running = executing(chain)
+    [tx] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
+    await chain.rpc.mine(1)
+    first_block = await chain.rpc.block_number()
+    [tx] = await wait_txs(pool, action_id, lambda t: t[0]["status"] != "sent")
+    assert (tx["status"], tx["block_number"]) == ("mined", first_block)  # depth 1 of 2
+    first_hash = tx["block_hash"]
+    assert first_hash == await block_hash(chain, first_block)
+
+    # A one-block reorg: the block is replaced by an empty one at the same height, and
+    # the node forgets the transaction (it is neither in a block nor in its pool).
+    await chain.rpc.rpc("anvil_reorg", 1, [])
+    assert await chain.rpc.block_number() == first_block
+    assert await block_hash(chain, first_block) != first_hash
+    assert await on_chain(chain, tx["tx_hash"]) is None
+    assert not await known_to_node(chain, tx["tx_hash"])
+    assert await chain.nonce(chain.relayer) == relayer_nonce
+    [tx] = await wait_txs(pool, action_id, lambda t: t[0]["status"] != "mined")
+    assert (tx["status"], tx["block_number"], tx["block_hash"]) == ("sent", None, None)
+    # From here a block for each transaction: what the executor sends again is mined at once.
+    await chain.rpc.automine(True)
+    [tx] = await wait_txs(pool, action_id, lambda t: t[0]["status"] != "sent")
+    assert tx["status"] == "mined" and tx["block_number"] == first_block + 1
+    await chain.rpc.mine(1)
+    row = await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    # one transaction: the same signed bytes, mined in the new chain; no replacement, no retry
+    [final] = await transactions(pool, action_id)
+    assert final["id"] == tx["id"] and final["tx_hash"] == tx["tx_hash"]
+    assert final["status"] == "confirmed"
+    assert await on_chain(chain, final["tx_hash"]) == first_block + 1
+    assert final["block_hash"] == await block_hash(chain, first_block + 1)
+    assert row["tx_hash"] == final["tx_hash"] and row["attempts"] == 0
+    assert int(row["gas_cost"]) == final["gas_used"] * int(final["effective_gas_price"]) > 0
+    assert await chain.token_balance(RECIPIENT) == 6_000_007
+    assert await chain.token_balance(chain.relayer) == relayer_tokens - 6_000_007
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    sent, confirmed = await results(pool, settings, action_id)
+    assert (sent["event"], sent["tx_hash"]) == ("sent", final["tx_hash"])
+    assert (confirmed["event"], confirmed["tx_hash"]) == ("confirmed", final["tx_hash"])
+    assert confirmed["block_number"] == first_block + 1
+    assert int(confirmed["amount_sent"]) == 6_000_007
+
+
+async def test_a_nonce_taken_by_a_foreign_transaction_is_reconciled_and_the_action_done_once(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any, infra: dict[str, str]
+) -> None:
+    chain: Chain = await make_chain(block_time=None)  # stuck_after 30 s: never replaced here
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=9_000_003,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    relayer_tokens = await chain.token_balance(chain.relayer)
+    running = executing(chain)
+    [ours] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
+    assert ours["nonce"] == relayer_nonce
+
+    # An operator, by hand with the relayer key, cancels it (same nonce, higher fees, a
+    # 0-value transfer to itself) and sends one more: the chain's nonce is then two past
+    # ours, one past what the executor would hand out next.
+    tip = 2 * int(ours["max_priority_fee_per_gas"]) + 10**9
+    fees = {"max_fee": 2 * int(ours["max_fee_per_gas"]) + tip, "tip": tip}
+    for nonce in (relayer_nonce, relayer_nonce + 1):
+        raw = relayer_signed(infra, chain, nonce=nonce, to=chain.relayer, **fees)
+        await send_raw(chain, raw)
+    assert not await known_to_node(chain, ours["tx_hash"])
+    await chain.rpc.mine(2)  # at confirmation depth: a reorg can no longer give it back
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 2
+    assert await chain.token_balance(RECIPIENT) == 0
+
+    txs = await wait_txs(pool, action_id, lambda t: len(t) > 1 and t[1]["status"] != "signed")
+    # reconciled with the chain: the retry takes nonce + 2, not the stored nonce + 1
+    statuses = [(t["nonce"], t["status"]) for t in txs]
+    assert statuses == [(relayer_nonce, "dropped"), (relayer_nonce + 2, "sent")], statuses
+    dropped, retry = txs
+    assert dropped["tx_hash"] == ours["tx_hash"]
+    await chain.rpc.mine(2)
+    row = await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+
+    txs = await transactions(pool, action_id)
+    assert [(t["tx_hash"], t["status"]) for t in txs] == [
+        (ours["tx_hash"], "dropped"), (retry["tx_hash"], "confirmed"),
+    ]  # fmt: skip
+    assert await on_chain(chain, ours["tx_hash"]) is None
+    assert await on_chain(chain, retry["tx_hash"]) == txs[1]["block_number"]
+    assert row["tx_hash"] == retry["tx_hash"] and int(row["amount_sent"]) == 9_000_003
+    assert row["attempts"] == 1 and "used by another transaction" in row["last_error"]
+    assert await chain.token_balance(RECIPIENT) == 9_000_003
+    assert await chain.token_balance(chain.relayer) == relayer_tokens - 9_000_003
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 3
+    stored = await pool.fetchval(
+        "SELECT next_nonce FROM signer_nonces WHERE chain = $1 AND signer = $2",
+        chain.name, chain.relayer,
+    )  # fmt: skip
+    assert stored == relayer_nonce + 3
+    # `sent` once, with the first broadcast (documented); `confirmed` once, with the retry
+    sent, confirmed = await results(pool, settings, action_id)
+    assert (sent["event"], sent["tx_hash"]) == ("sent", ours["tx_hash"])
+    assert (confirmed["event"], confirmed["tx_hash"]) == ("confirmed", retry["tx_hash"])
+    assert confirmed["block_number"] == txs[1]["block_number"]
+
+
+async def test_a_foreign_transaction_on_our_nonce_reorged_out_for_ours_does_not_pay_twice(
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any, infra: dict[str, str]
+) -> None:
+    chain: Chain = await make_chain(block_time=None)  # stuck_after 30 s: never replaced here
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=5_000_009,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    relayer_tokens = await chain.token_balance(chain.relayer)
+    running = executing(chain)
+    [ours] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
+
+    # An operator's cancel takes our nonce and is mined: one block deep of the two.
+    tip = 2 * int(ours["max_priority_fee_per_gas"]) + 10**9
+    fees = {"max_fee": 2 * int(ours["max_fee_per_gas"]) + tip, "tip": tip}
+    cancel = relayer_signed(infra, chain, nonce=relayer_nonce, to=chain.relayer, **fees)
+    cancel_hash = await send_raw(chain, cancel)
+    await chain.rpc.mine(1)
+    height = await chain.rpc.block_number()
+    assert await on_chain(chain, cancel_hash) == height
+    await asyncio.sleep(1.0)  # five polls: the executor sees the nonce used above its depth
+    [ours] = await transactions(pool, action_id)
+    assert ours["status"] == "sent"  # not given up for a nonce that a reorg may give back
+
+    # A one-block reorg: the other fork's block holds our transaction instead of the cancel.
+    await chain.rpc.rpc("anvil_reorg", 1, [["0x" + bytes(ours["raw_tx"]).hex(), 0]])
+    assert await on_chain(chain, ours["tx_hash"]) == height
+    assert await on_chain(chain, cancel_hash) is None
+    await chain.rpc.mine(2)
+    row = await wait_status(pool, action_id, "confirmed")
+    await asyncio.sleep(1.0)  # five polls: time for anything further to go out
+    await running.finish()
+
+    [final] = await transactions(pool, action_id)
+    assert (final["tx_hash"], final["status"]) == (ours["tx_hash"], "confirmed")
+    assert final["block_number"] == height and row["tx_hash"] == ours["tx_hash"]
+    assert row["attempts"] == 0
+    assert await chain.token_balance(RECIPIENT) == 5_000_009
+    assert await chain.token_balance(chain.relayer) == relayer_tokens - 5_000_009
+    assert await chain.nonce(chain.relayer) == relayer_nonce + 1
+    assert await pending_nonce(chain, chain.relayer) == relayer_nonce + 1
+    sent, confirmed = await results(pool, settings, action_id)
+    assert (sent["event"], sent["tx_hash"]) == ("sent", ours["tx_hash"])
+    assert (confirmed["event"], confirmed["tx_hash"]) == ("confirmed", ours["tx_hash"])
+    assert confirmed["block_number"] == height
 
 
 # --- processes: crash safety and the standby ------------------------------------------

@@ -100,7 +100,8 @@ class EvmChainWriter:
             raise
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
-        """Transaction counts of ``signers`` at ``block`` (``latest`` or ``pending``)."""
+        """Transaction counts of ``signers`` at ``block`` (``latest``, ``pending`` or a
+        block number in hex)."""
         counts = await self._reads.batch(
             [("eth_getTransactionCount", [signer, block]) for signer in signers]
         )

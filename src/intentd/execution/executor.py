@@ -320,10 +320,14 @@ class Executor:
             groups[action.id] = list(grouped.values())
         open_txs = [tx for gs in groups.values() for g in gs for tx in g]
         signers = sorted({tx.signer for tx in open_txs})
-        # Nonces before receipts: a transaction mined in between shows as mined, not consumed.
-        mined_nonces = await self._writer.nonces(signers, "latest") if signers else {}
-        receipts = await self._writer.receipts([tx.tx_hash for tx in open_txs]) if open_txs else {}
+        # A nonce counts as used by another transaction only at confirmation depth: a
+        # shallower one may be reorged out, and ours (dropped, its action retried with a
+        # new nonce) mined in its place. Nonces before receipts: a transaction mined in
+        # between shows as mined, not consumed.
         head = await self._writer.head()
+        deep = hex(max(head - self._chain.confirmations + 1, 0))
+        mined_nonces = await self._writer.nonces(signers, deep) if signers else {}
+        receipts = await self._writer.receipts([tx.tx_hash for tx in open_txs]) if open_txs else {}
         for action, txs in inflight:
             with structlog.contextvars.bound_contextvars(
                 intent_id=action.intent_id, action_id=action.id

@@ -9,8 +9,8 @@ hash of every open group (and the signer's mined nonce count), and
 - :class:`Final`: one of them is mined at the chain's confirmation depth; the
   others are dropped; it either succeeded or reverted.
 - :class:`Included`: one is mined, not yet deep enough: wait (a reorg may undo it).
-- :class:`Consumed`: none of ours is mined yet the signer's nonce moved past it:
-  something else used the nonce; every hash of the group is dropped.
+- :class:`Consumed`: none of ours is mined yet the signer's nonce moved past it at
+  confirmation depth: something else used the nonce; every hash of the group is dropped.
 - :class:`Pending`: nothing mined. Broadcast what was signed and never sent
   (a crash between record and send), and say whether the newest transaction has
   waited longer than ``stuck_after`` (then it is re-broadcast if the node forgot it,
@@ -141,9 +141,10 @@ def judge_group(
 ) -> Verdict:
     """The verdict on one nonce group (``txs`` ordered oldest first, same signer and nonce).
 
-    ``mined_nonces`` is the signer's transaction count at the latest block, read
-    *before* the receipts (so a transaction mined in between is seen as mined, never
-    as consumed); None if unknown.
+    ``mined_nonces`` is the signer's transaction count at the newest block at
+    confirmation depth (a shallower transaction that used the nonce may yet be reorged
+    out for one of ours), read *before* the receipts (so a transaction mined in between
+    is seen as mined, never as consumed); None if unknown.
     """
     if not txs:
         raise ValueError("a nonce group has at least one transaction")
