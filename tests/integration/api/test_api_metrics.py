@@ -102,6 +102,28 @@ async def scrape(http: aiohttp.ClientSession, port: int) -> dict[tuple[str, str,
     }
 
 
+async def on_one_connection(port: int, path: str, key: str, count: int) -> list[int]:
+    """Statuses of ``count`` GETs sent one after another on one kept-alive connection
+    (so to one worker)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n\r\n"
+    ).encode()
+    statuses = []
+    try:
+        for _ in range(count):
+            writer.write(request)
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            statuses.append(int(head[0].split()[1]))
+            fields = dict(line.split(":", 1) for line in head[1:] if ":" in line)
+            length = int({k.lower(): v for k, v in fields.items()}["content-length"])
+            await reader.readexactly(length)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return statuses
+
+
 async def wait_ready(http: aiohttp.ClientSession, port: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -151,15 +173,8 @@ async def test_workers_are_summed_watched_and_stopped(
             # one worker, whose bucket holds 20 / 2 workers = 10 requests and refills
             # at 10 per second (with the whole limit: 20, refilled at 20 per second).
             limited = await make_key("test", rate_limit=20)
-            answers = []
-            connector = aiohttp.TCPConnector(limit=1)
             started = time.monotonic()
-            async with aiohttp.ClientSession(connector=connector) as one:
-                for _ in range(30):
-                    url = f"http://127.0.0.1:{api_port}/api/v1/intents/424242"
-                    headers = {"Authorization": f"Bearer {limited}"}
-                    async with one.get(url, headers=headers) as response:
-                        answers.append(response.status)
+            answers = await on_one_connection(api_port, "/api/v1/intents/424242", limited, 30)
             elapsed = time.monotonic() - started
             assert set(answers) == {404, 429}
             assert 10 <= answers.count(404) <= 11 + 10 * elapsed, (answers, elapsed)
