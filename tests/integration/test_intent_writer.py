@@ -151,3 +151,22 @@ async def test_an_index_take_outrun_by_another_draws_again(pool: Pool) -> None:
     assert len(big) == 4
     taken = first + big + small
     assert len(set(taken)) == 7
+
+
+async def test_creates_one_after_another_never_wait_for_a_later_one(
+    settings: Settings, pool: Pool
+) -> None:
+    """A create queued just as a write ends starts a write of its own."""
+    writer = IntentWriter(pool, IntentKeys(settings.mnemonic()))
+    client = uuid4()
+
+    async def one_by_one(count: int) -> None:
+        for _ in range(count):
+            await asyncio.wait_for(writer.insert(planned(settings, client)), 5)
+
+    # Clients each waiting for their create before the next, with and without pauses.
+    await one_by_one(5)
+    await asyncio.gather(*(one_by_one(15) for _ in range(8)))
+    async with pool.acquire() as conn:
+        stored = await conn.fetchval("SELECT count(*) FROM intents WHERE client_id = $1", client)
+    assert stored == 125

@@ -16,29 +16,30 @@ batches grow only when creates arrive faster than commits.
 
 A write draws the batch's indexes (``AddressIndexes``), derives the addresses and
 inserts every row with one auto-committed statement. A create whose client already
-used its ``Idempotency-Key`` gets None (nothing written for it). If the statement
-fails with an error of PostgreSQL's, each intent of the batch is written alone, so a
-bad row fails only its own create; any other error (a lost connection) fails the
-whole batch, whose creates then answer with that error: none of them was committed,
-or the one statement committed all of them, and a client retrying with its
-``Idempotency-Key`` gets the same intent either way.
+used its ``Idempotency-Key`` gets None (nothing written for it). If the database
+refuses a row (a data error or a constraint), each intent of the batch is written
+alone, so a bad row fails only its own create; any other error (a timeout, a lost
+connection) fails the whole batch (``IntentWriteFailed``, the cause chained): none of
+its creates was committed, or the one statement committed all of them, and a client
+retrying with its ``Idempotency-Key`` gets the same intent either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
 from intentd import observability as metrics
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, NewIntent
+from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, Connection, NewIntent
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
 
-__all__ = ["IntentWriter"]
+__all__ = ["IntentWriteFailed", "IntentWriter"]
 
 _Waiting = tuple[NewIntent, "asyncio.Future[IntentRow | None]"]
 
@@ -55,6 +56,9 @@ class IntentWriter:
         indexes: AddressIndexes | None = None,
         max_batch: int = 128,
         max_in_flight: int = 1,
+        insert: Callable[
+            [Connection, Sequence[AddressedIntent]], Awaitable[dict[int, IntentRow]]
+        ] = intent_store.insert_intents,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("max_batch and max_in_flight must be at least 1")
@@ -63,8 +67,10 @@ class IntentWriter:
         self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
+        self._insert = insert
         self._waiting: deque[_Waiting] = deque()
-        self._writers: set[asyncio.Task[None]] = set()
+        self._in_flight = 0
+        self._writers: set[asyncio.Task[None]] = set()  # references, against collection
 
     @property
     def pool(self) -> Pool:
@@ -74,7 +80,8 @@ class IntentWriter:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[IntentRow | None] = loop.create_future()
         self._waiting.append((new, future))
-        if len(self._writers) < self._max_in_flight:
+        if self._in_flight < self._max_in_flight:
+            self._in_flight += 1
             task = loop.create_task(self._drain())
             self._writers.add(task)
             task.add_done_callback(self._writers.discard)
@@ -82,21 +89,20 @@ class IntentWriter:
         return await asyncio.shield(future)
 
     async def _drain(self) -> None:
-        while self._waiting:
-            count = min(len(self._waiting), self._max_batch)
-            batch = [self._waiting.popleft() for _ in range(count)]
-            try:
-                await self._write(batch)
-            except BaseException as exc:
-                for _, future in batch:
-                    if future.done():
-                        continue
-                    if isinstance(exc, asyncio.CancelledError):
-                        future.cancel()
-                    else:
-                        future.set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
+        # The count drops in the same step as the last look at the queue (no await
+        # between): a create queued after that look always starts a writer of its own.
+        try:
+            while self._waiting:
+                count = min(len(self._waiting), self._max_batch)
+                batch = [self._waiting.popleft() for _ in range(count)]
+                try:
+                    await self._write(batch)
+                except BaseException as exc:
+                    _fail(batch, exc)
+                    if not isinstance(exc, Exception):
+                        raise
+        finally:
+            self._in_flight -= 1
 
     async def _write(self, batch: list[_Waiting]) -> None:
         metrics.INTENT_WRITE_BATCH.observe(len(batch))
@@ -111,13 +117,15 @@ class IntentWriter:
                 for (new, _), index in zip(batch, indexes, strict=True)
             ]
             try:
-                written = await intent_store.insert_intents(conn, items)
-            except asyncpg.PostgresError:
+                written = await self._insert(conn, items)
+            except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError):
+                # A row the database refuses: find it (any other error, such as a
+                # timeout or a lost connection, fails the batch as it is).
                 if len(items) == 1:
                     raise
                 for item, (_, future) in zip(items, batch, strict=True):
                     try:
-                        alone = await intent_store.insert_intents(conn, [item])
+                        alone = await self._insert(conn, [item])
                     except asyncpg.PostgresError as exc:
                         future.set_exception(exc)
                     else:
@@ -126,6 +134,25 @@ class IntentWriter:
         for item, (_, future) in zip(items, batch, strict=True):
             if not future.done():
                 future.set_result(_created(written.get(item.address_index)))
+
+
+class IntentWriteFailed(RuntimeError):
+    """The group write of this create failed (the cause is chained)."""
+
+
+def _fail(batch: list[_Waiting], exc: BaseException) -> None:
+    """Fail every create of ``batch`` still waiting; each gets an exception of its own
+    (one shared object would gather the tracebacks of every request raising it)."""
+    waiting = [future for _, future in batch if not future.done()]
+    for future in waiting:
+        if isinstance(exc, asyncio.CancelledError):
+            future.cancel()
+        elif len(waiting) == 1:
+            future.set_exception(exc)
+        else:
+            failed = IntentWriteFailed(f"the group write failed: {type(exc).__name__}: {exc}")
+            failed.__cause__ = exc
+            future.set_exception(failed)
 
 
 def _created(row: IntentRow | None) -> IntentRow | None:
