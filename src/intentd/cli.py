@@ -118,6 +118,10 @@ def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
     N worker processes that share the port (``api.workers``)."""
     import uvloop
 
+    if args.worker:
+        from intentd.api.workers import die_with_parent
+
+        die_with_parent()
     workers = args.workers or settings.api.workers
     main = _supervise(args, settings, workers) if workers > 1 and not args.worker else None
     try:
@@ -129,19 +133,22 @@ def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> int:
-    from intentd.api.workers import metrics_directory, multiprocess_registry, supervise_workers
+    import tempfile
+
+    from intentd.api.workers import multiprocess_registry, supervise_workers
 
     command = [sys.executable, "-m", "intentd", "--config", args.config, "api", "--worker"]
     if args.host:
         command += ["--host", args.host]
     if args.port:
         command += ["--port", str(args.port)]
-    directory = metrics_directory()
-    await run_roles(
-        [supervise_workers(command, workers, directory, {"INTENTD__API__WORKERS": str(workers)})],
-        metrics_port=settings.observability.metrics_port,
-        registry=multiprocess_registry(directory),
-    )
+    shares = {"INTENTD__API__WORKERS": str(workers)}  # the workers' rate-limit shares
+    with tempfile.TemporaryDirectory(prefix="intentd-api-metrics-") as directory:
+        await run_roles(
+            [supervise_workers(command, workers, directory, shares)],
+            metrics_port=settings.observability.metrics_port,
+            registry=multiprocess_registry(directory),
+        )
     return 0
 
 

@@ -2,9 +2,11 @@
 
 The ``route`` label is the route's template (``/api/v1/intents/{intent_id}``), never
 the requested path, so ids and addresses do not become label values; a request no
-route matched is ``unmatched``. The status is the one answered; a request whose
-client went away before the answer began counts as ``499``, one that raised before
-answering as ``500`` (the app then answers 500). The latency runs from the request's
+route matched is ``unmatched``. The status is the one answered; ``499`` counts a
+request whose client went away while its body was read (uvicorn does not interrupt
+a request whose client leaves later: it counts with the status it got) or that
+uvicorn cancelled at shutdown; one that raised before answering counts as ``500``
+(the app then answers 500). The latency runs from the request's
 arrival at the app to the end of its answer.
 """
 
@@ -47,7 +49,11 @@ class RequestMetrics:
         metrics.API_IN_FLIGHT.inc()
         try:
             await self.app(scope, receive, sending)
-        except (ClientDisconnect, asyncio.CancelledError):
+        except ClientDisconnect:
+            # Gone while its body was read: nobody to answer, and not an error of ours
+            # (left to the app's handlers, it would be logged as an unhandled 500).
+            status = status or 499
+        except asyncio.CancelledError:  # uvicorn cancels what runs at its shutdown
             status = status or 499
             raise
         except BaseException:

@@ -7,16 +7,19 @@ serves the health endpoint on ``observability.metrics_port`` for all of them:
 - ``/metrics`` sums the workers' figures. Each worker writes its metric values to
   files of a directory the parent made for this run (prometheus_client's
   multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR``); the parent reads them all.
-  Counters and histograms add up over workers, also those of a worker that ended;
-  the in-flight gauge counts live workers only. The directory is removed at exit.
+  Counters and histograms add up over workers; only the API's families are shown.
+  The directory is removed when the parent exits (a parent killed with SIGKILL
+  leaves it behind, in the system's temporary directory).
 - ``/readyz`` is 200 once every worker has said it is ready (one byte on a pipe
-  the parent gave it, ``INTENTD_READY_FD``).
+  the parent gave it, ``INTENTD_READY_FD``). A worker not ready within
+  ``READY_TIMEOUT`` counts as dead: it would listen on the port without serving.
 
 A worker that exits while the parent is not stopping ends the parent too, with an
 error, after it stopped the other workers: the service manager (systemd,
 Kubernetes) restarts the whole, rather than the parent hiding a crash loop. SIGTERM
 to the parent stops the workers (SIGTERM, graceful) and then the parent. On Linux a
-worker also gets SIGTERM when its parent dies, so no orphan keeps the port.
+worker also gets SIGTERM when its parent dies (``die_with_parent``, the worker's
+first step), so no orphan keeps the port.
 """
 
 from __future__ import annotations
@@ -24,26 +27,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import sys
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
-from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from intentd.runtime import READINESS, Role
 
-__all__ = ["READY_FD_ENV", "WorkerDied", "notify_ready", "supervise_workers"]
+__all__ = [
+    "READY_FD_ENV",
+    "WorkerDied",
+    "die_with_parent",
+    "multiprocess_registry",
+    "notify_ready",
+    "supervise_workers",
+]
 
 log = structlog.get_logger()
 READY_FD_ENV = "INTENTD_READY_FD"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+PARENT_PID_ENV = "INTENTD_API_PARENT_PID"
 READY_NAME = "api-workers"
-STOP_TIMEOUT = 30.0
+READY_TIMEOUT = 120.0
+"""Seconds a worker may take to start serving; after that the parent gives up (a
+worker listening on the shared port but never serving would get connections)."""
+STOP_TIMEOUT = 20.0
+"""Seconds all the workers together get to stop (systemd and Kubernetes give 30)."""
+API_FAMILIES = ("intentd_api_", "intentd_intent")
 
 
 class WorkerDied(RuntimeError):
@@ -59,28 +75,42 @@ def notify_ready() -> None:
             os.close(int(fd))
 
 
-def metrics_directory() -> str:
-    """A fresh directory for the workers' metric files (removed by the supervisor)."""
-    return tempfile.mkdtemp(prefix="intentd-api-metrics-")
-
-
 def multiprocess_registry(directory: str) -> CollectorRegistry:
+    """The workers' API figures, summed, from their files in ``directory``."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+    registry.register(_ApiFamilies(directory))
     return registry
+
+
+class _ApiFamilies(Collector):
+    """The API's metric families of ``MultiProcessCollector``: every module's metrics
+    exist in each worker, but only the API's mean anything there (the others would
+    show as zeros per worker pid)."""
+
+    def __init__(self, directory: str) -> None:
+        self._all = MultiProcessCollector(None, path=directory)  # type: ignore[no-untyped-call]
+
+    def collect(self) -> Iterable[Metric]:
+        families: Iterable[Metric] = self._all.collect()  # type: ignore[no-untyped-call]
+        return [family for family in families if family.name.startswith(API_FAMILIES)]
 
 
 def supervise_workers(
     command: Sequence[str], count: int, directory: str, env: Mapping[str, str]
 ) -> Role:
     """The parent's role: run ``count`` workers (``command``, with ``env`` added to the
-    environment) until stop or one dies."""
+    environment) until stop or one dies; the caller removes ``directory``."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect(READY_NAME)
-        environment = {**os.environ, **env, MULTIPROC_ENV: directory}
+        environment = {
+            **os.environ,
+            **env,
+            MULTIPROC_ENV: directory,
+            PARENT_PID_ENV: str(os.getpid()),
+        }
         workers: list[asyncio.subprocess.Process] = []
-        readers: list[asyncio.Task[bool]] = []
+        readers: list[asyncio.Future[bool]] = []
         try:
             for _ in range(count):
                 process, ready = await _start(command, environment)
@@ -89,9 +119,16 @@ def supervise_workers(
             waits: dict[asyncio.Future[Any], asyncio.subprocess.Process] = {
                 asyncio.ensure_future(p.wait()): p for p in workers
             }
-            all_ready = asyncio.create_task(_all_ready(readers))
+            all_ready = asyncio.ensure_future(_all_ready(readers))
             stopping = asyncio.ensure_future(stop.wait())
-            done, _ = await asyncio.wait({stopping, *waits}, return_when=asyncio.FIRST_COMPLETED)
+            watched: set[asyncio.Future[Any]] = {stopping, all_ready, *waits}
+            while True:
+                done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+                if done == {all_ready}:
+                    all_ready.result()  # raises WorkerDied if one never got ready
+                    watched.discard(all_ready)
+                    continue
+                break
             all_ready.cancel()
             if not stop.is_set():
                 # A stop signalled to the whole group may reach a worker first.
@@ -106,9 +143,6 @@ def supervise_workers(
             await _stop_all(workers)
             for reader in readers:
                 reader.cancel()
-            for process in workers:
-                mark_process_dead(process.pid, directory)  # type: ignore[no-untyped-call]
-            shutil.rmtree(directory, ignore_errors=True)
         log.info("api workers stopped", workers=count)
 
     return role
@@ -116,55 +150,85 @@ def supervise_workers(
 
 async def _start(
     command: Sequence[str], env: dict[str, str]
-) -> tuple[asyncio.subprocess.Process, asyncio.Task[bool]]:
+) -> tuple[asyncio.subprocess.Process, asyncio.Future[bool]]:
     read_end, write_end = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
-            *command,
-            env={**env, READY_FD_ENV: str(write_end)},
-            pass_fds=(write_end,),
-            preexec_fn=_die_with_parent,
+            *command, env={**env, READY_FD_ENV: str(write_end)}, pass_fds=(write_end,)
         )
+    except BaseException:
+        os.close(read_end)
+        raise
     finally:
         os.close(write_end)
     log.info("api worker started", pid=process.pid)
-    return process, asyncio.create_task(_read_ready(read_end))
+    return process, _read_ready(read_end)
 
 
-async def _read_ready(fd: int) -> bool:
-    """True once the worker wrote its byte; False if it closed the pipe without."""
-    try:
-        data = await asyncio.get_running_loop().run_in_executor(None, os.read, fd, 1)
-    finally:
+def _read_ready(fd: int) -> asyncio.Future[bool]:
+    """True once the worker wrote its byte; False if it closed the pipe without.
+    Read on the event loop (no thread); the pipe is closed when the answer is in or
+    the future is cancelled."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[bool] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 1)
+        except OSError:
+            data = b""
+        if not answer.done():
+            answer.set_result(data == b"r")
+
+    def close(_: asyncio.Future[bool]) -> None:
+        loop.remove_reader(fd)
         os.close(fd)
-    return data == b"r"
+
+    loop.add_reader(fd, readable)
+    answer.add_done_callback(close)
+    return answer
 
 
-async def _all_ready(readers: list[asyncio.Task[bool]]) -> None:
-    if all(await asyncio.gather(*readers)):
-        READINESS.ready(READY_NAME)
-        log.info("api workers ready", workers=len(readers))
+async def _all_ready(readers: list[asyncio.Future[bool]]) -> None:
+    try:
+        answers = await asyncio.wait_for(asyncio.gather(*readers), READY_TIMEOUT)
+    except TimeoutError:
+        raise WorkerDied(f"an api worker was not ready within {READY_TIMEOUT:.0f} s") from None
+    if not all(answers):
+        raise WorkerDied("an api worker exited before it was ready")
+    READINESS.ready(READY_NAME)
+    log.info("api workers ready", workers=len(readers))
 
 
 async def _stop_all(workers: list[asyncio.subprocess.Process]) -> None:
+    """SIGTERM to every worker; those still running after ``STOP_TIMEOUT`` in all are
+    killed (under the service manager's own stop timeout)."""
     for process in workers:
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)
+    waits = [asyncio.ensure_future(process.wait()) for process in workers]
+    if waits:
+        await asyncio.wait(waits, timeout=STOP_TIMEOUT)
     for process in workers:
-        try:
-            await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
-        except TimeoutError:
+        if process.returncode is None:
             log.warning("api worker did not stop; killing it", pid=process.pid)
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent dies (Linux ``prctl``)."""
+def die_with_parent() -> None:
+    """In a worker, first thing: SIGTERM when the parent dies (Linux ``prctl``), and
+    exit at once if the parent is already gone (it died before the ``prctl``), so that
+    no orphan keeps the port."""
+    parent = os.environ.pop(PARENT_PID_ENV, None)
+    if parent is None:
+        return
     if sys.platform == "linux":
         import ctypes
 
         pr_set_pdeathsig = 1
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != int(parent):
+        raise SystemExit("intentd api worker: the parent process is gone")

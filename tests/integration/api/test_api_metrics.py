@@ -93,6 +93,8 @@ def children(pid: int) -> list[int]:
 async def scrape(http: aiohttp.ClientSession, port: int) -> dict[tuple[str, str, str], float]:
     async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
         text = await response.text()
+    names = {family.name for family in text_string_to_metric_families(text)}
+    assert names and all(name.startswith(("intentd_api_", "intentd_intent")) for name in names)
     return {
         (s.labels["method"], s.labels["route"], s.labels["status"]): s.value
         for family in text_string_to_metric_families(text)
@@ -210,6 +212,34 @@ async def test_sigterm_stops_every_worker(
         process.send_signal(signal.SIGTERM)
         assert await wait_exit(process, 60) == 0
         assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.timeout(120)
+async def test_workers_of_a_killed_parent_stop(
+    make_settings: Callable[..., Settings], infra: dict[str, str], tmp_path: Path
+) -> None:
+    """No orphan keeps the port: the workers get SIGTERM when their parent dies."""
+    settings = make_settings(**api_sections(infra))
+    api_port, metrics_port = free_port(), free_port()
+    env = daemon_env(settings, INTENTD__OBSERVABILITY__METRICS_PORT=str(metrics_port))
+    process = start_daemon(
+        ["api", "--port", str(api_port), "--workers", "2"], env, tmp_path / "api.log"
+    )
+    try:
+        async with aiohttp.ClientSession() as http:
+            await wait_ready(http, metrics_port)
+        workers = children(process.pid)
+        assert len(workers) == 2
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() for pid in workers):
+            assert time.monotonic() < deadline, "a worker outlived its parent"
+            await asyncio.sleep(0.1)
     finally:
         if process.poll() is None:
             process.kill()
