@@ -354,6 +354,36 @@ async def test_an_action_that_cannot_succeed_fails_after_its_attempts(
 # --- staged on the chain: the old hash wins, reorgs, a foreign nonce ------------------
 
 
+@dataclass
+class PausedPrefill:
+    """A prefill from the relayer being executed on a chain that mines only when told."""
+
+    chain: Chain
+    action_id: int
+    relayer_nonce: int
+    relayer_tokens: int
+    running: Running
+
+
+async def paused_prefill(
+    make_chain: Any,
+    pool: Pool,
+    settings: Settings,
+    executing: Any,
+    amount: int,
+    **execution: Any,
+) -> PausedPrefill:
+    chain: Chain = await make_chain(block_time=None, **execution)
+    action_id, _, _ = await seed_action(
+        pool, settings, chain, kind="prefill", token=chain.usdc, amount=amount,
+        signer_kind="relayer",
+    )  # fmt: skip
+    await chain.rpc.automine(False)
+    relayer_nonce = await chain.nonce(chain.relayer)
+    relayer_tokens = await chain.token_balance(chain.relayer)
+    return PausedPrefill(chain, action_id, relayer_nonce, relayer_tokens, executing(chain))
+
+
 async def wait_txs(
     pool: Pool, action_id: int, done: Callable[[list[Any]], bool], timeout: float = 20.0
 ) -> list[Any]:
@@ -406,15 +436,9 @@ def relayer_signed(
 async def test_a_replaced_transaction_mined_instead_of_its_replacement_confirms_once(
     make_chain: Any, pool: Pool, settings: Settings, executing: Any
 ) -> None:
-    chain: Chain = await make_chain(block_time=None, stuck_after=1.5)
-    action_id, _, _ = await seed_action(
-        pool, settings, chain, kind="prefill", token=chain.usdc, amount=4_000_001,
-        signer_kind="relayer",
-    )  # fmt: skip
-    await chain.rpc.automine(False)
-    relayer_nonce = await chain.nonce(chain.relayer)
-    relayer_tokens = await chain.token_balance(chain.relayer)
-    running = executing(chain)
+    paused = await paused_prefill(make_chain, pool, settings, executing, 4_000_001, stuck_after=1.5)
+    chain, action_id, running = paused.chain, paused.action_id, paused.running
+    relayer_nonce, relayer_tokens = paused.relayer_nonce, paused.relayer_tokens
     old, new = await wait_txs(pool, action_id, lambda t: len(t) == 2 and t[1]["status"] == "sent")
     assert old["status"] == "replaced" and old["nonce"] == new["nonce"] == relayer_nonce
     assert not await known_to_node(chain, old["tx_hash"])  # the node swapped it for `new`
@@ -460,15 +484,9 @@ async def test_a_replaced_transaction_mined_instead_of_its_replacement_confirms_
 async def test_a_transaction_reorged_out_before_its_depth_is_mined_again_and_confirmed_once(
     make_chain: Any, pool: Pool, settings: Settings, executing: Any
 ) -> None:
-    chain: Chain = await make_chain(block_time=None, stuck_after=1.0)
-    action_id, _, _ = await seed_action(
-        pool, settings, chain, kind="prefill", token=chain.usdc, amount=6_000_007,
-        signer_kind="relayer",
-    )  # fmt: skip
-    await chain.rpc.automine(False)
-    relayer_nonce = await chain.nonce(chain.relayer)
-    relayer_tokens = await chain.token_balance(chain.relayer)
-    running = executing(chain)
+    paused = await paused_prefill(make_chain, pool, settings, executing, 6_000_007, stuck_after=1.0)
+    chain, action_id, running = paused.chain, paused.action_id, paused.running
+    relayer_nonce, relayer_tokens = paused.relayer_nonce, paused.relayer_tokens
     [tx] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
     await chain.rpc.mine(1)
     first_block = await chain.rpc.block_number()
@@ -516,15 +534,10 @@ async def test_a_transaction_reorged_out_before_its_depth_is_mined_again_and_con
 async def test_a_nonce_taken_by_a_foreign_transaction_is_reconciled_and_the_action_done_once(
     make_chain: Any, pool: Pool, settings: Settings, executing: Any, infra: dict[str, str]
 ) -> None:
-    chain: Chain = await make_chain(block_time=None)  # stuck_after 30 s: never replaced here
-    action_id, _, _ = await seed_action(
-        pool, settings, chain, kind="prefill", token=chain.usdc, amount=9_000_003,
-        signer_kind="relayer",
-    )  # fmt: skip
-    await chain.rpc.automine(False)
-    relayer_nonce = await chain.nonce(chain.relayer)
-    relayer_tokens = await chain.token_balance(chain.relayer)
-    running = executing(chain)
+    # stuck_after 30 s: never replaced here
+    paused = await paused_prefill(make_chain, pool, settings, executing, 9_000_003)
+    chain, action_id, running = paused.chain, paused.action_id, paused.running
+    relayer_nonce, relayer_tokens = paused.relayer_nonce, paused.relayer_tokens
     [ours] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
     assert ours["nonce"] == relayer_nonce
 
@@ -577,15 +590,10 @@ async def test_a_nonce_taken_by_a_foreign_transaction_is_reconciled_and_the_acti
 async def test_a_foreign_transaction_on_our_nonce_reorged_out_for_ours_does_not_pay_twice(
     make_chain: Any, pool: Pool, settings: Settings, executing: Any, infra: dict[str, str]
 ) -> None:
-    chain: Chain = await make_chain(block_time=None)  # stuck_after 30 s: never replaced here
-    action_id, _, _ = await seed_action(
-        pool, settings, chain, kind="prefill", token=chain.usdc, amount=5_000_009,
-        signer_kind="relayer",
-    )  # fmt: skip
-    await chain.rpc.automine(False)
-    relayer_nonce = await chain.nonce(chain.relayer)
-    relayer_tokens = await chain.token_balance(chain.relayer)
-    running = executing(chain)
+    # stuck_after 30 s: never replaced here
+    paused = await paused_prefill(make_chain, pool, settings, executing, 5_000_009)
+    chain, action_id, running = paused.chain, paused.action_id, paused.running
+    relayer_nonce, relayer_tokens = paused.relayer_nonce, paused.relayer_tokens
     [ours] = await wait_txs(pool, action_id, lambda t: len(t) == 1 and t[0]["status"] == "sent")
 
     # An operator's cancel takes our nonce and is mined: one block deep of the two.

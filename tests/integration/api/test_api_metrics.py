@@ -7,8 +7,10 @@ import asyncio
 import os
 import signal
 import socket
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
@@ -194,28 +196,36 @@ async def test_workers_are_summed_watched_and_stopped(
     assert "api worker exited" in log
 
 
+@asynccontextmanager
+async def parent_with_workers(
+    settings: Settings, count: int, log: Path
+) -> AsyncIterator[tuple[subprocess.Popen[bytes], list[int]]]:
+    """``intentd api --workers count`` as a user starts it, once ready; killed at the end
+    if still running."""
+    api_port, metrics_port = free_port(), free_port()
+    env = daemon_env(settings, INTENTD__OBSERVABILITY__METRICS_PORT=str(metrics_port))
+    process = start_daemon(["api", "--port", str(api_port), "--workers", str(count)], env, log)
+    try:
+        async with aiohttp.ClientSession() as http:
+            await wait_ready(http, metrics_port)
+        workers = children(process.pid)
+        assert len(workers) == count
+        yield process, workers
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.mark.timeout(120)
 async def test_sigterm_stops_every_worker(
     make_settings: Callable[..., Settings], infra: dict[str, str], tmp_path: Path
 ) -> None:
     settings = make_settings(**api_sections(infra))
-    api_port, metrics_port = free_port(), free_port()
-    env = daemon_env(settings, INTENTD__OBSERVABILITY__METRICS_PORT=str(metrics_port))
-    process = start_daemon(
-        ["api", "--port", str(api_port), "--workers", "3"], env, tmp_path / "api.log"
-    )
-    try:
-        async with aiohttp.ClientSession() as http:
-            await wait_ready(http, metrics_port)
-        workers = children(process.pid)
-        assert len(workers) == 3
+    async with parent_with_workers(settings, 3, tmp_path / "api.log") as (process, workers):
         process.send_signal(signal.SIGTERM)
         assert await wait_exit(process, 60) == 0
         assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.timeout(120)
@@ -224,23 +234,10 @@ async def test_workers_of_a_killed_parent_stop(
 ) -> None:
     """No orphan keeps the port: the workers get SIGTERM when their parent dies."""
     settings = make_settings(**api_sections(infra))
-    api_port, metrics_port = free_port(), free_port()
-    env = daemon_env(settings, INTENTD__OBSERVABILITY__METRICS_PORT=str(metrics_port))
-    process = start_daemon(
-        ["api", "--port", str(api_port), "--workers", "2"], env, tmp_path / "api.log"
-    )
-    try:
-        async with aiohttp.ClientSession() as http:
-            await wait_ready(http, metrics_port)
-        workers = children(process.pid)
-        assert len(workers) == 2
+    async with parent_with_workers(settings, 2, tmp_path / "api.log") as (process, workers):
         process.kill()
         process.wait()
         deadline = time.monotonic() + 30
         while any(Path(f"/proc/{pid}").exists() for pid in workers):
             assert time.monotonic() < deadline, "a worker outlived its parent"
             await asyncio.sleep(0.1)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
