@@ -45,6 +45,9 @@ STATEFUL_EXCLUDED_CHECKS = f"{EXCLUDED_CHECKS},negative_data_rejection"
 # Stateful phase: scenarios per run, calls per scenario.
 SCENARIOS = 25
 MAX_STEPS = 6
+# The phase explores at random: a link it did not take in one run (seen once in about
+# thirty runs) gets up to two more runs; every run must pass its checks.
+RUNS = 3
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 ADDRESSES = [PAYEE, "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"]
 
@@ -217,32 +220,42 @@ async def test_stateful_phase_follows_the_links(
     # the configured one).
     bearers = {"ApiKey": key, "SessionToken": token}
     config = stateful_config(tmp_path / "fixed.toml", api.settings, bearers)
-    followed = await stateful(
-        api,
-        config,
-        "--exclude-path",
-        "/api/v1/sessions",
-        excluded_checks=STATEFUL_EXCLUDED_CHECKS,
-        report=tmp_path / "fixed",
-    )
-    assert followed == {
+    expected = {
         "GetIntentById",
         "GetIntentByAddress",
         "TriggerProcessing",
         "GetSessionIntent",
         "PaymentMade",
     }
+    followed: set[str] = set()
+    for run in range(RUNS):  # each run must pass; the links taken add up
+        followed |= await stateful(
+            api,
+            config,
+            "--exclude-path",
+            "/api/v1/sessions",
+            excluded_checks=STATEFUL_EXCLUDED_CHECKS,
+            report=tmp_path / f"fixed{run}",
+        )
+        if followed >= expected:
+            break
+    assert followed == expected
 
     # Only the key configured: the session endpoints get the token POST /sessions
     # answered, through the links. ``ignored_auth`` is left out here: it takes a
     # token schemathesis was not given for a generated one, which must be refused.
     config = stateful_config(tmp_path / "links.toml", api.settings, {"ApiKey": key})
-    followed = await stateful(
-        api,
-        config,
-        "--include-path-regex",
-        "^/api/v1/(sessions|session|session/quotes|session/intents)$",
-        excluded_checks=f"{STATEFUL_EXCLUDED_CHECKS},ignored_auth",
-        report=tmp_path / "links",
-    )
-    assert followed == {"GetSession", "GetSessionQuotes", "CreateSessionIntent"}
+    expected = {"GetSession", "GetSessionQuotes", "CreateSessionIntent"}
+    followed = set()
+    for run in range(RUNS):
+        followed |= await stateful(
+            api,
+            config,
+            "--include-path-regex",
+            "^/api/v1/(sessions|session|session/quotes|session/intents)$",
+            excluded_checks=f"{STATEFUL_EXCLUDED_CHECKS},ignored_auth",
+            report=tmp_path / f"links{run}",
+        )
+        if followed >= expected:
+            break
+    assert followed == expected
