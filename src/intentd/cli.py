@@ -123,10 +123,12 @@ def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
 
         die_with_parent()
     workers = args.workers or settings.api.workers
-    main = _supervise(args, settings, workers) if workers > 1 and not args.worker else None
+    supervise = workers > 1 and not args.worker
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(main if main is not None else _dispatch(args, settings))
+            return runner.run(
+                _supervise(args, settings, workers) if supervise else _dispatch(args, settings)
+            )
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2

@@ -111,7 +111,8 @@ class AddressIndexes:
         return [self._drawn.popleft() for _ in range(count)]
 
 
-# Column name and array type of each inserted value, in the order of ``_new_values``.
+# Column name and array type of each inserted value (fields of ``AddressedIntent``
+# and of its ``NewIntent``).
 _INSERTED = (
     ("client_id", "uuid"),
     ("idempotency_key", "text"),
@@ -165,39 +166,15 @@ class AddressedIntent:
 
 
 def _new_values(item: AddressedIntent) -> tuple[Any, ...]:
-    new = item.new
-    return (
-        new.client_id,
-        new.idempotency_key,
-        new.request_hash,
-        new.sender,
-        new.initial_amount,
-        new.amount_symbol,
-        new.source_chain,
-        new.destination_chain,
-        new.token_in,
-        new.token_out,
-        new.token_out_decimals,
-        new.asset_token_symbol,
-        new.asset_token_decimals,
-        new.total_due,
-        new.fees_in_asset,
-        new.app_fee_in_asset,
-        new.amount_out,
-        new.fees_in_usd,
-        new.app_fee_in_usd,
-        new.total_in_usd,
-        new.slippage,
-        item.address_index,
-        item.intent_address,
-        new.recipient,
-        new.refund_address,
-        new.coordinator,
-        new.bridger,
-        json.dumps(new.metadata),
-        new.expires_at,
-        new.session_id,
-    )
+    """The row's values, in the order of ``_INSERTED``."""
+    return tuple(_new_value(item, name) for name, _ in _INSERTED)
+
+
+def _new_value(item: AddressedIntent, name: str) -> Any:
+    if name in ("address_index", "intent_address"):
+        return getattr(item, name)
+    value = getattr(item.new, name)
+    return json.dumps(value) if name == "metadata" else value
 
 
 async def insert_intents(
