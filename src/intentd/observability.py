@@ -99,6 +99,22 @@ EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["
 HANDLE_SECONDS = Histogram(
     "intentd_lifecycle_handle_seconds", "Time to apply one message batch", ["kind"]
 )
+# How long a payer and a recipient wait: the two steps of an intent an operator watches.
+_FLOW_BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+DEPOSIT_TO_FUNDED = Histogram(
+    "intentd_deposit_to_funded_seconds",
+    "From the block time of the deposit that completes an intent's funding to FUNDED"
+    " (confirmation depth and the pipeline), by the deposit's chain",
+    ["chain"],
+    buckets=_FLOW_BUCKETS,
+)
+FUNDED_TO_COMPLETED = Histogram(
+    "intentd_funded_to_completed_seconds",
+    "From FUNDED (the prefill action written) to COMPLETED (the prefill confirmed at depth),"
+    " by the destination chain",
+    ["chain"],
+    buckets=_FLOW_BUCKETS,
+)
 
 # --- outbox -------------------------------------------------------------------------
 OUTBOX_PUBLISHED = Counter("intentd_outbox_published_total", "Outbox rows relayed to Kafka")

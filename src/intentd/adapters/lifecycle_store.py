@@ -175,6 +175,15 @@ async def action_reason(conn: Connection, action_id: int) -> tuple[str, str, int
     return record["reason"], record["token"], int(record["amount"])
 
 
+async def action_age(conn: Connection, action_id: int) -> float:
+    """Seconds since the action was written (database clock; 0 if it does not exist)."""
+    age = await conn.fetchval(
+        "SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM actions WHERE id = $1",
+        action_id,
+    )
+    return max(float(age or 0.0), 0.0)
+
+
 async def enqueue(conn: Connection, *, topic: str, key: str, payload: bytes) -> None:
     """Add a message to the outbox; it is relayed after the transaction commits."""
     await conn.execute(

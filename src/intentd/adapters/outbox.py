@@ -6,6 +6,8 @@ only then are they marked published. A crash in between publishes them again
 holds a transaction-level advisory lock, so several lifecycle replicas can run the
 relay without reordering events. The relay wakes on ``NOTIFY`` from
 :func:`lifecycle_store.enqueue` and also polls, in case a notification is lost.
+The relay that holds the lock sets ``intentd_outbox_backlog`` to the rows not yet
+published, before and after each batch (up to :data:`BACKLOG_COUNT_CAP`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from intentd.faults import crash_point
 
 log = structlog.get_logger()
 _RELAY_LOCK = 0x1A7E_0B0C
+BACKLOG_COUNT_CAP = 10_000
+"""``intentd_outbox_backlog`` counts unpublished rows up to this many (a bounded query)."""
 
 
 class OutboxRelay:
@@ -71,8 +75,15 @@ class OutboxRelay:
                 " ORDER BY id LIMIT $1",
                 self._batch,
             )
+            backlog = len(rows)
+            if backlog == self._batch:
+                backlog = await conn.fetchval(
+                    "SELECT count(*) FROM (SELECT 1 FROM outbox WHERE published_at IS NULL"
+                    " LIMIT $1) AS unpublished",
+                    BACKLOG_COUNT_CAP,
+                )
+            metrics.OUTBOX_BACKLOG.set(backlog)
             if not rows:
-                metrics.OUTBOX_BACKLOG.set(0)
                 return 0
             await self._publisher.publish_all(
                 OutgoingMessage(r["topic"], r["key"], bytes(r["payload"])) for r in rows
@@ -83,6 +94,7 @@ class OutboxRelay:
                 [r["id"] for r in rows],
             )
         metrics.OUTBOX_PUBLISHED.inc(len(rows))
+        metrics.OUTBOX_BACKLOG.set(max(backlog - len(rows), 0))
         return len(rows)
 
 

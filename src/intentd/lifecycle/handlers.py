@@ -119,6 +119,9 @@ async def apply_deposit(
         )
         linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
         await _save(conn, settings, row, intent, now=now, deposit_id=linked)
+        if row.status is IntentStatus.PENDING and intent.status is IntentStatus.FUNDED:
+            waited = (now - deposit.block_time).total_seconds()
+            metrics.DEPOSIT_TO_FUNDED.labels(deposit.chain).observe(max(waited, 0.0))
         log.info(
             "deposit recorded",
             intent_id=row.id,
@@ -179,6 +182,9 @@ async def apply_action_result(
         kind = ActionKind(message.action_kind)
         if kind is ActionKind.PREFILL:
             _prefill_result(settings, intent, message)
+            if row.status is not IntentStatus.COMPLETED and intent.status is IntentStatus.COMPLETED:
+                waited = await lifecycle_store.action_age(conn, message.action_id)
+                metrics.FUNDED_TO_COMPLETED.labels(message.chain).observe(waited)
         elif kind is ActionKind.USER_REFUND and message.event == "confirmed":
             found = await lifecycle_store.action_reason(conn, message.action_id)
             if found is None or found[0] is None:
