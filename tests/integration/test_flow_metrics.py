@@ -16,7 +16,7 @@ from tests.support import new_intent
 
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.lifecycle_store import enqueue
-from intentd.adapters.outbox import OutboxRelay
+from intentd.adapters.outbox import _RELAY_LOCK, OutboxRelay
 from intentd.adapters.postgres import Pool
 from intentd.lifecycle.handlers import Outcome, apply_action_result, apply_deposit
 from intentd.messages import ActionResultMessage, DepositMessage, action_result_id, deposit_id
@@ -114,6 +114,19 @@ async def test_outbox_backlog_is_what_is_left_to_relay(
         while await relay.relay_once():
             seen.append(sample("intentd_outbox_backlog"))
         seen.append(sample("intentd_outbox_backlog"))
+        async with pool.acquire() as conn:
+            for n in range(5):
+                await enqueue(conn, topic=topic, key=str(n), payload=b"{}")
+        assert await relay.relay_once() == 3
+        seen.append(sample("intentd_outbox_backlog"))
+        # Another replica holds the relay's lock: this one reports 0, not a stale figure.
+        async with pool.acquire() as other:
+            await other.execute("SELECT pg_advisory_lock($1)", _RELAY_LOCK)
+            try:
+                assert await relay.relay_once() == 0
+                seen.append(sample("intentd_outbox_backlog"))
+            finally:
+                await other.execute("SELECT pg_advisory_unlock($1)", _RELAY_LOCK)
     finally:
         await publisher.stop()
-    assert seen == [4, 1, 0, 0]
+    assert seen == [4, 1, 0, 0, 2, 0]

@@ -7,7 +7,8 @@ holds a transaction-level advisory lock, so several lifecycle replicas can run t
 relay without reordering events. The relay wakes on ``NOTIFY`` from
 :func:`lifecycle_store.enqueue` and also polls, in case a notification is lost.
 The relay that holds the lock sets ``intentd_outbox_backlog`` to the rows not yet
-published, before and after each batch (up to :data:`BACKLOG_COUNT_CAP`).
+published, before and after each batch (up to :data:`BACKLOG_COUNT_CAP`); one that
+finds the lock taken sets 0, so the largest value over the replicas is the backlog.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class OutboxRelay:
         """Publish one batch of unpublished rows; return how many were published."""
         async with self._pool.acquire() as conn, conn.transaction():
             if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _RELAY_LOCK):
+                metrics.OUTBOX_BACKLOG.set(0)  # another replica relays and reports
                 return 0
             rows = await conn.fetch(
                 "SELECT id, topic, key, payload FROM outbox WHERE published_at IS NULL"
