@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-.PHONY: help install infra-up infra-down infra-status migrate demo test unit lint typecheck check bench clean
+.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo test unit lint typecheck check bench clean
 
 help:
 	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
@@ -13,6 +13,7 @@ help:
 	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, two anvil chains"
 	@echo "make infra-down stop what infra-up started"
 	@echo "make bench      run the benchmarks in bench/"
+	@echo "make ops-tools  install promtool, prometheus and systemd-analyze (Debian) if missing"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,11 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $(NPM_STAMP)
 
 install: $(STAMP) $(NPM_STAMP)
+
+# promtool, prometheus and systemd-analyze (Debian packages) for the checks of deploy/;
+# installs only what is missing (apt-get, as root or through sudo).
+ops-tools:
+	@bash .ci/install-ops-tools
 
 infra-up: install
 	$(PY) -m intentd.devinfra up
@@ -48,10 +54,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) ops-tools
 	$(VENV)/bin/pytest tests/unit -q
 
-test: infra-up lint typecheck
+test: infra-up lint typecheck ops-tools
 	$(VENV)/bin/pytest -q
 
 bench: infra-up
