@@ -86,7 +86,12 @@ DEPOSITS = Counter(
 TRANSITIONS = Counter(
     "intentd_state_transitions_total", "Intent status changes", ["from_status", "to_status"]
 )
-DEAD_LETTERS = Counter("intentd_dead_letters_total", "Messages sent to the DLQ", ["topic"])
+DEAD_LETTERS = Counter(
+    "intentd_dead_letters_total",
+    "Messages sent to the DLQ, by origin topic and reason code (malformed, chain_mismatch,"
+    " transient:<Error>, error:<Error>)",
+    ["topic", "reason"],
+)
 UNCREDIT_ALERTS = Counter(
     "intentd_reorg_alerts_total",
     "Retracted deposits that could not be un-credited (something irreversible happened)",

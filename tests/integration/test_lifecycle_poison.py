@@ -1,0 +1,272 @@
+"""A message never stops the lifecycle: whatever one message does, it is applied or goes
+to the dead-letter topic with its reason, and the consumer goes on with the next one."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+from aiokafka.structs import ConsumerRecord
+from prometheus_client import REGISTRY
+from tests.integration.test_lifecycle import CHAIN, deposit
+from tests.support import TopicReader, json_values, new_intent, produce
+
+from intentd.adapters import intent_store
+from intentd.adapters.intent_store import Connection
+from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consumer
+from intentd.adapters.postgres import Pool
+from intentd.domain.status import IntentStatus
+from intentd.lifecycle.consumer import LifecycleConsumer
+from intentd.lifecycle.handlers import Outcome, apply_deposit
+from intentd.messages import (
+    ActionResultMessage,
+    DepositMessage,
+    RetractionMessage,
+    action_result_id,
+    action_results_topic,
+    deposits_topic,
+    dlq_topic,
+    encode,
+)
+from intentd.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def dead_letters(reason: str) -> float:
+    """``intentd_dead_letters_total`` of ``reason``, summed over topics."""
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "intentd_dead_letters"
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("reason") == reason
+    )
+
+
+async def funded_intent_of_a_removed_chain(pool: Pool, settings: Settings) -> int:
+    """A FUNDED intent whose destination chain is no longer configured: applying its
+    prefill result raises KeyError (``settings.chains[...]``) in today's handler."""
+    intent = await new_intent(pool, settings, amount="10")
+    async with pool.acquire() as conn:
+        full = deposit(settings, intent.intent_address, 10_000_000)
+        await apply_deposit(conn, settings, full, now=datetime.now(UTC))
+        await conn.execute(
+            "UPDATE intents SET destination_chain = 'REMOVED_CHAIN' WHERE id = $1", intent.id
+        )
+        row = await intent_store.get_by_id(conn, intent.id)
+    assert row is not None and row.status is IntentStatus.FUNDED
+    return intent.id
+
+
+async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
+    pool: Pool, isolated_settings: Settings
+) -> None:
+    settings = isolated_settings
+    prefix = settings.kafka.topic_prefix
+    topic = deposits_topic(prefix, CHAIN)
+    intent = await new_intent(pool, settings, amount="10")
+    victim = await new_intent(pool, settings, amount="10")
+    other = "ARBITRUM_TESTNET"
+    foreign_chain = deposit(settings, victim.intent_address, 10_000_000, chain=other)
+    wrong_chain_id = deposit(settings, victim.intent_address, 10_000_000).model_copy(
+        update={"chain_id": 1}
+    )
+    unknown_chain = deposit(settings, victim.intent_address, 10_000_000).model_copy(
+        update={"chain": "NOWHERE"}
+    )
+    retraction_elsewhere = RetractionMessage(
+        id="x", chain=other, tx_hash="0x" + "1" * 64, log_index=0, block_number=1,
+        block_hash="0x" + "2" * 64, to_address=victim.intent_address,
+    )  # fmt: skip
+    removed = await funded_intent_of_a_removed_chain(pool, settings)
+    key_error = ActionResultMessage(
+        id=action_result_id(10**9, "sent"), action_id=10**9, intent_id=removed,
+        action_kind="prefill", event="sent", chain="REMOVED_CHAIN", tx_hash="0x" + "3" * 64,
+    )  # fmt: skip
+    good = deposit(settings, intent.intent_address, 4_000_000)
+    before = {r: dead_letters(r) for r in ("chain_mismatch", "error:KeyError")}
+    # One key: one partition, in this order; the good deposit comes last.
+    await produce(
+        settings.kafka.bootstrap_servers,
+        topic,
+        [
+            (victim.intent_address, encode(m))
+            for m in (foreign_chain, wrong_chain_id, unknown_chain, retraction_elsewhere)
+        ]
+        + [(victim.intent_address, encode(good))],
+    )
+    await produce(
+        settings.kafka.bootstrap_servers,
+        action_results_topic(prefix),
+        [(str(removed), encode(key_error))],
+    )
+    publisher = KafkaPublisher(settings.kafka)
+    await publisher.start()
+    lifecycle = LifecycleConsumer(settings, pool, publisher)
+    consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
+    await consumer.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(lifecycle.run(consumer, stop))
+    try:
+        deadline = time.monotonic() + 30
+        while (row := await intent_store.get_by_id(pool, intent.id)) is None or row.received == 0:  # type: ignore[arg-type]
+            assert not task.done(), task.exception()  # the consumer crashed
+            assert time.monotonic() < deadline, "the good deposit was never applied"
+            await asyncio.sleep(0.1)
+        async with TopicReader(settings.kafka.bootstrap_servers, dlq_topic(prefix)) as dlq:
+            dead = json_values(await dlq.wait_for(lambda ms: len(ms) >= 5))
+        assert not task.done()
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        committed = {tp: await consumer.committed(tp) for tp in consumer.assignment()}
+        positions = {tp: await consumer.position(tp) for tp in consumer.assignment()}
+        await consumer.stop()
+        await publisher.stop()
+    assert row.received == 4_000_000
+    victim_row = await intent_store.get_by_id(pool, victim.id)  # type: ignore[arg-type]
+    assert victim_row is not None and victim_row.received == 0  # nothing foreign was credited
+    reasons = sorted(d["reason"] for d in dead)
+    assert sum(r.startswith("chain_mismatch:") for r in reasons) == 4, reasons
+    [keyerror] = [d for d in dead if d["reason"].startswith("error:KeyError")]
+    assert "REMOVED_CHAIN" in keyerror["reason"]
+    assert keyerror["topic"] == action_results_topic(prefix)
+    assert dead_letters("chain_mismatch") - before["chain_mismatch"] >= 4
+    assert dead_letters("error:KeyError") - before["error:KeyError"] >= 1
+    used = {tp: position for tp, position in positions.items() if position}
+    assert len(used) == 2  # the deposits' partition and the action results'
+    # every message, dead-lettered or applied, is behind the committed offsets
+    assert {tp: committed[tp] for tp in used} == used
+
+
+class _Flaky(LifecycleConsumer):
+    """Fails the first ``failures`` applications with ``error``."""
+
+    def __init__(self, *args: Any, error: Callable[[], Exception], failures: int) -> None:
+        super().__init__(*args, retry_base=0.001)
+        self._error = error
+        self.failures = failures
+        self.attempts = 0
+
+    async def _apply(
+        self, conn: Connection, message: DepositMessage | RetractionMessage | ActionResultMessage
+    ) -> Outcome:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise self._error()
+        return await super()._apply(conn, message)
+
+
+class _Capture:
+    def __init__(self) -> None:
+        self.sent: list[OutgoingMessage] = []
+
+    async def publish(self, message: OutgoingMessage) -> None:
+        self.sent.append(message)
+
+
+def record_of(settings: Settings, message: DepositMessage) -> ConsumerRecord[bytes, bytes]:
+    value = encode(message)
+    return ConsumerRecord(
+        topic=deposits_topic(settings.kafka.topic_prefix, message.chain), partition=0, offset=7,
+        timestamp=0, timestamp_type=0, key=message.to_address.encode(), value=value,
+        checksum=None, serialized_key_size=42, serialized_value_size=len(value), headers=[],
+    )  # fmt: skip
+
+
+async def test_a_transient_error_is_retried_then_applied(pool: Pool, settings: Settings) -> None:
+    intent = await new_intent(pool, settings, amount="10")
+    message = deposit(settings, intent.intent_address, 1_000_000)
+    out = _Capture()
+    flaky = _Flaky(
+        settings, pool, out, error=lambda: asyncpg.SerializationError("could not serialize"),
+        failures=3,
+    )  # fmt: skip
+    assert await flaky.handle(record_of(settings, message)) is Outcome.CREDITED
+    assert flaky.attempts == 4 and out.sent == []
+
+
+async def test_a_transient_error_that_persists_goes_to_the_dlq(
+    pool: Pool, settings: Settings
+) -> None:
+    intent = await new_intent(pool, settings, amount="10")
+    message = deposit(settings, intent.intent_address, 1_000_000)
+    out = _Capture()
+    flaky = _Flaky(
+        settings, pool, out, error=lambda: asyncpg.DeadlockDetectedError("deadlock detected"),
+        failures=10**6,
+    )  # fmt: skip
+    assert await flaky.handle(record_of(settings, message)) is None
+    [dead] = out.sent
+    assert dead.topic == dlq_topic(settings.kafka.topic_prefix)
+    assert dict(dead.headers)["reason"].startswith(b"transient:DeadlockDetectedError")
+    assert flaky.attempts == 8
+    row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
+    assert row is not None and row.received == 0
+
+
+async def test_while_the_database_is_down_messages_wait_instead_of_dead_lettering(
+    pool: Pool, settings: Settings
+) -> None:
+    """A lost connection that persists while the database does not answer is an outage,
+    not a bad message: the consumer waits for the database and then applies it."""
+    intent = await new_intent(pool, settings, amount="10")
+    message = deposit(settings, intent.intent_address, 1_000_000)
+    out = _Capture()
+    flaky = _Flaky(
+        settings, pool, out,
+        error=lambda: asyncpg.ConnectionDoesNotExistError("connection was closed"),
+        failures=12,
+    )  # fmt: skip
+    probes = iter([False, False, True])
+
+    async def database_answers() -> bool:
+        return next(probes, True)
+
+    flaky._database_answers = database_answers  # type: ignore[method-assign]
+    assert await flaky.handle(record_of(settings, message)) is Outcome.CREDITED
+    assert out.sent == [] and flaky.attempts == 13
+
+
+async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
+    own_stack: tuple[Settings, Pool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from intentd.lifecycle import expiry
+
+    settings, pool = own_stack
+    broken, fine = (await new_intent(pool, settings), await new_intent(pool, settings))
+    await pool.execute("UPDATE intents SET expires_at = now() - interval '1 minute'")
+    real = expiry.expire
+    calls: list[int] = []
+
+    async def expire(conn: Connection, settings: Settings, intent_id: int, **kw: Any) -> Outcome:
+        calls.append(intent_id)
+        if intent_id == broken.id:
+            raise KeyError("REMOVED_CHAIN")
+        return await real(conn, settings, intent_id, **kw)
+
+    monkeypatch.setattr(expiry, "expire", expire)
+    loop = expiry.Expiry(settings, pool, max_sleep=0.05)
+    stop = asyncio.Event()
+    task = asyncio.create_task(loop.run(stop))
+    deadline = time.monotonic() + 10
+    while (row := await intent_store.get_by_id(pool, fine.id)) is None or (  # type: ignore[arg-type]
+        row.status is not IntentStatus.EXPIRED
+    ):
+        assert not task.done(), task.exception()
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # a few more rounds
+    assert not task.done()
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert calls.count(broken.id) == 1  # not hammered every round
+    row = await intent_store.get_by_id(pool, broken.id)  # type: ignore[arg-type]
+    assert row is not None and row.status is IntentStatus.PENDING
