@@ -100,6 +100,12 @@ UNCREDIT_ALERTS = Counter(
 ACTION_ALERTS = Counter(
     "intentd_action_alerts_total", "Actions that failed for good (operator action needed)", ["kind"]
 )
+TRIGGER_DEPOSIT_CHECKS = Counter(
+    "intentd_trigger_deposit_checks_total",
+    "Checks of trigger-credited deposits against the canonical chain, by outcome"
+    " (canonical, final, moved, waiting, retracted, retraction_alert, ...)",
+    ["chain", "outcome"],
+)
 EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["outcome"])
 HANDLE_SECONDS = Histogram(
     "intentd_lifecycle_handle_seconds", "Time to apply one message batch", ["kind"]

@@ -13,6 +13,9 @@ For an intent on chain C, created at time T:
    (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
    ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
    call or by a concurrent call is credited once. Events leave through the outbox.
+   In the same transaction the deposit is remembered (``trigger_deposits``) for the
+   lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
+   retracts it if a reorg removes its block (no poller covers it).
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
 
@@ -30,7 +33,7 @@ from datetime import datetime
 
 import structlog
 
-from intentd.adapters import chain_lookup, intent_scans, intent_store
+from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_deposits
 from intentd.adapters.chain import (
     EvmChainReader,
     JsonRpcClient,
@@ -199,7 +202,15 @@ class Processor:
         async with self._pool.acquire() as conn:
             for deposit in deposits:
                 message = deposit_message(chain.name, chain.chain_id, deposit, observed)
-                outcome = await apply_deposit(conn, self._settings, message, now=now)
+                async with conn.transaction():
+                    outcome = await apply_deposit(conn, self._settings, message, now=now)
+                    await trigger_deposits.remember(
+                        conn,
+                        chain.name,
+                        deposit.tx_hash,
+                        deposit.log_index,
+                        reopen=outcome is not Outcome.DUPLICATE,
+                    )
                 if outcome is not Outcome.DUPLICATE:
                     new.add((chain.name, deposit.tx_hash, deposit.log_index))
             await intent_scans.advance(conn, row.id, blocks.last)

@@ -52,6 +52,7 @@ from intentd.lifecycle.handlers import (
     apply_deposit,
     apply_retraction,
 )
+from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -253,7 +254,8 @@ class LifecycleConsumer:
 
 
 def lifecycle_role(settings: Settings) -> Role:
-    """The lifecycle consumer and the outbox relay, with their own pool and producer."""
+    """The lifecycle consumer, the outbox relay, the expiry and the verifier of
+    trigger-credited deposits, with their own pool and producer."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
@@ -264,6 +266,7 @@ def lifecycle_role(settings: Settings) -> Role:
         )
         publisher = KafkaPublisher(settings.kafka, client_suffix="-lifecycle")
         lifecycle = LifecycleConsumer(settings, pool, publisher)
+        verifier = TriggerVerifier(settings, pool)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
@@ -276,7 +279,9 @@ def lifecycle_role(settings: Settings) -> Role:
                 group.create_task(OutboxRelay(pool, publisher).run(stop))
                 group.create_task(lifecycle.run(consumer, stop))
                 group.create_task(Expiry(settings, pool).run(stop))
+                group.create_task(verifier.run(stop))
         finally:
+            await verifier.close()
             await consumer.stop()
             await publisher.stop()
             await pool.close()
