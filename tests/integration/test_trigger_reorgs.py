@@ -193,3 +193,31 @@ async def test_a_trigger_credited_deposit_that_a_reorg_re_includes_stays_credite
     await chain.rpc.mine(FINAL_DEPTH)
     assert await verifier.check(chain.name) == {"final": 1}
     assert await verifier.check(chain.name) == {}
+
+
+async def test_a_payment_mined_only_in_the_new_branch_of_scanned_blocks_is_found(
+    chain: Chain, pool: Pool, processor: Processor
+) -> None:
+    """Trigger-processing scanned up to its confirmed head; a reorg then replaces those
+    blocks with a branch that holds a payment. The next call must read the new branch,
+    not resume after the old one."""
+    intent = await new_intent(pool, chain.settings, chain=chain.name)
+    await chain.rpc.mine(4)
+    first = await processor.trigger(intent, now=datetime.now(UTC))
+    assert first.deposits == [] and first.progress.scanned_to == first.confirmed_head
+    payment = {
+        "from": chain.payer,
+        "to": chain.usdc,
+        "data": call_data(MINT, intent.intent_address, DUE),
+    }
+    await chain.rpc.rpc("anvil_reorg", 3, [[payment, 0]])  # lands at or below scanned_to
+    await chain.rpc.mine(1)
+    logs = await chain.rpc.rpc(
+        "eth_getLogs", {"fromBlock": "0x0", "toBlock": "latest", "address": chain.usdc}
+    )
+    paid_in = max(int(entry["blockNumber"], 16) for entry in logs)
+    assert paid_in <= first.progress.scanned_to
+
+    found = await processor.trigger(intent, now=datetime.now(UTC))
+    assert [(d.block_number, d.disposition) for d in found.deposits] == [(paid_in, "credited")]
+    assert found.intent.status is IntentStatus.FUNDED

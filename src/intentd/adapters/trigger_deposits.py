@@ -109,9 +109,10 @@ async def rewind_scan(conn: Connection, intent_id: int, block_number: int) -> No
     (the new branch of a reorg may hold transfers the old one did not)."""
     await conn.execute(
         """
-        UPDATE intent_scans SET scanned_to = GREATEST(LEAST(scanned_to, $2 - 1), first_block - 1),
-               updated_at = now()
-         WHERE intent_id = $1
+        UPDATE intent_scans
+           SET scanned_to = GREATEST(LEAST(scanned_to, $2 - 1), first_block - 1),
+               scanned_hash = NULL, updated_at = now()
+         WHERE intent_id = $1 AND scanned_to >= $2
         """,
         intent_id,
         block_number,

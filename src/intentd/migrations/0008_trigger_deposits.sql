@@ -14,3 +14,7 @@ CREATE TABLE trigger_deposits (
 -- The verifier reads the open ones of a chain.
 CREATE INDEX trigger_deposits_open ON trigger_deposits (chain, deposit_id)
     WHERE settled_at IS NULL;
+
+-- The hash of the last block trigger-processing scanned for an intent: if the chain no
+-- longer has it, a reorg replaced blocks already scanned, and they are scanned again.
+ALTER TABLE intent_scans ADD COLUMN scanned_hash TEXT;
