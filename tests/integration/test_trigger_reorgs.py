@@ -221,3 +221,28 @@ async def test_a_payment_mined_only_in_the_new_branch_of_scanned_blocks_is_found
     found = await processor.trigger(intent, now=datetime.now(UTC))
     assert [(d.block_number, d.disposition) for d in found.deposits] == [(paid_in, "credited")]
     assert found.intent.status is IntentStatus.FUNDED
+
+
+async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
+    chain: Chain, pool: Pool, processor: Processor
+) -> None:
+    intent, _, block = await paid_and_triggered(chain, pool, processor)
+    verifier = TriggerVerifier(chain.settings, pool, final_depth=FINAL_DEPTH, interval=0.05)
+    stop = asyncio.Event()
+    task = asyncio.create_task(verifier.run(stop))
+    try:
+        await asyncio.sleep(0.2)  # a few rounds: still canonical, nothing changes
+        row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
+        assert row is not None and row.status is IntentStatus.FUNDED
+        await chain.rpc.rpc("anvil_reorg", await chain.rpc.block_number() - block + 1, [])
+        for _ in range(200):
+            row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
+            assert row is not None and not task.done()
+            if row.status is IntentStatus.PENDING:
+                break
+            await asyncio.sleep(0.05)
+        assert (row.status, row.received) == (IntentStatus.PENDING, 0)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await verifier.close()
