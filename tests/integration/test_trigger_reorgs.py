@@ -246,3 +246,26 @@ async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
         stop.set()
         await asyncio.wait_for(task, 10)
         await verifier.close()
+
+
+async def test_an_unreachable_rpc_skips_the_round_and_stops_nothing(
+    chain: Chain, pool: Pool, processor: Processor
+) -> None:
+    intent, _, _ = await paid_and_triggered(chain, pool, processor)
+    config = chain.settings.chains[chain.name]
+    dead = config.model_copy(update={"rpc_urls": ["http://127.0.0.1:9"], "rpc_timeout": 0.2})
+    settings = chain.settings.model_copy(
+        update={"chains": {**chain.settings.chains, chain.name: dead}}
+    )
+    verifier = TriggerVerifier(settings, pool, final_depth=FINAL_DEPTH, interval=0.05)
+    stop = asyncio.Event()
+    task = asyncio.create_task(verifier.run(stop))
+    try:
+        await asyncio.sleep(1.5)
+        assert not task.done()
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        await verifier.close()
+    row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
+    assert row is not None and row.status is IntentStatus.FUNDED  # nothing decided blind

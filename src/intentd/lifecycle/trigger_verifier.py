@@ -22,7 +22,9 @@ default):
 
 Every step is idempotent and guarded by the recorded block hash, so two lifecycle
 replicas, or a poller that also published the deposit, change nothing twice. A chain
-whose RPC fails is skipped for the round (logged); nothing is decided on a failed read.
+whose RPC or database fails is skipped for the round (logged; any other error is
+logged with its traceback and counted as ``outcome="error"``): nothing is decided on
+a failed read, and nothing here stops the lifecycle role.
 """
 
 from __future__ import annotations
@@ -94,13 +96,18 @@ class TriggerVerifier:
                 try:
                     await self.check(chain)
                 except Exception as exc:
-                    if not isinstance(exc, _CHAIN_ERRORS) and (
-                        failures.classify(exc) is not Failure.UNAVAILABLE
+                    # A task beside the consumer: whatever fails here must not stop the role.
+                    if isinstance(exc, _CHAIN_ERRORS) or (
+                        failures.classify(exc) is Failure.UNAVAILABLE
                     ):
-                        raise
-                    log.warning(
-                        "trigger deposits not checked this round", chain=chain, error=repr(exc)
-                    )
+                        log.warning(
+                            "trigger deposits not checked this round",
+                            chain=chain,
+                            error=repr(exc),
+                        )
+                    else:
+                        metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, "error").inc()
+                        log.exception("trigger deposits check failed", chain=chain)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._interval)
 
