@@ -52,6 +52,7 @@ from intentd.lifecycle.handlers import (
     apply_deposit,
     apply_retraction,
 )
+from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
     ActionResultMessage,
@@ -276,7 +277,8 @@ def lifecycle_role(settings: Settings) -> Role:
             READINESS.ready("lifecycle")
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
-                group.create_task(OutboxRelay(pool, publisher).run(stop))
+                relay = OutboxRelay(pool, publisher)
+                group.create_task(outlast_outages("outbox relay", relay.run, stop))
                 group.create_task(lifecycle.run(consumer, stop))
                 group.create_task(Expiry(settings, pool).run(stop))
                 group.create_task(verifier.run(stop))
