@@ -89,7 +89,7 @@ TRANSITIONS = Counter(
 DEAD_LETTERS = Counter(
     "intentd_dead_letters_total",
     "Messages sent to the DLQ, by origin topic and reason code (malformed, chain_mismatch,"
-    " transient:<Error>, error:<Error>)",
+    " result_mismatch, transient:<Error>, error:<Error>)",
     ["topic", "reason"],
 )
 UNCREDIT_ALERTS = Counter(

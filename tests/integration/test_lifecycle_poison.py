@@ -50,9 +50,10 @@ def dead_letters(reason: str) -> float:
     )
 
 
-async def funded_intent_of_a_removed_chain(pool: Pool, settings: Settings) -> int:
-    """A FUNDED intent whose destination chain is no longer configured: applying its
-    prefill result raises KeyError (``settings.chains[...]``) in today's handler."""
+async def sent_prefill_of_a_removed_chain(pool: Pool, settings: Settings) -> ActionResultMessage:
+    """The genuine ``sent`` result of a FUNDED intent's prefill, the intent's destination
+    chain no longer configured: applying it raises KeyError (``settings.chains[...]``)
+    in today's handler."""
     intent = await new_intent(pool, settings, amount="10")
     async with pool.acquire() as conn:
         full = deposit(settings, intent.intent_address, 10_000_000)
@@ -62,7 +63,29 @@ async def funded_intent_of_a_removed_chain(pool: Pool, settings: Settings) -> in
         )
         row = await intent_store.get_by_id(conn, intent.id)
     assert row is not None and row.status is IntentStatus.FUNDED
-    return intent.id
+    action = await pool.fetchrow(
+        "SELECT id, chain FROM actions WHERE intent_id = $1 AND kind = 'prefill'", intent.id
+    )
+    assert action is not None
+    tx = "0x" + secrets.token_hex(32)
+    await record_sent_transfer(pool, action["id"], action["chain"], tx)
+    return ActionResultMessage(
+        id=action_result_id(action["id"], "sent"), action_id=action["id"], intent_id=intent.id,
+        action_kind="prefill", event="sent", chain=action["chain"], tx_hash=tx,
+    )  # fmt: skip
+
+
+async def record_sent_transfer(pool: Pool, action_id: int, chain: str, tx: str) -> None:
+    """What the executor records when it sends an action's transfer."""
+    await pool.execute(
+        "INSERT INTO chain_transactions (action_id, purpose, chain, signer, nonce, tx_hash,"
+        " raw_tx, to_address, value, gas_limit, max_fee_per_gas, max_priority_fee_per_gas,"
+        " status, sent_at) VALUES ($1, 'transfer', $2, 'relayer', 0, $3, '\\x00', 'x', 0,"
+        " 21000, 1, 1, 'sent', now())",
+        action_id,
+        chain,
+        tx,
+    )
 
 
 async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
@@ -85,11 +108,7 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
         id="x", chain=other, tx_hash="0x" + "1" * 64, log_index=0, block_number=1,
         block_hash="0x" + "2" * 64, to_address=victim.intent_address,
     )  # fmt: skip
-    removed = await funded_intent_of_a_removed_chain(pool, settings)
-    key_error = ActionResultMessage(
-        id=action_result_id(10**9, "sent"), action_id=10**9, intent_id=removed,
-        action_kind="prefill", event="sent", chain="REMOVED_CHAIN", tx_hash="0x" + "3" * 64,
-    )  # fmt: skip
+    key_error = await sent_prefill_of_a_removed_chain(pool, settings)
     good = deposit(settings, intent.intent_address, 4_000_000)
     before = {r: dead_letters(r) for r in ("chain_mismatch", "error:KeyError")}
     # One key: one partition, in this order; the good deposit comes last.
@@ -105,7 +124,7 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     await produce(
         settings.kafka.bootstrap_servers,
         action_results_topic(prefix),
-        [(str(removed), encode(key_error))],
+        [(str(key_error.intent_id), encode(key_error))],
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
@@ -270,3 +289,69 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
     assert calls.count(broken.id) == 1  # not hammered every round
     row = await intent_store.get_by_id(pool, broken.id)  # type: ignore[arg-type]
     assert row is not None and row.status is IntentStatus.PENDING
+
+
+async def prefill_of(pool: Pool, settings: Settings) -> tuple[int, dict[str, Any]]:
+    """A FUNDED intent and its prefill action (ready, nothing sent)."""
+    intent = await new_intent(pool, settings, amount="10")
+    async with pool.acquire() as conn:
+        full = deposit(settings, intent.intent_address, 10_000_000)
+        await apply_deposit(conn, settings, full, now=datetime.now(UTC))
+    action = await pool.fetchrow(
+        "SELECT id, kind, chain FROM actions WHERE intent_id = $1 AND kind = 'prefill'", intent.id
+    )
+    assert action is not None
+    return intent.id, dict(action)
+
+
+def result_record(settings: Settings, message: ActionResultMessage) -> ConsumerRecord[bytes, bytes]:
+    value = encode(message)
+    return ConsumerRecord(
+        topic=action_results_topic(settings.kafka.topic_prefix), partition=0, offset=3,
+        timestamp=0, timestamp_type=0, key=str(message.intent_id).encode(), value=value,
+        checksum=None, serialized_key_size=1, serialized_value_size=len(value), headers=[],
+    )  # fmt: skip
+
+
+async def test_action_results_are_checked_against_what_the_executor_recorded(
+    pool: Pool, settings: Settings
+) -> None:
+    """Anyone who can write to the action-results topic could otherwise complete an
+    intent whose prefill never went out (the relayer refund then pays out the deposit),
+    or fail one whose prefill did (the user is refunded on top of the prefill)."""
+    intent_id, prefill = await prefill_of(pool, settings)
+    other_id, _ = await prefill_of(pool, settings)
+    out = _Capture()
+    lifecycle = LifecycleConsumer(settings, pool, out)
+    tx = "0x" + secrets.token_hex(32)
+
+    def result(event: str, **fields: Any) -> ActionResultMessage:
+        values: dict[str, Any] = {
+            "id": action_result_id(prefill["id"], event), "action_id": prefill["id"],
+            "intent_id": intent_id, "action_kind": "prefill", "event": event,
+            "chain": prefill["chain"], **fields,
+        }  # fmt: skip
+        return ActionResultMessage(**values)
+
+    forged = [
+        result("confirmed", tx_hash=tx, block_number=5, amount_sent=1, gas_cost=1),
+        result("sent", tx_hash=tx),  # no such transaction of that action
+        result("failed", error="made up"),  # the action has not failed
+        result("sent", tx_hash=tx).model_copy(update={"intent_id": other_id}),
+        result("sent", tx_hash=tx).model_copy(update={"action_kind": "user_refund"}),
+        result("sent", tx_hash=tx).model_copy(update={"action_id": 10**9}),
+    ]
+    for message in forged:
+        assert await lifecycle.handle(result_record(settings, message)) is None, message
+    reasons = [dict(m.headers)["reason"].decode() for m in out.sent]
+    assert len(reasons) == len(forged)
+    assert all(r.startswith("result_mismatch: ") for r in reasons), reasons
+    row = await intent_store.get_by_id(pool, intent_id)  # type: ignore[arg-type]
+    assert row is not None and row.status is IntentStatus.FUNDED
+
+    # The genuine result, once the executor recorded and sent its transaction, applies.
+    await record_sent_transfer(pool, prefill["id"], prefill["chain"], tx)
+    genuine = result("sent", tx_hash=tx)
+    assert await lifecycle.handle(result_record(settings, genuine)) is Outcome.APPLIED
+    row = await intent_store.get_by_id(pool, intent_id)  # type: ignore[arg-type]
+    assert row is not None and row.status is IntentStatus.INITIATED

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
+from intentd.adapters.action_evidence import ActionFacts
 from intentd.adapters.intent_store import ConcurrentUpdate
-from intentd.lifecycle.admission import chain_of_topic, refusal
+from intentd.lifecycle.admission import chain_of_topic, refusal, result_refusal
 from intentd.lifecycle.failures import Failure, backoff, classify, reason, reason_code
-from intentd.messages import DepositMessage, RetractionMessage
+from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
 from intentd.settings import ChainConfig
 
 H = "0x" + "a" * 64
@@ -109,3 +110,61 @@ def test_chain_messages_must_match_topic_and_config(
         assert found is None
     else:
         assert found is not None and found.startswith("chain_mismatch: ") and refused in found
+
+
+TX, OTHER_TX = "0x" + "e" * 64, "0x" + "f" * 64
+
+
+def facts(**changes: object) -> ActionFacts:
+    fields: dict[str, object] = {
+        "intent_id": 4, "kind": "prefill", "chain": "BASE", "status": "submitted",
+        "tx_hash": None, "amount_sent": None, "gas_cost": None, "transfer_sent": True,
+    }  # fmt: skip
+    fields.update(changes)
+    return ActionFacts(**fields)  # type: ignore[arg-type]
+
+
+def result(event: str, **changes: object) -> ActionResultMessage:
+    fields: dict[str, object] = {
+        "id": f"action:9:{event}", "action_id": 9, "intent_id": 4, "action_kind": "prefill",
+        "event": event, "chain": "BASE",
+    }  # fmt: skip
+    if event != "failed":
+        fields["tx_hash"] = TX
+    if event == "confirmed":
+        fields.update(block_number=3, amount_sent=100, gas_cost=7)
+    fields.update(changes)
+    return ActionResultMessage.model_validate(fields)
+
+
+CONFIRMED = {"status": "confirmed", "tx_hash": TX, "amount_sent": 100, "gas_cost": 7}
+
+
+@pytest.mark.parametrize(
+    ("message", "recorded", "refused"),
+    [
+        (result("sent"), facts(), None),
+        (result("confirmed"), facts(**CONFIRMED), None),
+        (result("failed"), facts(status="failed", transfer_sent=False), None),
+        (result("sent"), None, "does not exist"),
+        (result("sent", intent_id=5), facts(), "(intent, kind, chain)"),
+        (result("sent", action_kind="user_refund"), facts(), "(intent, kind, chain)"),
+        (result("sent", chain="ARB"), facts(), "(intent, kind, chain)"),
+        (result("sent"), facts(transfer_sent=False), "no sent transfer"),
+        (result("sent", tx_hash=None), facts(), "no sent transfer"),
+        (result("confirmed"), facts(), "recorded as ('submitted'"),
+        (result("confirmed", tx_hash=OTHER_TX), facts(**CONFIRMED), "recorded as"),
+        (result("confirmed", amount_sent=101), facts(**CONFIRMED), "recorded as"),
+        (result("confirmed", gas_cost=0), facts(**CONFIRMED), "recorded as"),
+        (result("failed"), facts(), "is submitted, not failed"),
+        (result("failed"), facts(**CONFIRMED), "is confirmed, not failed"),
+    ],
+)
+def test_action_results_must_agree_with_the_executors_record(
+    message: ActionResultMessage, recorded: ActionFacts | None, refused: str | None
+) -> None:
+    found = result_refusal(message, recorded)
+    if refused is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith("result_mismatch: ") and refused in found

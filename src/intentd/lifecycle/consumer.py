@@ -9,7 +9,8 @@ idempotently.
 
 No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
 origin, and processing goes on with the next one, when it cannot be parsed, when a
-chain message's chain does not match its topic and the configuration
+chain message's chain does not match its topic and the configuration, when an
+action result disagrees with what the executor recorded
 (:mod:`intentd.lifecycle.admission`), or when applying it raises: at once for an
 error that would only repeat, after bounded retries with backoff for a transaction
 that kept losing to others (:mod:`intentd.lifecycle.failures` says which is which).
@@ -31,6 +32,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
+from intentd.adapters import action_evidence
 from intentd.adapters.intent_store import Connection
 from intentd.adapters.kafka import (
     ConsumerRecord,
@@ -170,6 +172,8 @@ class LifecycleConsumer:
             try:
                 async with self._pool.acquire() as conn:
                     return await self._apply(conn, message)
+            except admission.Refused as exc:
+                return _Refused(str(exc))
             except Exception as exc:
                 failure = failures.classify(exc)
                 if failure is Failure.PERMANENT:
@@ -225,6 +229,10 @@ class LifecycleConsumer:
             return await apply_deposit(conn, self._settings, message, now=now)
         if isinstance(message, RetractionMessage):
             return await apply_retraction(conn, self._settings, message, now=now)
+        evidence = await action_evidence.facts(conn, message.action_id, message.tx_hash)
+        refused = admission.result_refusal(message, evidence)
+        if refused is not None:
+            raise admission.Refused(refused)
         return await apply_action_result(conn, self._settings, message, now=now)
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:
