@@ -9,8 +9,9 @@ default):
 
 - the node still has the recorded block: look again next round (or stop, once final);
 - it does not (a reorg orphaned it), and the transaction is now in another block at
-  confirmation depth, making the same transfer: the deposit's record moves to that
-  block (still credited once; no event, nothing else changes);
+  confirmation depth, succeeded (receipt status 1) and makes the same transfer: the
+  deposit's record moves to that block (still credited once; no event, nothing else
+  changes);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
   with each other: look again next round;
 - otherwise the transfer is gone: a :class:`~intentd.messages.RetractionMessage` is
@@ -154,7 +155,7 @@ class TriggerVerifier:
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
         receipt = await client.call("eth_getTransactionReceipt", [deposit.tx_hash], allow_null=True)
-        if receipt is not None:
+        if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
             number = int(receipt["blockNumber"], 16)
             if number > confirmed_head(latest, config.confirmations):
                 return "waiting"  # mined again, not yet at confirmation depth
