@@ -14,7 +14,8 @@ Topics (``<prefix>`` is ``kafka.topic_prefix``, ``intentd`` by default):
   by intent id.
 - ``<prefix>.action-results``: :class:`ActionResultMessage` from the executors, keyed by
   intent id, written through the outbox with the action's status change.
-- ``<prefix>.dlq``: messages that could not be parsed, with the reason.
+- ``<prefix>.dlq``: messages the lifecycle did not apply (unparsable, a chain that does
+  not match the topic or the config, or applying raised), with the reason.
 """
 
 from __future__ import annotations

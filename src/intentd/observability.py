@@ -86,7 +86,12 @@ DEPOSITS = Counter(
 TRANSITIONS = Counter(
     "intentd_state_transitions_total", "Intent status changes", ["from_status", "to_status"]
 )
-DEAD_LETTERS = Counter("intentd_dead_letters_total", "Messages sent to the DLQ", ["topic"])
+DEAD_LETTERS = Counter(
+    "intentd_dead_letters_total",
+    "Messages sent to the DLQ, by origin topic and reason code (malformed, chain_mismatch,"
+    " result_mismatch, transient:<Error>, error:<Error>)",
+    ["topic", "reason"],
+)
 UNCREDIT_ALERTS = Counter(
     "intentd_reorg_alerts_total",
     "Retracted deposits that could not be un-credited (something irreversible happened)",
@@ -94,6 +99,12 @@ UNCREDIT_ALERTS = Counter(
 )
 ACTION_ALERTS = Counter(
     "intentd_action_alerts_total", "Actions that failed for good (operator action needed)", ["kind"]
+)
+TRIGGER_DEPOSIT_CHECKS = Counter(
+    "intentd_trigger_deposit_checks_total",
+    "Checks of trigger-credited deposits against the canonical chain, by outcome"
+    " (canonical, final, moved, waiting, retracted, retraction_alert, ...)",
+    ["chain", "outcome"],
 )
 EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["outcome"])
 HANDLE_SECONDS = Histogram(

@@ -15,6 +15,8 @@ class ScanProgress:
     first_block: int
     scanned_to: int
     """Last block scanned; ``first_block - 1`` before the first scan."""
+    scanned_hash: str | None = None
+    """Hash of block ``scanned_to`` when it was scanned (None if not known)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +34,12 @@ class RecordedDeposit:
 
 async def load(conn: Connection, intent_id: int) -> ScanProgress | None:
     record = await conn.fetchrow(
-        "SELECT first_block, scanned_to FROM intent_scans WHERE intent_id = $1", intent_id
+        "SELECT first_block, scanned_to, scanned_hash FROM intent_scans WHERE intent_id = $1",
+        intent_id,
     )
-    return None if record is None else ScanProgress(record["first_block"], record["scanned_to"])
+    if record is None:
+        return None
+    return ScanProgress(record["first_block"], record["scanned_to"], record["scanned_hash"])
 
 
 async def start(conn: Connection, intent_id: int, chain: str, first_block: int) -> ScanProgress:
@@ -54,15 +59,21 @@ async def start(conn: Connection, intent_id: int, chain: str, first_block: int) 
     return progress
 
 
-async def advance(conn: Connection, intent_id: int, scanned_to: int) -> None:
-    """Record that every block up to ``scanned_to`` was scanned (never moves back)."""
+async def advance(
+    conn: Connection, intent_id: int, scanned_to: int, scanned_hash: str | None = None
+) -> None:
+    """Record that every block up to ``scanned_to`` (whose hash is ``scanned_hash``) was
+    scanned (never moves back)."""
     await conn.execute(
         """
-        UPDATE intent_scans SET scanned_to = GREATEST(scanned_to, $2), updated_at = now()
+        UPDATE intent_scans
+           SET scanned_hash = CASE WHEN $2 >= scanned_to THEN $3 ELSE scanned_hash END,
+               scanned_to = GREATEST(scanned_to, $2), updated_at = now()
          WHERE intent_id = $1
         """,
         intent_id,
         scanned_to,
+        scanned_hash,
     )
 
 

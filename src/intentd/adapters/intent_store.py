@@ -259,13 +259,17 @@ async def save_intent(conn: Connection, intent: Intent, *, expected_version: int
         raise ConcurrentUpdate(f"intent {intent.id} changed while it was being updated")
 
 
-async def due_for_expiry(conn: Connection, now: datetime, *, limit: int) -> list[int]:
-    """Ids of PENDING intents past ``expires_at`` (partial index; no table scan)."""
+async def due_for_expiry(
+    conn: Connection, now: datetime, *, limit: int, skip: Sequence[int] = ()
+) -> list[int]:
+    """Ids of PENDING intents past ``expires_at`` (partial index; no table scan), but
+    those in ``skip``."""
     rows = await conn.fetch(
         "SELECT id FROM intents WHERE status = 'PENDING' AND expires_at <= $1"
-        " ORDER BY expires_at LIMIT $2",
+        " AND NOT (id = ANY($3::bigint[])) ORDER BY expires_at LIMIT $2",
         now,
         limit,
+        list(skip),
     )
     return [r["id"] for r in rows]
 

@@ -56,7 +56,12 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 
 
 def available_migrations() -> list[Migration]:
-    """The migrations shipped with the package, in version order."""
+    """The migrations shipped with the package, in version order.
+
+    Versions are unique; a gap is allowed (numbers are handed out to parallel branches
+    before they merge), but a migration is never applied below one already applied
+    (:func:`migrate` refuses that).
+    """
     found = []
     for entry in resources.files("intentd.migrations").iterdir():
         match = _NAME.match(entry.name)
@@ -64,8 +69,8 @@ def available_migrations() -> list[Migration]:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text()))
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migration versions must be 1..n without gaps, found {versions}")
+    if len(set(versions)) != len(versions) or (versions and versions[0] < 1):
+        raise RuntimeError(f"migration versions must be unique and positive, found {versions}")
     return found
 
 
@@ -88,6 +93,11 @@ async def migrate(pool: Pool) -> list[Migration]:
             for migration in available_migrations():
                 if migration.version in done:
                     continue
+                if done and migration.version < max(done):
+                    raise RuntimeError(
+                        f"migration {migration.version} ({migration.name}) is new, but"
+                        f" {max(done)} is already applied: renumber it above {max(done)}"
+                    )
                 async with conn.transaction():
                     await conn.execute(migration.sql)
                     await conn.execute(

@@ -8,11 +8,17 @@ For an intent on chain C, created at time T:
    confirmation depth).
 2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
    and decoded with the poller's own code (``EvmChainReader.read_range`` and
-   ``indexer.decoding.find_deposits``, watching only this intent's address).
+   ``indexer.decoding.find_deposits``, watching only this intent's address). The hash
+   of the last block scanned is stored with the progress; if the chain no longer has
+   that block, a reorg replaced scanned blocks, and the last ``WINDOW`` (256) blocks
+   are scanned again (their new branch may hold a payment the old one did not).
 3. Each deposit found goes to the lifecycle as the poller's message would
    (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
    ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
    call or by a concurrent call is credited once. Events leave through the outbox.
+   In the same transaction the deposit is remembered (``trigger_deposits``) for the
+   lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
+   retracts it if a reorg removes its block (no poller covers it).
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
 
@@ -30,7 +36,7 @@ from datetime import datetime
 
 import structlog
 
-from intentd.adapters import chain_lookup, intent_scans, intent_store
+from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_deposits
 from intentd.adapters.chain import (
     EvmChainReader,
     JsonRpcClient,
@@ -38,6 +44,7 @@ from intentd.adapters.chain import (
     RpcError,
     RpcTransportError,
 )
+from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
 from intentd.indexer.decoding import InconsistentAnswer, find_deposits
@@ -128,13 +135,16 @@ class Processor:
         client, reader = self._reader(chain)
         head = confirmed_head(await reader.latest_block(), chain.confirmations)
         progress = await self._progress(row, chain, client, head)
+        progress = await self._follow_reorg(row, reader, progress)
         new: set[tuple[str, str, int]] = set()
         last = min(head, progress.scanned_to + self._settings.api.trigger_max_blocks)
         if progress.scanned_to < last:
             window = BlockRange(progress.scanned_to + 1, last)
+            scanned_hash = None
             for blocks in window.chunks(chain.batch_size):
-                new |= await self._scan(row, chain, reader, blocks, now)
-            progress = ScanProgress(progress.first_block, last)
+                found, scanned_hash = await self._scan(row, chain, reader, blocks, now)
+                new |= found
+            progress = ScanProgress(progress.first_block, last, scanned_hash)
         balance_block = max(head, 0)
         balance = await chain_lookup.balance(
             client, row.token_in, row.intent_address, balance_block
@@ -176,6 +186,27 @@ class Processor:
         async with self._pool.acquire() as conn:
             return await intent_scans.start(conn, row.id, chain.name, first)
 
+    async def _follow_reorg(
+        self, row: IntentRow, reader: EvmChainReader, progress: ScanProgress
+    ) -> ScanProgress:
+        """Scan the last ``WINDOW`` blocks again if the last one scanned was orphaned."""
+        if progress.scanned_hash is None or progress.scanned_to < progress.first_block:
+            return progress
+        current = await reader.block_hashes([progress.scanned_to])
+        if current[progress.scanned_to] == progress.scanned_hash:
+            return progress
+        async with self._pool.acquire() as conn:
+            await trigger_deposits.rewind_scan(conn, row.id, progress.scanned_to - WINDOW + 1)
+            rewound = await intent_scans.load(conn, row.id)
+        assert rewound is not None
+        log.warning(
+            "trigger-processing: a reorg replaced scanned blocks; scanning them again",
+            intent_id=row.id,
+            scanned_to=progress.scanned_to,
+            from_block=rewound.scanned_to + 1,
+        )
+        return rewound
+
     async def _scan(
         self,
         row: IntentRow,
@@ -183,13 +214,14 @@ class Processor:
         reader: EvmChainReader,
         blocks: BlockRange,
         now: datetime,
-    ) -> set[tuple[str, str, int]]:
+    ) -> tuple[set[tuple[str, str, int]], str]:
+        """Credit the deposits of ``blocks``; return the new ones and the last block's hash."""
         tokens = frozenset(t.address.lower() for t in chain.tokens)
         watched = WatchedAddresses([row.intent_address])
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
-                _, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                headers, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:
@@ -199,10 +231,18 @@ class Processor:
         async with self._pool.acquire() as conn:
             for deposit in deposits:
                 message = deposit_message(chain.name, chain.chain_id, deposit, observed)
-                outcome = await apply_deposit(conn, self._settings, message, now=now)
+                async with conn.transaction():
+                    outcome = await apply_deposit(conn, self._settings, message, now=now)
+                    await trigger_deposits.remember(
+                        conn,
+                        chain.name,
+                        deposit.tx_hash,
+                        deposit.log_index,
+                        reopen=outcome is not Outcome.DUPLICATE,
+                    )
                 if outcome is not Outcome.DUPLICATE:
                     new.add((chain.name, deposit.tx_hash, deposit.log_index))
-            await intent_scans.advance(conn, row.id, blocks.last)
+            await intent_scans.advance(conn, row.id, blocks.last, headers[-1].hash)
         if deposits:
             log.info(
                 "trigger-processing found deposits",
@@ -211,4 +251,4 @@ class Processor:
                 found=len(deposits),
                 new=len(new),
             )
-        return new
+        return new, headers[-1].hash

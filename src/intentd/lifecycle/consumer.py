@@ -3,32 +3,37 @@ intents on time, relay the outbox.
 
 Delivery contract (DESIGN.md §3): auto-commit is off; a partition's offset is
 committed only after every message up to it was applied in a committed database
-transaction (or sent to the dead-letter topic). A crash anywhere replays at most
-the uncommitted tail, which the handlers apply idempotently. A message that cannot
-be parsed goes to ``<prefix>.dlq`` with its reason and origin; processing goes on.
-Transient database errors are retried with backoff; a persistent one stops the
-role (the supervisor restarts the process, which resumes from the last commit).
+transaction or sent to the dead-letter topic (the send awaited and acknowledged).
+A crash anywhere replays at most the uncommitted tail, which the handlers apply
+idempotently.
+
+No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
+origin, and processing goes on with the next one, when it cannot be parsed, when a
+chain message's chain does not match its topic and the configuration, when an
+action result disagrees with what the executor recorded
+(:mod:`intentd.lifecycle.admission`), or when applying it raises: at once for an
+error that would only repeat, after bounded retries with backoff for a transaction
+that kept losing to others (:mod:`intentd.lifecycle.failures` says which is which).
+While the database itself does not answer, messages are not dead-lettered: the
+consumer waits for it, committing nothing past the message in hand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
-import asyncpg
 import orjson
 import structlog
 from aiokafka import AIOKafkaConsumer
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
 
 from intentd import observability as metrics
-from intentd.adapters.intent_store import ConcurrentUpdate, Connection
+from intentd.adapters import action_evidence
+from intentd.adapters.intent_store import Connection
 from intentd.adapters.kafka import (
     ConsumerRecord,
     KafkaPublisher,
@@ -39,16 +44,18 @@ from intentd.adapters.kafka import (
 )
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.domain.status import IllegalTransition
 from intentd.faults import crash_point
+from intentd.lifecycle import admission, failures
 from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import (
     Outcome,
-    Unappliable,
     apply_action_result,
     apply_deposit,
     apply_retraction,
 )
+from intentd.lifecycle.outages import outlast_outages
+from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -63,42 +70,74 @@ from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
 
 log = structlog.get_logger()
-_TRANSIENT = (
-    asyncpg.PostgresConnectionError,
-    asyncpg.TooManyConnectionsError,
-    OSError,
-    ConcurrentUpdate,
-    asyncpg.SerializationError,
-    asyncpg.DeadlockDetectedError,
-)
+_PROBE_SECONDS = 2.0
+"""How long the database may take to answer ``SELECT 1`` before it counts as down."""
+
+Message = DepositMessage | RetractionMessage | ActionResultMessage
+
+
+class Publisher(Protocol):
+    async def publish(self, message: OutgoingMessage) -> None: ...
+
+
+class Stopped(Exception):
+    """``stop`` was set while the consumer waited for the database; the message in hand
+    was neither applied nor dead-lettered, and its offset must not be committed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    reason: str
 
 
 class LifecycleConsumer:
     """Applies the deposit topics of every configured chain to the store."""
 
-    def __init__(self, settings: Settings, pool: Pool, publisher: KafkaPublisher) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        pool: Pool,
+        publisher: Publisher,
+        *,
+        retry_base: float = 0.05,
+    ) -> None:
         self._settings = settings
         self._pool = pool
         self._publisher = publisher
+        self._retry_base = retry_base
+        self._stop = asyncio.Event()
         prefix = settings.kafka.topic_prefix
+        self._prefix = prefix
         self._results = action_results_topic(prefix)
         self.topics = [deposits_topic(prefix, chain) for chain in settings.chains]
         self.topics.append(self._results)
         self._dlq = dlq_topic(prefix)
 
     async def run(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
-        """Consume until ``stop``; the batch in hand is finished and committed first."""
+        """Consume until ``stop``; the batch in hand is finished and committed first
+        (if the database is down meanwhile, only what was settled is committed)."""
+        self._stop = stop
+        with contextlib.suppress(Stopped):
+            await self._consume(consumer, stop)
+
+    async def _consume(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=200)
             for tp, records in batches.items():
-                for record in records:
-                    await self.handle(record)
-                crash_point("lifecycle.after_db_commit")
-                await commit_positions(consumer, {tp: records[-1].offset + 1})
+                settled: int | None = None
+                try:
+                    for record in records:
+                        await self.handle(record)
+                        settled = record.offset + 1
+                finally:
+                    if settled is not None:
+                        crash_point("lifecycle.after_db_commit")
+                        await commit_positions(consumer, {tp: settled})
 
     async def handle(self, record: ConsumerRecord[bytes, bytes]) -> Outcome | None:
-        """Apply one record; None if it went to the dead-letter topic."""
-        message: DepositMessage | RetractionMessage | ActionResultMessage
+        """Apply one record; None if it went to the dead-letter topic (sent and
+        acknowledged). Raises :class:`Stopped` if stopped while the database is down."""
+        message: Message
         try:
             if record.topic == self._results:
                 message = decode_action_result(record.value or b"")
@@ -107,11 +146,15 @@ class LifecycleConsumer:
         except ValueError as exc:
             await self._dead_letter(record, str(exc))
             return None
+        if not isinstance(message, ActionResultMessage):
+            refused = admission.refusal(message, record.topic, self._prefix, self._settings.chains)
+            if refused is not None:
+                await self._dead_letter(record, refused)
+                return None
         started = time.perf_counter()
-        try:
-            outcome = await self._apply_with_retries(message)
-        except (Unappliable, IllegalTransition, ValueError) as exc:  # contradicts the store
-            await self._dead_letter(record, f"cannot apply {message.id}: {exc}")
+        outcome = await self._apply_guarded(message)
+        if isinstance(outcome, _Refused):
+            await self._dead_letter(record, outcome.reason)
             return None
         metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
         metrics.MESSAGES.labels(message.kind, outcome.value).inc()
@@ -120,30 +163,76 @@ class LifecycleConsumer:
         )
         return outcome
 
-    async def _apply_with_retries(
-        self, message: DepositMessage | RetractionMessage | ActionResultMessage
-    ) -> Outcome:
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(_TRANSIENT),
-            wait=wait_exponential_jitter(multiplier=0.05, max=5),
-            stop=stop_after_attempt(8),
-            reraise=True,
-        ):
-            with attempt:
+    async def _apply_guarded(self, message: Message) -> Outcome | _Refused:
+        """Apply ``message``, retrying what :mod:`failures` calls transient; never raises
+        but :class:`Stopped`."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
                 async with self._pool.acquire() as conn:
                     return await self._apply(conn, message)
-        raise AssertionError("unreachable: tenacity re-raises the last error")
+            except admission.Refused as exc:
+                return _Refused(str(exc))
+            except Exception as exc:
+                failure = failures.classify(exc)
+                if failure is Failure.PERMANENT:
+                    log.exception(
+                        "message cannot be applied; sending it to the dead-letter topic",
+                        message_id=message.id,
+                        error=repr(exc),
+                    )
+                    return _Refused(failures.reason(failure, exc))
+                if attempt < failures.ATTEMPTS:
+                    log.warning(
+                        "transient database error; retrying",
+                        message_id=message.id,
+                        attempt=attempt,
+                        error=repr(exc),
+                    )
+                    await asyncio.sleep(failures.backoff(attempt, base=self._retry_base))
+                    continue
+                if failure is Failure.UNAVAILABLE and not await self._database_answers():
+                    await self._wait_for_database()
+                    attempt = 0
+                    continue
+                return _Refused(failures.reason(failure, exc))
 
-    async def _apply(
-        self,
-        conn: Connection,
-        message: DepositMessage | RetractionMessage | ActionResultMessage,
-    ) -> Outcome:
+    async def _database_answers(self) -> bool:
+        try:
+            async with asyncio.timeout(_PROBE_SECONDS):
+                await self._pool.fetchval("SELECT 1")
+        except Exception as exc:
+            if failures.classify(exc) is Failure.PERMANENT:
+                raise
+            return False
+        return True
+
+    async def _wait_for_database(self) -> None:
+        """Return once the database answers; raise :class:`Stopped` if stopped first."""
+        log.error("the database does not answer; waiting for it before going on")
+        waits = 0
+        while True:
+            waits += 1
+            delay = failures.backoff(waits, base=self._retry_base)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay)
+            if self._stop.is_set():
+                raise Stopped("stopped while the database was down")
+            if await self._database_answers():
+                log.info("the database answers again")
+                return
+
+    async def _apply(self, conn: Connection, message: Message) -> Outcome:
         now = datetime.now(UTC)
         if isinstance(message, DepositMessage):
             return await apply_deposit(conn, self._settings, message, now=now)
         if isinstance(message, RetractionMessage):
             return await apply_retraction(conn, self._settings, message, now=now)
+        evidence = await action_evidence.facts(conn, message.action_id, message.tx_hash)
+        refused = admission.result_refusal(message, evidence)
+        if refused is not None:
+            raise admission.Refused(refused)
         return await apply_action_result(conn, self._settings, message, now=now)
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:
@@ -163,7 +252,7 @@ class LifecycleConsumer:
                 headers=(("reason", reason[:500].encode()),),
             )
         )
-        metrics.DEAD_LETTERS.labels(record.topic).inc()
+        metrics.DEAD_LETTERS.labels(record.topic, failures.reason_code(reason)).inc()
         log.warning(
             "message sent to dead-letter topic",
             topic=record.topic,
@@ -174,7 +263,8 @@ class LifecycleConsumer:
 
 
 def lifecycle_role(settings: Settings) -> Role:
-    """The lifecycle consumer and the outbox relay, with their own pool and producer."""
+    """The lifecycle consumer, the outbox relay, the expiry and the verifier of
+    trigger-credited deposits, with their own pool and producer."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
@@ -185,6 +275,7 @@ def lifecycle_role(settings: Settings) -> Role:
         )
         publisher = KafkaPublisher(settings.kafka, client_suffix="-lifecycle")
         lifecycle = LifecycleConsumer(settings, pool, publisher)
+        verifier = TriggerVerifier(settings, pool)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
@@ -194,10 +285,13 @@ def lifecycle_role(settings: Settings) -> Role:
             READINESS.ready("lifecycle")
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
-                group.create_task(OutboxRelay(pool, publisher).run(stop))
+                relay = OutboxRelay(pool, publisher)
+                group.create_task(outlast_outages("outbox relay", relay.run, stop))
                 group.create_task(lifecycle.run(consumer, stop))
                 group.create_task(Expiry(settings, pool).run(stop))
+                group.create_task(verifier.run(stop))
         finally:
+            await verifier.close()
             await consumer.stop()
             await publisher.stop()
             await pool.close()
@@ -206,4 +300,4 @@ def lifecycle_role(settings: Settings) -> Role:
     return role
 
 
-__all__ = ["LifecycleConsumer", "TopicPartition", "lifecycle_role"]
+__all__ = ["LifecycleConsumer", "Stopped", "TopicPartition", "lifecycle_role"]

@@ -7,6 +7,12 @@ Between rounds the loop sleeps until the next ``expires_at`` (also from the inde
 at most ``max_sleep`` seconds, so an expiry happens within about a second of its
 time. Several lifecycle replicas may run it: each intent is expired once (row lock
 plus the status check).
+
+One intent never stops the loop (nor, with it, the lifecycle role): an intent whose
+expiry fails for a reason that would only repeat (:mod:`intentd.lifecycle.failures`)
+is logged, counted (``intentd_intents_expired_total{outcome="error"}``) and left
+alone by this process until it restarts; a transient database error leaves it for
+the next round.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import structlog
 from intentd import observability as metrics
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool
+from intentd.lifecycle import failures
+from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import Outcome, expire
 from intentd.settings import Settings
 
@@ -34,10 +42,19 @@ class Expiry:
         self._pool = pool
         self._max_sleep = max_sleep
         self._batch = batch
+        self._failed: set[int] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            expired = await self.expire_due()
+            try:
+                expired = await self.expire_due()
+            except Exception as exc:
+                if failures.classify(exc) is not Failure.UNAVAILABLE:
+                    raise
+                log.warning("expiry: the database is unavailable; next round", error=repr(exc))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._max_sleep)
+                continue
             if expired >= self._batch:
                 continue
             await self._sleep(stop)
@@ -46,9 +63,26 @@ class Expiry:
         """Expire what is due now; return how many intents were looked at."""
         now = datetime.now(UTC)
         async with self._pool.acquire() as conn:
-            due = await intent_store.due_for_expiry(conn, now, limit=self._batch)
+            due = await intent_store.due_for_expiry(
+                conn, now, limit=self._batch, skip=sorted(self._failed)
+            )
             for intent_id in due:
-                outcome = await expire(conn, self._settings, intent_id, now=now)
+                try:
+                    outcome = await expire(conn, self._settings, intent_id, now=now)
+                except Exception as exc:
+                    failure = failures.classify(exc)
+                    if failure is Failure.UNAVAILABLE:
+                        raise  # the pool's connection is gone: the next round gets another
+                    if failure is Failure.PERMANENT:
+                        self._failed.add(intent_id)
+                    metrics.EXPIRED.labels("error").inc()
+                    log.exception(
+                        "intent could not be expired",
+                        intent_id=intent_id,
+                        error=repr(exc),
+                        retried=failure is not Failure.PERMANENT,
+                    )
+                    continue
                 metrics.EXPIRED.labels(outcome.value).inc()
                 if outcome is not Outcome.EXPIRED:
                     log.debug("intent not due after all", intent_id=intent_id)

@@ -1,0 +1,72 @@
+"""Is a recorded deposit's block still on the chain, and is it final? (pure)
+
+Used for deposits no poller watches (those recorded by trigger-processing): the
+verifier compares the block hash recorded with the deposit against the node's block
+at that height, until the block is ``final_depth`` blocks below the head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from intentd.indexer.decoding import Deposit
+
+__all__ = ["Verdict", "find_again", "judge"]
+
+
+class Verdict(StrEnum):
+    CANONICAL = "canonical"
+    """The node still has the recorded block; look again later."""
+    FINAL = "final"
+    """The node still has it, ``final_depth`` or more blocks deep: stop watching."""
+    ORPHANED = "orphaned"
+    """The node has another block at that height, or none: a reorg removed it."""
+
+
+def judge(
+    recorded_hash: str,
+    canonical_hash: str | None,
+    *,
+    block_number: int,
+    latest: int,
+    final_depth: int,
+) -> Verdict:
+    """The verdict on a deposit recorded from block ``block_number`` (``recorded_hash``)
+    when the node's block at that height is ``canonical_hash`` and its head ``latest``.
+
+    A block is final once ``latest - block_number >= final_depth``; a reorg deeper than
+    that is not looked for (the poller, with the same depth, stops on one).
+    """
+    if final_depth < 1:
+        raise ValueError(f"final_depth must be positive, not {final_depth}")
+    if canonical_hash is None or canonical_hash.lower() != recorded_hash.lower():
+        return Verdict.ORPHANED
+    if latest - block_number >= final_depth:
+        return Verdict.FINAL
+    return Verdict.CANONICAL
+
+
+def find_again(
+    found: Sequence[Deposit],
+    *,
+    tx_hash: str,
+    log_index: int,
+    token: str,
+    to_address: str,
+    amount: int,
+) -> Deposit | None:
+    """The deposit among ``found`` (decoded from the block that now holds the
+    transaction) that is the same transfer as the one recorded: same transaction and
+    position, token, recipient and amount. None if the transaction, executed again in
+    the new block, no longer makes that transfer."""
+    for deposit in found:
+        if (
+            deposit.tx_hash == tx_hash
+            and deposit.log_index == log_index
+            and deposit.token == token
+            and deposit.to_address == to_address
+            and deposit.amount == amount
+        ):
+            return deposit
+    return None

@@ -1,0 +1,240 @@
+"""Reorg safety of deposits recorded by trigger-processing, with or without a poller.
+
+The poller retracts only deposits it published (``published_deposits``);
+trigger-processing records deposits from the API, on test networks with no poller at
+all. Each deposit it records is remembered (``trigger_deposits``, in the same
+transaction as the deposit) and watched here, in the lifecycle process, until its
+block is final (``final_depth`` blocks below the head; the poller's window of 256 by
+default):
+
+- the node still has the recorded block: look again next round (or stop, once final);
+- it does not (a reorg orphaned it), and the transaction is now in another block at
+  confirmation depth, succeeded (receipt status 1) and makes the same transfer: the
+  deposit's record moves to that block (still credited once; no event, nothing else
+  changes);
+- it is in a newer block not yet at confirmation depth, or the node's answers disagree
+  with each other: look again next round;
+- otherwise the transfer is gone: a :class:`~intentd.messages.RetractionMessage` is
+  applied exactly as the poller's would be
+  (:func:`~intentd.lifecycle.handlers.apply_retraction`: un-credited while nothing
+  irreversible happened, an operator alert otherwise), the intent's trigger scan is
+  rewound to the orphaned height (so the next trigger-processing call reads the new
+  branch), and the deposit is no longer watched. All three in one transaction.
+
+Every step is idempotent and guarded by the recorded block hash, so two lifecycle
+replicas, or a poller that also published the deposit, change nothing twice. A chain
+whose RPC or database fails is skipped for the round (logged; any other error is
+logged with its traceback and counted as ``outcome="error"``): nothing is decided on
+a failed read, and nothing here stops the lifecycle role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from datetime import UTC, datetime
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters import trigger_deposits
+from intentd.adapters.chain import (
+    EvmChainReader,
+    JsonRpcClient,
+    MissingResult,
+    RpcError,
+    RpcTransportError,
+)
+from intentd.adapters.cursor_store import WINDOW
+from intentd.adapters.postgres import Pool
+from intentd.adapters.trigger_deposits import Watched
+from intentd.indexer.decoding import Deposit, InconsistentAnswer, find_deposits
+from intentd.indexer.finality import Verdict, find_again, judge
+from intentd.indexer.planning import BlockRange, confirmed_head
+from intentd.indexer.watched import WatchedAddresses
+from intentd.lifecycle import failures
+from intentd.lifecycle.failures import Failure
+from intentd.lifecycle.handlers import Outcome, apply_retraction
+from intentd.messages import RetractionMessage, deposit_id
+from intentd.settings import ChainConfig, Settings
+
+__all__ = ["TriggerVerifier"]
+
+log = structlog.get_logger()
+_READ_ATTEMPTS = 3
+_CHAIN_ERRORS = (RpcError, RpcTransportError, MissingResult, InconsistentAnswer)
+
+
+class TriggerVerifier:
+    """Watches trigger-credited deposits of every configured chain; :meth:`close` it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: Pool,
+        *,
+        final_depth: int = WINDOW,
+        interval: float = 2.0,
+        batch: int = 500,
+    ) -> None:
+        self._settings = settings
+        self._pool = pool
+        self._final_depth = final_depth
+        self._interval = interval
+        self._batch = batch
+        self._readers: dict[str, tuple[JsonRpcClient, EvmChainReader]] = {}
+
+    async def close(self) -> None:
+        for _, reader in self._readers.values():
+            await reader.close()
+        self._readers.clear()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Check every chain each ``interval`` seconds until ``stop``."""
+        while not stop.is_set():
+            for chain in self._settings.chains:
+                try:
+                    await self.check(chain)
+                except Exception as exc:
+                    # A task beside the consumer: whatever fails here must not stop the role.
+                    if isinstance(exc, _CHAIN_ERRORS) or (
+                        failures.classify(exc) is Failure.UNAVAILABLE
+                    ):
+                        log.warning(
+                            "trigger deposits not checked this round",
+                            chain=chain,
+                            error=repr(exc),
+                        )
+                    else:
+                        metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, "error").inc()
+                        log.exception("trigger deposits check failed", chain=chain)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._interval)
+
+    async def check(self, chain: str) -> dict[str, int]:
+        """One round for ``chain``: how many watched deposits ended how (empty if none)."""
+        async with self._pool.acquire() as conn:
+            watched = await trigger_deposits.open_deposits(conn, chain, limit=self._batch)
+        if not watched:
+            return {}
+        config = self._settings.chains[chain]
+        client, reader = self._reader(config)
+        latest = await reader.latest_block()
+        canonical = await reader.block_hashes(sorted({w.block_number for w in watched}))
+        counts: Counter[str] = Counter()
+        for deposit in watched:
+            if deposit.disposition == "retracted":  # by the poller
+                await self._settle(deposit, "gone")
+                counts["gone"] += 1
+                continue
+            verdict = judge(
+                deposit.block_hash,
+                canonical[deposit.block_number],
+                block_number=deposit.block_number,
+                latest=latest,
+                final_depth=self._final_depth,
+            )
+            if verdict is Verdict.FINAL:
+                await self._settle(deposit, verdict.value)
+            if verdict is not Verdict.ORPHANED:
+                counts[verdict.value] += 1
+                continue
+            counts[await self._orphaned(config, client, reader, deposit, latest)] += 1
+        for outcome, count in counts.items():
+            metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, outcome).inc(count)
+        return dict(counts)
+
+    async def _orphaned(
+        self,
+        config: ChainConfig,
+        client: JsonRpcClient,
+        reader: EvmChainReader,
+        deposit: Watched,
+        latest: int,
+    ) -> str:
+        """Move, wait for, or retract a deposit whose recorded block was orphaned."""
+        receipt = await client.call("eth_getTransactionReceipt", [deposit.tx_hash], allow_null=True)
+        if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
+            number = int(receipt["blockNumber"], 16)
+            if number > confirmed_head(latest, config.confirmations):
+                return "waiting"  # mined again, not yet at confirmation depth
+            blocks = BlockRange(number, number)
+            raw = await reader.read_range(blocks)
+            tokens = frozenset(t.address.lower() for t in config.tokens)
+            watched = WatchedAddresses([deposit.to_address])
+            headers, found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+            if headers[0].hash != str(receipt["blockHash"]).lower():
+                return "waiting"  # the node reorganised between the two reads
+            again = find_again(
+                found,
+                tx_hash=deposit.tx_hash,
+                log_index=deposit.log_index,
+                token=deposit.token,
+                to_address=deposit.to_address,
+                amount=deposit.amount,
+            )
+            if again is not None:
+                return await self._move(deposit, again)
+        return await self._retract(config, deposit)
+
+    async def _move(self, deposit: Watched, again: Deposit) -> str:
+        async with self._pool.acquire() as conn:
+            moved = await trigger_deposits.move(
+                conn,
+                deposit.deposit_id,
+                old_hash=deposit.block_hash,
+                block_number=again.block_number,
+                block_hash=again.block_hash,
+                block_time=datetime.fromtimestamp(again.block_time, UTC),
+            )
+        if moved:
+            log.warning(
+                "reorg moved a trigger-credited deposit to another block",
+                deposit=deposit.deposit_id,
+                tx_hash=deposit.tx_hash,
+                orphaned_block=deposit.block_number,
+                block=again.block_number,
+            )
+        return "moved" if moved else "changed"
+
+    async def _retract(self, config: ChainConfig, deposit: Watched) -> str:
+        message = RetractionMessage(
+            id=deposit_id(config.name, deposit.tx_hash, deposit.log_index),
+            chain=config.name,
+            tx_hash=deposit.tx_hash,
+            log_index=deposit.log_index,
+            block_number=deposit.block_number,
+            block_hash=deposit.block_hash,
+            to_address=deposit.to_address,
+        )
+        async with self._pool.acquire() as conn, conn.transaction():
+            outcome = await apply_retraction(conn, self._settings, message, now=datetime.now(UTC))
+            if outcome in (Outcome.RETRACTED, Outcome.RETRACTION_ALERT):
+                await trigger_deposits.settle(conn, deposit.deposit_id, outcome.value)
+                if deposit.intent_id is not None:
+                    await trigger_deposits.rewind_scan(
+                        conn, deposit.intent_id, deposit.block_number
+                    )
+        log.warning(
+            "reorg removed a trigger-credited deposit",
+            deposit=message.id,
+            outcome=outcome.value,
+        )
+        return outcome.value
+
+    async def _settle(self, deposit: Watched, outcome: str) -> None:
+        async with self._pool.acquire() as conn:
+            await trigger_deposits.settle(conn, deposit.deposit_id, outcome)
+
+    def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
+        found = self._readers.get(chain.name)
+        if found is None:
+            client = JsonRpcClient(
+                chain.name, chain.rpc_urls, timeout=chain.rpc_timeout, attempts=_READ_ATTEMPTS
+            )
+            reader = EvmChainReader(
+                client, [t.address for t in chain.tokens], max_log_range=chain.max_log_range
+            )
+            found = self._readers[chain.name] = (client, reader)
+        return found

@@ -1,0 +1,61 @@
+"""When a recorded deposit's block is still canonical, final, or orphaned; which decoded
+transfer is the same one mined again."""
+
+from __future__ import annotations
+
+import pytest
+
+from intentd.indexer.decoding import Deposit
+from intentd.indexer.finality import Verdict, find_again, judge
+
+A, B = "0x" + "a" * 64, "0x" + "b" * 64
+TX = "0x" + "c" * 64
+TO, TOKEN = "0x" + "1" * 40, "0x" + "2" * 40
+
+
+@pytest.mark.parametrize(
+    ("canonical", "block", "latest", "expected"),
+    [
+        (A, 100, 100, Verdict.CANONICAL),
+        (A, 100, 107, Verdict.CANONICAL),
+        (A, 100, 108, Verdict.FINAL),
+        (A.upper().replace("0X", "0x"), 100, 200, Verdict.FINAL),
+        (B, 100, 101, Verdict.ORPHANED),
+        (B, 100, 500, Verdict.ORPHANED),  # orphaned is orphaned, however deep
+        (None, 100, 99, Verdict.ORPHANED),  # the new branch is shorter
+    ],
+)
+def test_judge(canonical: str | None, block: int, latest: int, expected: Verdict) -> None:
+    assert judge(A, canonical, block_number=block, latest=latest, final_depth=8) is expected
+
+
+def test_judge_needs_a_positive_depth() -> None:
+    with pytest.raises(ValueError, match="final_depth"):
+        judge(A, A, block_number=1, latest=1, final_depth=0)
+
+
+def deposit(**changes: object) -> Deposit:
+    fields: dict[str, object] = {
+        "block_number": 101, "block_hash": B, "block_time": 5, "tx_hash": TX, "tx_index": 0,
+        "log_index": 0, "token": TOKEN, "from_address": TO, "to_address": TO, "amount": 7,
+    }  # fmt: skip
+    fields.update(changes)
+    return Deposit(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ([deposit()], 0),
+        ([deposit(log_index=1), deposit()], 1),
+        ([deposit(amount=6)], None),
+        ([deposit(token="0x" + "3" * 40)], None),
+        ([deposit(to_address="0x" + "4" * 40)], None),
+        ([deposit(tx_hash="0x" + "d" * 64)], None),
+        ([deposit(log_index=1)], None),
+        ([], None),
+    ],
+)
+def test_find_again(found: list[Deposit], expected: int | None) -> None:
+    again = find_again(found, tx_hash=TX, log_index=0, token=TOKEN, to_address=TO, amount=7)
+    assert again is (None if expected is None else found[expected])
