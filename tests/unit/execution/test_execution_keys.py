@@ -37,6 +37,7 @@ def settings_with(tmp_path: Path, relayer: str, env: dict[str, str]) -> Keyring:
 def test_keys_come_from_files_and_match_the_relayer(tmp_path: Path) -> None:
     relayer, tank = dev_account(Role.RELAYER), dev_account(Role.GAS_TANK)
     (tmp_path / "r.key").write_text(relayer.private_key + "\n")
+    (tmp_path / "r.key").chmod(0o600)
     keyring = settings_with(
         tmp_path,
         relayer.address,
