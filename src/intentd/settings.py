@@ -455,7 +455,7 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
     data = _interpolate(raw, env, "")
     _apply_overrides(data, env)
     for field, variable in SECRET_KEYS.items():
-        secret = _secret(env, variable)
+        secret = secret_from_env(env, variable)
         if secret is not None:
             data[field] = secret
     try:
@@ -536,7 +536,9 @@ def _private_key(secret: SecretStr | None, field: str, variable: str) -> bytes:
     return bytes.fromhex(text)
 
 
-def _secret(env: Mapping[str, str], name: str) -> str | None:
+def secret_from_env(env: Mapping[str, str], name: str) -> str | None:
+    """The secret in ``env[name]``, or in the file ``env[name + "_FILE"]`` names (refused
+    if others can read it), or None; ConfigError naming the variable if unusable."""
     if name in env:
         return env[name].strip()
     file = env.get(f"{name}_FILE")

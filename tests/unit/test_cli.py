@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,40 @@ def test_unknown_chain_for_poll(tmp_path: Path) -> None:
     result = run("--config", str(config), "poll", "--chain", "SOLANA")
     assert result.returncode == 2
     assert "unknown chain 'SOLANA'" in result.stderr
+
+
+def test_keys_xpub_prints_the_extended_public_key_without_a_config(tmp_path: Path) -> None:
+    from intentd.custody import IntentKeys
+    from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
+
+    mnemonic = "test test test test test test test test test test test junk"
+    seed = tmp_path / "seed"
+    seed.write_text(mnemonic + "\n")
+    seed.chmod(0o600)
+    result = subprocess.run(
+        [sys.executable, "-m", "intentd", "--config", str(tmp_path / "none.toml"), "keys", "xpub"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={**os.environ, "INTENTD_HD_MNEMONIC_FILE": str(seed)},
+    )
+    assert result.returncode == 0, result.stderr
+    xpub = result.stdout.strip()
+    assert xpub == IntentKeys(mnemonic).xpub.serialize() and mnemonic not in result.stdout
+    # the first intent address of this public test mnemonic is anvil's first account
+    addresses = IntentAddresses(ExtendedPublicKey.parse(xpub))
+    assert addresses.address(0) == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+
+
+def test_keys_xpub_without_the_mnemonic_exits_2(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD_HD_MNEMONIC")}
+    result = subprocess.run(
+        [sys.executable, "-m", "intentd", "keys", "xpub"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 2 and "INTENTD_HD_MNEMONIC" in result.stderr
