@@ -109,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
+    checked = _token_checks(args, settings)
+    if checked:
+        failed = _check_tokens(settings, checked)
+        if failed:
+            return failed
     if args.command == "api":
         return _serve_api(args, settings)
     try:
@@ -118,6 +123,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
         return 130
+
+
+def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """Chains whose tokens the command checks against their contracts at start: those
+    it turns decimal amounts into base units for or sends tokens on
+    (``adapters.token_check``); a worker of ``api --workers`` leaves it to its parent."""
+    match args.command:
+        case "api" if not args.worker:
+            return list(settings.chains)
+        case "run":
+            return list(settings.chains)
+        case "intents" if args.intents_command == "create":
+            return list(settings.chains)
+        case "execute":
+            return [args.chain]
+    return []
+
+
+def _check_tokens(settings: Settings, chains: list[str]) -> int:
+    from intentd.adapters.chain import RpcError, RpcTransportError
+    from intentd.adapters.token_check import check_tokens
+
+    try:
+        asyncio.run(check_tokens(settings, chains))
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    except (RpcError, RpcTransportError) as exc:
+        print(f"intentd: cannot check the tokens against their contracts: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _print_xpub() -> int:
