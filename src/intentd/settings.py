@@ -112,6 +112,10 @@ class ChainConfig(_Model):
     """Used as given; shown only redacted (``repr``, errors, logs): they carry provider keys."""
     confirmations: int = Field(default=1, ge=1, le=1000)
     """A block is processed once it has this many blocks on top of it, itself included."""
+    head: Literal["latest", "safe", "finalized"] = "latest"
+    """The head deposits count against: the node's ``latest`` block, or the chain's
+    ``safe`` / ``finalized`` block (OP stack, Arbitrum); ``confirmations`` counts down
+    from it (docs/indexer.md, Which head)."""
     poll_interval: float = Field(default=1.0, gt=0, le=60)
     batch_size: int = Field(default=100, ge=1, le=5000)
     """Blocks fetched per JSON-RPC batch while catching up."""

@@ -317,13 +317,25 @@ def _rpc_error(method: str, error: Any) -> RpcError:
 class EvmChainReader:
     """The poller's view of one EVM chain through a :class:`JsonRpcClient`."""
 
-    def __init__(self, client: JsonRpcClient, tokens: Sequence[str], *, max_log_range: int) -> None:
+    def __init__(
+        self,
+        client: JsonRpcClient,
+        tokens: Sequence[str],
+        *,
+        max_log_range: int,
+        head: str = "latest",
+    ) -> None:
         self._client = client
+        self._head = head
         self._tokens = sorted({token.lower() for token in tokens})
         self.log_ranges = LogRangeSizer(max_log_range)
 
     async def latest_block(self) -> int:
-        return int(await self._client.call("eth_blockNumber", []), 16)
+        """The number of the head the chain's config trusts (``ChainConfig.head``)."""
+        if self._head == "latest":
+            return int(await self._client.call("eth_blockNumber", []), 16)
+        block = await self._client.call("eth_getBlockByNumber", [self._head, False])
+        return int(block["number"], 16)
 
     async def read_range(self, blocks: BlockRange) -> RawRange:
         calls = [("eth_getBlockByNumber", [hex(n), True]) for n in blocks]

@@ -111,7 +111,10 @@ class Processor:
                 chain_id=chain.chain_id,
             )
             reader = EvmChainReader(
-                client, [t.address for t in chain.tokens], max_log_range=chain.max_log_range
+                client,
+                [t.address for t in chain.tokens],
+                max_log_range=chain.max_log_range,
+                head=chain.head,
             )
             found = self._readers[chain.name] = (client, reader)
         return found

@@ -340,6 +340,7 @@ def poller_role(
                         ),
                         [token.address for token in config.tokens],
                         max_log_range=config.max_log_range,
+                        head=config.head,
                     )
                     resources.push_async_callback(evm.close)
                     chain_reader = evm

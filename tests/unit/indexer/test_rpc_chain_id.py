@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from tests.unit.indexer.indexer_fakes import FakeChain
 from tests.unit.indexer.test_rpc_client import FakeProvider, client, counter
 
-from intentd.adapters.chain import RpcTransportError, WrongChainError
+from intentd.adapters.chain import EvmChainReader, RpcTransportError, WrongChainError
 
 GOOD = "http://good.example"
 OTHER = "http://other.example"
@@ -88,3 +88,20 @@ async def test_without_a_chain_id_nothing_is_checked() -> None:
     rpc = client(provider, "RPC_UNCHECKED", [GOOD])
     await rpc.call("eth_blockNumber", [])
     assert provider.methods(GOOD) == ["eth_blockNumber"]
+
+
+class TaggedProvider(ChainIdProvider):
+    def _node(self, method: str, params: list[Any]) -> dict[str, Any]:
+        if method == "eth_getBlockByNumber" and params[0] in ("safe", "finalized"):
+            number = {"safe": 7, "finalized": 4}[params[0]]
+            return {"result": {"number": hex(number), "hash": "0x" + "ab" * 32}}
+        if method == "eth_blockNumber":
+            return {"result": hex(12)}
+        return super()._node(method, params)
+
+
+@pytest.mark.parametrize(("head", "number"), [("latest", 12), ("safe", 7), ("finalized", 4)])
+async def test_the_reader_follows_the_head_the_chain_trusts(head: str, number: int) -> None:
+    provider = TaggedProvider({GOOD: 10})
+    reader = EvmChainReader(client(provider, "RPC_HEAD", [GOOD]), [], max_log_range=10, head=head)
+    assert await reader.latest_block() == number
