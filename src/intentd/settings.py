@@ -577,9 +577,25 @@ def _describe(exc: ValidationError, data: Mapping[str, Any], path: Path) -> str:
         elif any(str(p) in _URL_FIELDS for p in error["loc"]):
             shown = repr(_redacted(value))
         else:
-            shown = repr(value)
+            shown = repr(_shown(value))
         lines.append(f"  {loc} = {shown}: {error['msg']}")
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> Any:
+    """``value`` (a config subtree) with its secrets hidden and its URLs redacted."""
+    if isinstance(value, dict):
+        return {
+            k: "<secret>"
+            if k in _SECRET_FIELDS
+            else _redacted(v)
+            if k in _URL_FIELDS
+            else _shown(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def _redacted(value: Any) -> Any:

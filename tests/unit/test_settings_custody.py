@@ -215,6 +215,11 @@ def test_rpc_urls_are_redacted_in_repr_and_errors(tmp_path: Path) -> None:
         load_settings(write(tmp_path, bad), ENV)
     assert "share a chain_id" in str(raised.value)
     assert "s3cr3tk3y" not in str(raised.value) and "pw" not in str(raised.value)
+    token = '{ address = "%s", symbol = "U", name = "U", decimals = 6, category = "stablecoin" }'
+    twice = chain("BASE", 8453, url=PROVIDER_URL) + f"tokens = [{token % USDC}, {token % USDC}]\n"
+    with pytest.raises(ConfigError, match="listed twice") as raised:
+        load_settings(write(tmp_path, BASE + twice), ENV)
+    assert "s3cr3tk3y" not in str(raised.value)
     broken = BASE + chain("BASE", 8453, url="ftp://host/v2/s3cr3tk3y")
     with pytest.raises(ConfigError, match="rpc_urls") as raised:
         load_settings(write(tmp_path, broken), ENV)
