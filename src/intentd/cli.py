@@ -109,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
+    if _derives_addresses(args):
+        try:
+            settings.intent_addresses()  # the xpub (or the mnemonic): refuse before serving
+        except ConfigError as exc:
+            print(f"intentd: {exc}", file=sys.stderr)
+            return 2
     checked = _token_checks(args, settings)
     if checked:
         failed = _check_tokens(settings, checked)
@@ -123,6 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
         return 130
+
+
+def _derives_addresses(args: argparse.Namespace) -> bool:
+    return args.command in ("api", "run") or (
+        args.command == "intents" and args.intents_command == "create"
+    )
 
 
 def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
