@@ -103,7 +103,13 @@ async def run_part(
     publisher = KafkaPublisher(kafka, client_suffix="-bench")
     await publisher.start()
     reader = EvmChainReader(
-        JsonRpcClient(CHAIN, config.rpc_urls, timeout=config.rpc_timeout, max_calls=max_calls),
+        JsonRpcClient(
+            CHAIN,
+            config.rpc_urls,
+            timeout=config.rpc_timeout,
+            max_calls=max_calls,
+            chain_id=config.chain_id,
+        ),
         [t.address for t in config.tokens],
         max_log_range=config.max_log_range,
     )

@@ -29,7 +29,7 @@ from intentd.intents.writer import IntentWriter
 from intentd.lifecycle.consumer import lifecycle_role
 from intentd.observability import configure_logging
 from intentd.runtime import Role, run_roles
-from intentd.settings import ConfigError, Settings, load_settings
+from intentd.settings import ConfigError, Settings, load_settings, secret_from_env
 
 DEFAULT_CONFIG = "config/local.toml"
 
@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     krevoke = ksub.add_parser("revoke", help="revoke a key by its id")
     krevoke.add_argument("key_id", help="the key's id (printed at creation and by keys list)")
     ksub.add_parser("list", help="list keys (ids, clients, modes, prefixes; never the keys)")
+    ksub.add_parser(
+        "xpub",
+        help="print the extended public key of intent addresses (m/44'/60'/0'/0) from the"
+        " mnemonic in INTENTD_HD_MNEMONIC(_FILE); needs no config",
+    )
 
     intents = sub.add_parser("intents", help="create and inspect intents")
     isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
@@ -96,12 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "keys" and args.keys_command == "xpub":
+        return _print_xpub()
     try:
         settings = load_settings(Path(args.config))
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
+    if _derives_addresses(args):
+        try:
+            settings.intent_addresses()  # the xpub (or the mnemonic): refuse before serving
+        except ConfigError as exc:
+            print(f"intentd: {exc}", file=sys.stderr)
+            return 2
+    checked = _token_checks(args, settings)
+    if checked:
+        failed = _check_tokens(settings, checked)
+        if failed:
+            return failed
     if args.command == "api":
         return _serve_api(args, settings)
     try:
@@ -111,6 +129,58 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
         return 130
+
+
+def _derives_addresses(args: argparse.Namespace) -> bool:
+    return args.command in ("api", "run") or (
+        args.command == "intents" and args.intents_command == "create"
+    )
+
+
+def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """Chains whose tokens the command checks against their contracts at start: those
+    it turns decimal amounts into base units for or sends tokens on
+    (``adapters.token_check``); a worker of ``api --workers`` leaves it to its parent."""
+    match args.command:
+        case "api" if not args.worker:
+            return list(settings.chains)
+        case "run":
+            return list(settings.chains)
+        case "intents" if args.intents_command == "create":
+            return list(settings.chains)
+        case "execute":
+            return [args.chain]
+    return []
+
+
+def _check_tokens(settings: Settings, chains: list[str]) -> int:
+    from intentd.adapters.chain import RpcError, RpcTransportError
+    from intentd.adapters.token_check import check_tokens
+
+    try:
+        asyncio.run(check_tokens(settings, chains))
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    except (RpcError, RpcTransportError) as exc:
+        print(f"intentd: cannot check the tokens against their contracts: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_xpub() -> int:
+    """``intentd keys xpub``: what the API, pollers and lifecycle are given instead of
+    the mnemonic (INTENTD_HD_XPUB); a wallet with the mnemonic shows the same string."""
+    try:
+        mnemonic = secret_from_env(os.environ, "INTENTD_HD_MNEMONIC")
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 2
+    if mnemonic is None:
+        print("intentd: give INTENTD_HD_MNEMONIC or INTENTD_HD_MNEMONIC_FILE", file=sys.stderr)
+        return 2
+    print(IntentKeys(mnemonic).xpub.serialize())
+    return 0
 
 
 def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
@@ -167,6 +237,11 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         case "api":
             from intentd.api.server import api_role, bind
 
+            if settings.hd_mnemonic is not None:
+                structlog.get_logger().warning(
+                    "the API holds the HD mnemonic, which it never needs; give it"
+                    " INTENTD_HD_XPUB instead (docs/configuration.md, Keys)"
+                )
             # A worker's parent says how many workers share the rate limits.
             settings = _with_workers(settings, settings.api.workers if args.worker else 1)
             sock = bind(
@@ -281,7 +356,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     try:
         row = await create_intent(
             settings,
-            IntentWriter(pool, IntentKeys(settings.mnemonic())),
+            IntentWriter(pool, settings.intent_addresses()),
             request,
             client_id=client_id,
             now=datetime.now(UTC),

@@ -74,6 +74,9 @@ RETRACTIONS = Counter(
 )
 RPC_ERRORS = Counter("intentd_rpc_errors_total", "Failed RPC calls", ["chain", "method"])
 RPC_FAILOVERS = Counter("intentd_rpc_failovers_total", "Switches to another RPC URL", ["chain"])
+RPC_WRONG_CHAIN = Counter(
+    "intentd_rpc_wrong_chain_total", "RPC URLs refused: eth_chainId is another chain", ["chain"]
+)
 WATCHED_ADDRESSES = Gauge("intentd_watched_addresses", "Intent addresses watched", ["chain"])
 
 # --- lifecycle ----------------------------------------------------------------------

@@ -7,13 +7,24 @@ read first and the real environment overrides them. Any key can also be overridd
 from the environment as ``INTENTD__SECTION__KEY=value`` (for example
 ``INTENTD__KAFKA__BOOTSTRAP_SERVERS``).
 
-Secrets never live in the config file: the HD mnemonic comes from
-``INTENTD_HD_MNEMONIC`` or the file named by ``INTENTD_HD_MNEMONIC_FILE``, the
-session-token signing secret from ``INTENTD_SESSION_SECRET`` or
-``INTENTD_SESSION_SECRET_FILE``.
+Secrets never live in the config file (one there is refused, naming the key): the HD
+mnemonic comes from ``INTENTD_HD_MNEMONIC`` or the file named by
+``INTENTD_HD_MNEMONIC_FILE``, the session-token signing secret from
+``INTENTD_SESSION_SECRET(_FILE)``, the relayer and gas-tank keys from
+``INTENTD_RELAYER_KEY(_FILE)`` and ``INTENTD_GAS_TANK_KEY(_FILE)``. The extended
+public key of intent addresses comes the same way, from ``INTENTD_HD_XPUB(_FILE)``
+(it cannot spend, but it links every intent address to us). A secret file that
+others (or, unless root owns it, its group) can read is refused.
+
+Least privilege (docs/configuration.md, Keys): roles that only need intent addresses
+(the API, ``intents create``) use :meth:`Settings.intent_addresses`, which needs the
+xpub alone; the executor uses :meth:`Settings.intent_keys`, which needs the mnemonic.
+A mnemonic and an xpub given together must agree, or the config is refused.
 
 An invalid config raises :class:`ConfigError`, whose message names the key and the
-value that is wrong; the CLI prints it and exits non-zero.
+value that is wrong (never a secret; RPC URLs only as ``scheme://host/<redacted>``);
+the CLI prints it and exits non-zero. Every chain that can be a route's destination
+needs its ``relayer``: the prefill is paid from it and repaid to it.
 """
 
 from __future__ import annotations
@@ -37,6 +48,16 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from intentd.config_guards import (
+    SECRET_KEYS,
+    RpcUrl,
+    redact_url,
+    secret_file_problem,
+    secrets_in_file,
+)
+from intentd.custody import IntentKeys
+from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
 
 NATIVE_TOKEN = "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"
 """Pseudo-address that stands for a chain's native coin wherever a token address goes."""
@@ -87,9 +108,14 @@ class ChainConfig(_Model):
     name: str
     chain_id: int = Field(gt=0)
     network: Literal["main", "test"]
-    rpc_urls: list[str] = Field(min_length=1)
+    rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(min_length=1)
+    """Used as given; shown only redacted (``repr``, errors, logs): they carry provider keys."""
     confirmations: int = Field(default=1, ge=1, le=1000)
     """A block is processed once it has this many blocks on top of it, itself included."""
+    head: Literal["latest", "safe", "finalized"] = "latest"
+    """The head deposits count against: the node's ``latest`` block, or the chain's
+    ``safe`` / ``finalized`` block (OP stack, Arbitrum); ``confirmations`` counts down
+    from it (docs/indexer.md, Which head)."""
     poll_interval: float = Field(default=1.0, gt=0, le=60)
     batch_size: int = Field(default=100, ge=1, le=5000)
     """Blocks fetched per JSON-RPC batch while catching up."""
@@ -114,7 +140,7 @@ class ChainConfig(_Model):
     def _urls(cls, urls: list[str]) -> list[str]:
         for url in urls:
             if not re.match(r"^(https?|wss?)://[^\s/]+", url):
-                raise ValueError(f"{url!r} is not an http(s) or ws(s) URL")
+                raise ValueError(f"{redact_url(url)!r} is not an http(s) or ws(s) URL")
         return urls
 
     @model_validator(mode="after")
@@ -290,14 +316,16 @@ class Settings(_Model):
     prices: dict[str, Decimal] = Field(default_factory=dict)
     """Static USD prices by token symbol for non-stablecoins (stablecoins are 1 USD)."""
     hd_mnemonic: SecretStr | None = None
-    """From the environment only (see module docstring); required by roles that derive keys."""
+    """From the environment only (see module docstring); only the executor needs it."""
+    hd_xpub: str | None = None
+    """From the environment only: the xpub of ``m/44'/60'/0'/0`` (``intentd keys xpub``)."""
     session_secret: SecretStr | None = None
+    """From the environment only; signs session tokens. Sessions are off without it."""
     execution: ExecutionConfig = ExecutionConfig()
     relayer_key: SecretStr | None = None
     """From the environment only: ``INTENTD_RELAYER_KEY(_FILE)``, hex private key."""
     gas_tank_key: SecretStr | None = None
     """From the environment only: ``INTENTD_GAS_TANK_KEY(_FILE)``, hex private key."""
-    """From the environment only; signs session tokens. Sessions are off without it."""
 
     @field_validator("prices")
     @classmethod
@@ -306,6 +334,13 @@ class Settings(_Model):
             if not price.is_finite() or price <= 0:
                 raise ValueError(f"price of {symbol} must be a positive number")
         return prices
+
+    @field_validator("hd_xpub")
+    @classmethod
+    def _xpub(cls, xpub: str | None) -> str | None:
+        if xpub is not None:
+            IntentAddresses(ExtendedPublicKey.parse(xpub))  # raises, saying what is wrong
+        return xpub
 
     @field_validator("session_secret")
     @classmethod
@@ -333,6 +368,42 @@ class Settings(_Model):
             raise ValueError("two chains share a chain_id")
         return self
 
+    @model_validator(mode="after")
+    def _destinations_have_relayers(self) -> Settings:
+        for name in self.destination_chains():
+            if not self.chains[name].relayer:
+                raise ValueError(
+                    f"chains.{name}.relayer = '': {name} can be a route's destination"
+                    " (fees.bridges), and its prefills are paid by the relayer and repaid"
+                    " to it; give the relayer's address"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _keys_agree(self) -> Settings:
+        if self.hd_mnemonic is not None and self.hd_xpub is not None:
+            derived = IntentKeys(self.hd_mnemonic.get_secret_value()).xpub.serialize()
+            if derived != ExtendedPublicKey.parse(self.hd_xpub).serialize():
+                raise ValueError(
+                    f"hd_xpub (INTENTD_HD_XPUB) = {self.hd_xpub} is not the extended public"
+                    " key of hd_mnemonic (INTENTD_HD_MNEMONIC), which gives"
+                    f" {derived}: intents would get addresses the executor cannot sign for"
+                )
+        return self
+
+    def destination_chains(self) -> list[str]:
+        """Chains some bridge option serves as the destination of a route from another."""
+        return [
+            destination
+            for destination in self.chains
+            if any(
+                bridge.serves(source, destination)
+                for bridge in self.fees.bridges
+                for source in self.chains
+                if source != destination
+            )
+        ]
+
     def chain(self, name: str) -> ChainConfig:
         try:
             return self.chains[name]
@@ -351,8 +422,25 @@ class Settings(_Model):
         if self.hd_mnemonic is None:
             raise ConfigError(
                 "hd_mnemonic: not set; give INTENTD_HD_MNEMONIC or INTENTD_HD_MNEMONIC_FILE"
+                " (only the executor needs it)"
             )
         return self.hd_mnemonic.get_secret_value()
+
+    def intent_keys(self) -> IntentKeys:
+        """The intent keys, for a role that signs; ConfigError without the mnemonic."""
+        return IntentKeys(self.mnemonic())
+
+    def intent_addresses(self) -> IntentAddresses:
+        """Intent addresses, for a role that does not sign: from ``hd_xpub``; without
+        it from the mnemonic (development: one secret file for everything)."""
+        if self.hd_xpub is not None:
+            return IntentAddresses(ExtendedPublicKey.parse(self.hd_xpub))
+        if self.hd_mnemonic is not None:
+            return IntentAddresses(self.intent_keys().xpub)
+        raise ConfigError(
+            "hd_xpub: not set; give INTENTD_HD_XPUB or INTENTD_HD_XPUB_FILE (print it with"
+            " `intentd keys xpub` where the mnemonic is)"
+        )
 
 
 def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Settings:
@@ -364,22 +452,16 @@ def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> Setti
         raise ConfigError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    refused = secrets_in_file(raw)
+    if refused:
+        raise ConfigError(f"{refused[0]} (config file {path})")
     env = _env_with_files(path.parent, raw.pop("env_files", []), environ)
     data = _interpolate(raw, env, "")
     _apply_overrides(data, env)
-    secret = _secret(env, "INTENTD_HD_MNEMONIC")
-    if secret is not None:
-        data["hd_mnemonic"] = secret
-    session_secret = _secret(env, "INTENTD_SESSION_SECRET")
-    if session_secret is not None:
-        data["session_secret"] = session_secret
-    for field, variable in (
-        ("relayer_key", "INTENTD_RELAYER_KEY"),
-        ("gas_tank_key", "INTENTD_GAS_TANK_KEY"),
-    ):
-        key = _secret(env, variable)
-        if key is not None:
-            data[field] = key
+    for field, variable in SECRET_KEYS.items():
+        secret = secret_from_env(env, variable)
+        if secret is not None:
+            data[field] = secret
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
@@ -419,7 +501,8 @@ def _interpolate(value: Any, env: Mapping[str, str], key: str) -> Any:
                 return env[name]
             if default is not None:
                 return default
-            raise ConfigError(f"{key} = {value!r}: environment variable {name} is not set")
+            shown = redact_url(value) if "rpc_urls" in key else value
+            raise ConfigError(f"{key} = {shown!r}: environment variable {name} is not set")
 
         return _ENV_REF.sub(substitute, value)
     return value
@@ -457,29 +540,70 @@ def _private_key(secret: SecretStr | None, field: str, variable: str) -> bytes:
     return bytes.fromhex(text)
 
 
-def _secret(env: Mapping[str, str], name: str) -> str | None:
+def secret_from_env(env: Mapping[str, str], name: str) -> str | None:
+    """The secret in ``env[name]``, or in the file ``env[name + "_FILE"]`` names (refused
+    if others can read it), or None; ConfigError naming the variable if unusable."""
     if name in env:
         return env[name].strip()
     file = env.get(f"{name}_FILE")
     if file is None:
         return None
     try:
+        status = os.stat(file)
+        problem = secret_file_problem(status.st_mode, status.st_uid)
+        if problem is not None:
+            raise ConfigError(f"{name}_FILE = {file!r}: refused, {problem}")
         return Path(file).read_text().strip()
     except OSError as exc:
         raise ConfigError(f"{name}_FILE = {file!r}: cannot read it ({exc.strerror})") from None
 
 
 _SECRET_FIELDS = frozenset({"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key"})
+_URL_FIELDS = frozenset({"rpc_urls"})
 
 
 def _describe(exc: ValidationError, data: Mapping[str, Any], path: Path) -> str:
     lines = [f"invalid config {path}:"]
     for error in exc.errors():
+        if not error["loc"]:  # a rule across keys: its message names them (no values)
+            lines.append(f"  {error['msg'].removeprefix('Value error, ')}")
+            continue
         loc = ".".join(str(p) for p in error["loc"])
-        secret = any(str(p) in _SECRET_FIELDS for p in error["loc"])
-        shown = "<secret>" if secret else repr(_lookup(data, error["loc"]))
-        lines.append(f"  {loc or '(top level)'} = {shown}: {error['msg']}")
+        value = _lookup(data, error["loc"])
+        if any(str(p) in _SECRET_FIELDS for p in error["loc"]):
+            shown = "<secret>"
+        elif error["loc"] == ("hd_xpub",) and not str(value).startswith("xpub"):
+            shown = "<not shown>"  # it may be a private key pasted by mistake
+        elif any(str(p) in _URL_FIELDS for p in error["loc"]):
+            shown = repr(_redacted(value))
+        else:
+            shown = repr(_shown(value))
+        lines.append(f"  {loc} = {shown}: {error['msg']}")
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> Any:
+    """``value`` (a config subtree) with its secrets hidden and its URLs redacted."""
+    if isinstance(value, dict):
+        return {
+            k: "<secret>"
+            if k in _SECRET_FIELDS
+            else _redacted(v)
+            if k in _URL_FIELDS
+            else _shown(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
 
 
 def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:

@@ -19,14 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from bench.devchain import MINT, DevChain, call_data
 from eth_account import Account
 from eth_utils import to_checksum_address
+from tests.conftest import chain_section
+from tests.integration.api.conftest import serve
 from tests.support import new_intent
 
+from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
+from intentd.api.credentials import generate_key
 from intentd.devinfra.accounts import Role, dev_account
 from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.execution.executor import executor_role
@@ -794,3 +799,63 @@ async def wait_log(log: Path, text: str, timeout: float = 30.0) -> None:
     while not (log.exists() and text in log.read_text()):
         assert time.monotonic() < deadline, f"{text!r} not logged:\n{log.read_text()[-3000:]}"
         await asyncio.sleep(0.1)
+
+
+async def test_the_api_with_the_xpub_alone_creates_intents_the_executor_can_sweep(
+    make_chain: Any,
+    pool: Pool,
+    infra: dict[str, str],
+    make_settings: Callable[..., Settings],
+    executing: Any,
+) -> None:
+    """Least privilege: the API holds the extended public key only; the executor, with
+    the mnemonic, signs for the addresses the API handed out."""
+    chain: Chain = await make_chain()
+    xpub = chain.settings.intent_keys().xpub.serialize()
+    api_settings = make_settings(
+        hd_mnemonic=None,
+        hd_xpub=xpub,
+        chains={
+            chain.name: chain.settings.chains[chain.name].model_dump(),
+            "ARBITRUM_TESTNET": chain_section(infra, "ARBITRUM_TESTNET", 421614),
+        },
+    )
+    assert api_settings.hd_mnemonic is None
+    key = generate_key("test")
+    async with pool.acquire() as conn:
+        await api_keys.insert_key(conn, key, client_name="xpub-only", mode="test", rate_limit=None)
+    body = {
+        "amount": "3", "tokenIn": chain.usdc, "source_chain": chain.name,
+        "destination_chain": "ARBITRUM_TESTNET", "recipient": RECIPIENT,
+        "refund_address": RECIPIENT,
+    }  # fmt: skip
+    async with aiohttp.ClientSession() as http:
+        async for url in serve(api_settings, pool):
+            async with http.post(
+                f"{url}/api/v1/intents", json=body, headers={"Authorization": f"Bearer {key.key}"}
+            ) as response:
+                assert response.status == 201, await response.text()
+                record = await response.json()
+    address = record["intent_address"].lower()
+    intent = await pool.fetchrow(
+        "SELECT id, address_index FROM intents WHERE intent_address = $1", address
+    )
+    assert intent["address_index"] == record["intent_nonce"]
+
+    await chain.mint(address, 3_000_000)
+    action_id = await pool.fetchval(
+        """
+        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
+                             signer_kind, signer_index, gas_from_amount)
+        VALUES ($1, 'user_refund', 1, $2, $3, 3000000, $4, 'ready', 'intent', $5, false)
+        RETURNING id
+        """,
+        intent["id"], chain.name, chain.usdc, RECIPIENT, intent["address_index"],
+    )  # fmt: skip
+    running = executing(chain)
+    await wait_status(pool, action_id, "confirmed")
+    await running.finish()
+    assert await chain.token_balance(address) == 0
+    assert await chain.token_balance(RECIPIENT) == 3_000_000
+    [_, transfer] = await transactions(pool, action_id)
+    assert transfer["signer"] == address

@@ -29,6 +29,8 @@ def token(address: str, symbol: str, decimals: int = 6) -> dict[str, Any]:
     }
 
 
+RELAYER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
+
 SETTINGS = Settings.model_validate(
     {
         "database": {"url": "postgresql://x/y"},
@@ -38,12 +40,14 @@ SETTINGS = Settings.model_validate(
                 "chain_id": 84532,
                 "network": "test",
                 "rpc_urls": ["http://a"],
+                "relayer": RELAYER,
                 "tokens": [token(USDC_BASE, "USDC")],
             },
             "ARBITRUM_TESTNET": {
                 "chain_id": 421614,
                 "network": "test",
                 "rpc_urls": ["http://b"],
+                "relayer": RELAYER,
                 "tokens": [token(USDC_ARB, "USDC"), token(USDT_ARB, "USDT", 18)],
             },
         },

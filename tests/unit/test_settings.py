@@ -38,7 +38,8 @@ category = "stablecoin"
 
 
 def test_example_config_is_valid() -> None:
-    settings = load_settings(ROOT / "config" / "example.toml", ENV)
+    relayers = {f"INTENTD_{c}_RELAYER": USDC for c in ("BASE", "BASE_TESTNET", "ARBITRUM_TESTNET")}
+    settings = load_settings(ROOT / "config" / "example.toml", {**ENV, **relayers})
     assert {"BASE", "BASE_TESTNET", "ARBITRUM_TESTNET"} <= set(settings.chains)
     assert settings.chains["BASE"].chain_id == 8453
     assert settings.chains["BASE_TESTNET"].chain_id == 84532
@@ -77,6 +78,7 @@ def test_tokens_are_checksummed_and_secret_comes_from_env(tmp_path: Path) -> Non
 def test_mnemonic_from_file(tmp_path: Path) -> None:
     secret = tmp_path / "seed"
     secret.write_text("words here\n")
+    secret.chmod(0o600)
     env = {
         "INTENTD_DATABASE_URL": ENV["INTENTD_DATABASE_URL"],
         "INTENTD_HD_MNEMONIC_FILE": str(secret),

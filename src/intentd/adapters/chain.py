@@ -5,7 +5,11 @@
   timeout; a failed POST is retried with exponential backoff and jitter (tenacity),
   each retry on the next URL of the chain's list (failover). An error in any element
   of a batch fails the whole batch, which is retried: a block is never silently
-  dropped. After the last attempt the error is raised.
+  dropped. After the last attempt the error is raised. Given the chain's
+  ``chain_id``, the client asks a URL for ``eth_chainId`` before its first use and
+  again after every failover, and never uses one that answers another chain
+  (:class:`WrongChainError`, an error log and ``intentd_rpc_wrong_chain_total``; it
+  fails over as for any other failure). URLs appear in logs only redacted.
 - :class:`EvmChainReader` is the poller's :class:`~intentd.indexer.ports.ChainReader`:
   full blocks, ``Transfer`` logs of the chain's tokens with adaptive ``eth_getLogs``
   ranges (a provider's range or size refusal splits the range in halves and the
@@ -31,6 +35,7 @@ from tenacity import (
 )
 
 from intentd import observability as metrics
+from intentd.config_guards import redact_url, redact_urls_in
 from intentd.indexer.decoding import TRANSFER_TOPIC
 from intentd.indexer.planning import BlockRange, LogRangeSizer
 from intentd.indexer.ports import RawRange
@@ -44,6 +49,7 @@ __all__ = [
     "RpcError",
     "RpcTransportError",
     "Transport",
+    "WrongChainError",
     "is_range_limit",
 ]
 
@@ -88,6 +94,10 @@ class RangeLimitError(RpcError):
 
 class RpcTransportError(Exception):
     """No usable answer: connection failure, timeout, HTTP error or malformed body."""
+
+
+class WrongChainError(RpcTransportError):
+    """The URL answers ``eth_chainId`` with another chain than the configured one."""
 
 
 class MissingResult(Exception):
@@ -154,6 +164,7 @@ class JsonRpcClient:
         backoff_max: float = 8.0,
         max_calls: int = 50,
         parallel_posts: int = 4,
+        chain_id: int | None = None,
     ) -> None:
         if not urls:
             raise ValueError("at least one RPC URL is needed")
@@ -167,6 +178,9 @@ class JsonRpcClient:
         self._backoff_max = backoff_max
         self._max_calls = max_calls
         self._posts = asyncio.Semaphore(parallel_posts)
+        self._chain_id = chain_id
+        self._verified: str | None = None
+        """The URL whose ``eth_chainId`` answered our chain since the last failover."""
 
     @property
     def url(self) -> str:
@@ -209,6 +223,8 @@ class JsonRpcClient:
                 url = self.url
                 try:
                     async with self._posts:
+                        if self._chain_id is not None and self._verified != url:
+                            await self._check_chain(url, self._chain_id)
                         return await self._post(url, calls, allow_null)
                 except RangeLimitError:
                     raise
@@ -253,12 +269,29 @@ class JsonRpcClient:
             results.append(result)
         return results
 
+    async def _check_chain(self, url: str, chain_id: int) -> None:
+        [answer] = await self._post(url, [("eth_chainId", [])], False)
+        answered = int(answer, 16) if isinstance(answer, str) else None
+        if answered != chain_id:
+            metrics.RPC_WRONG_CHAIN.labels(self.chain).inc()
+            log.error(
+                "rpc url answers another chain; not used",
+                chain=self.chain,
+                url=redact_url(url),
+                expected=chain_id,
+                answered=answered,
+            )
+            raise WrongChainError(f"{redact_url(url)} answers chain {answered}, not {chain_id}")
+        if self.url == url:
+            self._verified = url
+
     def _failed(self, url: str, calls: Sequence[Call], exc: Exception, attempt: int) -> None:
         method = exc.method if isinstance(exc, RpcError) else calls[0][0]
         metrics.RPC_ERRORS.labels(self.chain, method).inc()
         switched = len(self._urls) > 1 and self.url == url
         if switched:
             self._current = (self._current + 1) % len(self._urls)
+            self._verified = None  # the next URL is checked before use, every time
             metrics.RPC_FAILOVERS.labels(self.chain).inc()
         log.warning(
             "rpc call failed",
@@ -266,7 +299,8 @@ class JsonRpcClient:
             method=method,
             calls=len(calls),
             attempt=attempt,
-            error=str(exc),
+            url=redact_url(url),
+            error=redact_urls_in(str(exc), self._urls),
             failover=switched,
         )
 
@@ -283,13 +317,25 @@ def _rpc_error(method: str, error: Any) -> RpcError:
 class EvmChainReader:
     """The poller's view of one EVM chain through a :class:`JsonRpcClient`."""
 
-    def __init__(self, client: JsonRpcClient, tokens: Sequence[str], *, max_log_range: int) -> None:
+    def __init__(
+        self,
+        client: JsonRpcClient,
+        tokens: Sequence[str],
+        *,
+        max_log_range: int,
+        head: str = "latest",
+    ) -> None:
         self._client = client
+        self._head = head
         self._tokens = sorted({token.lower() for token in tokens})
         self.log_ranges = LogRangeSizer(max_log_range)
 
     async def latest_block(self) -> int:
-        return int(await self._client.call("eth_blockNumber", []), 16)
+        """The number of the head the chain's config trusts (``ChainConfig.head``)."""
+        if self._head == "latest":
+            return int(await self._client.call("eth_blockNumber", []), 16)
+        block = await self._client.call("eth_getBlockByNumber", [self._head, False])
+        return int(block["number"], 16)
 
     async def read_range(self, blocks: BlockRange) -> RawRange:
         calls = [("eth_getBlockByNumber", [hex(n), True]) for n in blocks]

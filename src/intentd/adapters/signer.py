@@ -63,7 +63,7 @@ class Keyring:
         return cls(
             settings.relayer_private_key(),
             settings.gas_tank_private_key(),
-            IntentKeys(settings.mnemonic()),
+            settings.intent_keys(),
         )
 
     def __repr__(self) -> str:

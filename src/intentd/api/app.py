@@ -34,7 +34,6 @@ from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
 from intentd.api.openapi_links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
-from intentd.custody import IntentKeys
 from intentd.intents.validation import IntentRequestError
 from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource, StaticPrices
@@ -77,7 +76,7 @@ def create_app(
                 processor=processor,
                 prices=prices if prices is not None else StaticPrices(settings.prices),
                 writer=IntentWriter(
-                    db, IntentKeys(settings.mnemonic()), indexes=AddressIndexes(block=64)
+                    db, settings.intent_addresses(), indexes=AddressIndexes(block=64)
                 ),
                 intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(db, intent_store.get_many_by_address),

@@ -111,10 +111,17 @@ class Processor:
         found = self._readers.get(chain.name)
         if found is None:
             client = JsonRpcClient(
-                chain.name, chain.rpc_urls, timeout=chain.rpc_timeout, attempts=_READ_ATTEMPTS
+                chain.name,
+                chain.rpc_urls,
+                timeout=chain.rpc_timeout,
+                attempts=_READ_ATTEMPTS,
+                chain_id=chain.chain_id,
             )
             reader = EvmChainReader(
-                client, [t.address for t in chain.tokens], max_log_range=chain.max_log_range
+                client,
+                [t.address for t in chain.tokens],
+                max_log_range=chain.max_log_range,
+                head=chain.head,
             )
             found = self._readers[chain.name] = (client, reader)
         return found

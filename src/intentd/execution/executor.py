@@ -595,10 +595,10 @@ def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -
                 resources.push_async_callback(lease.release)
                 metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
                 resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
-                urls, timeout = config.rpc_urls, config.rpc_timeout
+                urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
                 writer = EvmChainWriter(
-                    JsonRpcClient(chain, urls, timeout=timeout),
-                    JsonRpcClient(chain, urls, timeout=timeout, attempts=1),
+                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id),
+                    JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
                 )
                 resources.push_async_callback(writer.close)
                 executor = Executor(

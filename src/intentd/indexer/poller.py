@@ -332,9 +332,15 @@ def poller_role(
                 chain_reader = reader
                 if chain_reader is None:
                     evm = EvmChainReader(
-                        JsonRpcClient(chain, config.rpc_urls, timeout=config.rpc_timeout),
+                        JsonRpcClient(
+                            chain,
+                            config.rpc_urls,
+                            timeout=config.rpc_timeout,
+                            chain_id=config.chain_id,
+                        ),
                         [token.address for token in config.tokens],
                         max_log_range=config.max_log_range,
+                        head=config.head,
                     )
                     resources.push_async_callback(evm.close)
                     chain_reader = evm

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import asyncpg
 
@@ -36,10 +37,17 @@ from intentd import observability as metrics
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, Connection, NewIntent
 from intentd.adapters.postgres import Pool
-from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
 
-__all__ = ["IntentWriteFailed", "IntentWriter"]
+__all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter"]
+
+
+class AddressSource(Protocol):
+    """Intent addresses by derivation index: ``extended_keys.IntentAddresses`` (from the
+    xpub, what the API holds) or ``custody.IntentKeys`` (the same addresses)."""
+
+    def address(self, index: int) -> str: ...
+
 
 _Waiting = tuple[NewIntent, "asyncio.Future[IntentRow | None]"]
 
@@ -51,7 +59,7 @@ class IntentWriter:
     def __init__(
         self,
         pool: Pool,
-        keys: IntentKeys,
+        keys: AddressSource,
         *,
         indexes: AddressIndexes | None = None,
         max_batch: int = 128,

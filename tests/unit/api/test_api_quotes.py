@@ -37,6 +37,7 @@ def chain(chain_id: int, network: str, *tokens: dict[str, Any]) -> dict[str, Any
         "chain_id": chain_id,
         "network": network,
         "rpc_urls": ["http://x"],
+        "relayer": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
         "tokens": list(tokens),
     }
 

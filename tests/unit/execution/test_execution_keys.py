@@ -9,6 +9,7 @@ import pytest
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
 from intentd.devinfra.accounts import ANVIL_MNEMONIC, Role, dev_account
+from intentd.execution.executor import executor_role
 from intentd.execution.planning import SignerKind
 from intentd.settings import ConfigError, load_settings
 
@@ -37,6 +38,7 @@ def settings_with(tmp_path: Path, relayer: str, env: dict[str, str]) -> Keyring:
 def test_keys_come_from_files_and_match_the_relayer(tmp_path: Path) -> None:
     relayer, tank = dev_account(Role.RELAYER), dev_account(Role.GAS_TANK)
     (tmp_path / "r.key").write_text(relayer.private_key + "\n")
+    (tmp_path / "r.key").chmod(0o600)
     keyring = settings_with(
         tmp_path,
         relayer.address,
@@ -68,3 +70,16 @@ def test_a_missing_key_names_the_variable(tmp_path: Path) -> None:
             tmp_path, dev_account(Role.RELAYER).address,
             {"INTENTD_RELAYER_KEY": dev_account(Role.RELAYER).private_key},
         )  # fmt: skip
+
+
+def test_the_executor_refuses_to_start_with_the_xpub_alone(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.format(relayer=dev_account(Role.RELAYER).address))
+    env = {
+        "INTENTD_HD_XPUB": IntentKeys(ANVIL_MNEMONIC).xpub.serialize(),
+        "INTENTD_RELAYER_KEY": dev_account(Role.RELAYER).private_key,
+        "INTENTD_GAS_TANK_KEY": dev_account(Role.GAS_TANK).private_key,
+    }
+    settings = load_settings(config, env)
+    with pytest.raises(ConfigError, match="hd_mnemonic: not set; give INTENTD_HD_MNEMONIC"):
+        executor_role(settings, "BASE_TESTNET")
