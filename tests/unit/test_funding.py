@@ -180,6 +180,20 @@ def test_overpayment_is_funded_with_excess() -> None:
     )
 
 
+def test_a_prefill_failing_after_initiation_refunds_only_what_is_still_held() -> None:
+    """150 received on 100 due: 50 back at initiation, 100 (not 150) when the prefill fails."""
+    intent = new_intent(100)
+    deposit = Deposit(
+        SOURCE, "0x" + "1" * 64, -1, 1, "0x" + "f" * 64, EXPIRES, USDC, ADDRESS, ADDRESS, 150
+    )
+    intent.apply_deposit(deposit, token_supported=True)
+    intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+    intent.prefill_failed()
+    refunds = [(a.reason, a.amount) for a in intent.actions if a.reason is not None]
+    assert refunds == [(RefundReason.EXCESS, 50), (RefundReason.FAILED, 100)]
+    assert (intent.held(), intent.refunded) == (0, 150)
+
+
 @given(st.lists(st.integers(1, 100), min_size=1, max_size=6), st.integers(1, 400), st.data())
 def test_retraction_undoes_a_credit_while_reversible(
     amounts: list[int], total: int, data: st.DataObject

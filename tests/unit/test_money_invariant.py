@@ -46,7 +46,7 @@ TOTAL, FEES = 1_000, 30
 TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
 
 
-STORED = ("received", "status", "funding", "event_sequence", "tx_hash", "relayer")
+STORED = ("received", "status", "funding", "event_sequence", "tx_hash", "relayer", "refunded")
 """The fields of an intent that ``intent_store.save_intent`` writes (besides its terms)."""
 
 

@@ -19,13 +19,21 @@ Deposits (:meth:`Intent.apply_deposit`):
 Execution: the prefill sent → INITIATED (``intent_initiated``; the excess of an
 over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed``;
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
-REFUNDING with everything received refunded (``failed``). Expiry of a PENDING
-intent: nothing received → EXPIRED; something → REFUNDING with all of it refunded
-(``expired``). Every confirmed user refund emits ``intent_refunded``; one of reason
-``expired`` or ``failed`` also ends the intent as REFUNDED.
+REFUNDING with what is still held for the user refunded (``failed``). Expiry of a
+PENDING intent: nothing received → EXPIRED; something → REFUNDING with all of it
+refunded (``expired``). Every confirmed user refund emits ``intent_refunded``; one of
+reason ``expired`` or ``failed`` also ends the intent as REFUNDED.
+
+Every refund of credited ``tokenIn`` is of what is still held for the user,
+:meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
+already decided to refund (an over-funded intent's excess, refunded at initiation,
+is not refunded again when the prefill then fails). ``refunded`` is stored with the
+intent (the intent is reloaded from its row for every message).
 
 Money invariant (checked by the property tests): what was received on the intent
-address = relayer refund + fees + user refunds + what is still held there.
+address = relayer refund + fees + user refunds + what is still held there; and at
+every step the refunds decided never exceed what was received less what goes to the
+relayer and the fee account.
 """
 
 from __future__ import annotations
@@ -156,6 +164,8 @@ class Intent:
     event_sequence: int
     tx_hash: str | None = None
     relayer: str = ""
+    refunded: int = 0
+    """Base units of credited ``tokenIn`` already decided to go back to the user."""
     events: list[PendingEvent] = field(default_factory=list)
     actions: list[PendingAction] = field(default_factory=list)
 
@@ -196,7 +206,7 @@ class Intent:
         """
         if self.status not in (IntentStatus.PENDING, IntentStatus.FUNDED):
             return False
-        if deposit.amount > self.received:
+        if deposit.amount > self.held():
             raise ValueError(
                 f"retracting {deposit.amount} exceeds the {self.received} credited to "
                 f"intent {self.id}"
@@ -216,9 +226,7 @@ class Intent:
             self._move(IntentStatus.EXPIRED)
         else:
             self._move(IntentStatus.REFUNDING)
-            self._refund(
-                self.received, RefundReason.EXPIRED, self.terms.source_chain, self.terms.token_in
-            )
+            self._refund_credit(self.held(), RefundReason.EXPIRED)
         return True
 
     # --- execution results ------------------------------------------------------------
@@ -230,9 +238,9 @@ class Intent:
         self.tx_hash = tx_hash
         self.relayer = relayer
         self._record(EventType.INTENT_INITIATED, extra={"prefill": {"tx_hash": tx_hash}})
-        excess = self.received - self.terms.total_due
+        excess = self.held() - self.terms.total_due
         if excess > 0:
-            self._refund(excess, RefundReason.EXCESS, self.terms.source_chain, self.terms.token_in)
+            self._refund_credit(excess, RefundReason.EXCESS)
 
     def prefill_confirmed(self, *, block_number: int, fee_account: str) -> None:
         """The recipient has the funds: COMPLETED; the relayer is repaid, fees swept."""
@@ -268,11 +276,11 @@ class Intent:
             )
 
     def prefill_failed(self) -> None:
-        """The prefill cannot succeed: everything received goes back to the user."""
+        """The prefill cannot succeed: what is still held for the user goes back."""
         self._move(IntentStatus.REFUNDING)
-        self._refund(
-            self.received, RefundReason.FAILED, self.terms.source_chain, self.terms.token_in
-        )
+        held = self.held()
+        if held > 0:
+            self._refund_credit(held, RefundReason.FAILED)
 
     def refund_confirmed(
         self,
@@ -307,6 +315,15 @@ class Intent:
     def _owe(self, deposit: Deposit, reason: RefundReason) -> DepositDecision:
         self._refund(deposit.amount, reason, deposit.chain, deposit.token)
         return DepositDecision(Disposition.REFUND_OWED, reason)
+
+    def _refund_credit(self, amount: int, reason: RefundReason) -> None:
+        """Refund ``amount`` of the credited ``tokenIn``; never more than is held."""
+        if not 0 < amount <= self.held():
+            raise ValueError(
+                f"intent {self.id}: refunding {amount} of the {self.held()} still held"
+            )
+        self.refunded += amount
+        self._refund(amount, reason, self.terms.source_chain, self.terms.token_in)
 
     def _refund(self, amount: int, reason: RefundReason, chain: str, token: str) -> None:
         self.actions.append(
@@ -344,6 +361,10 @@ class Intent:
                 extra=extra or {},
             )
         )
+
+    def held(self) -> int:
+        """Credited ``tokenIn`` still held for the user (received less refunds decided)."""
+        return self.received - self.refunded
 
     def shortfall(self) -> int:
         return max(self.terms.total_due - self.received, 0)

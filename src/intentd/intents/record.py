@@ -65,6 +65,8 @@ class IntentRow:
     updated_at: datetime
     session_id: str | None = None
     """The payment-modal session the intent was created in (see docs/api.md), if any."""
+    refunded: int = 0
+    """Credited ``tokenIn`` already decided to go back to the user (``Intent.refunded``)."""
 
     def intent(self) -> Intent:
         """The domain aggregate that deposits, time and execution results change."""
@@ -88,6 +90,7 @@ class IntentRow:
             event_sequence=self.event_sequence,
             tx_hash=self.tx_hash,
             relayer=self.relayer,
+            refunded=self.refunded,
         )
 
 

@@ -253,12 +253,13 @@ async def _save(
     deposit_id: int | None = None,
 ) -> None:
     """Store the intent if it changed, then its actions and events."""
-    changed = (intent.status, intent.received, intent.event_sequence, intent.tx_hash) != (
-        row.status,
-        row.received,
-        row.event_sequence,
-        row.tx_hash,
-    )
+    changed = (
+        intent.status,
+        intent.received,
+        intent.event_sequence,
+        intent.tx_hash,
+        intent.refunded,
+    ) != (row.status, row.received, row.event_sequence, row.tx_hash, row.refunded)
     if changed:
         await intent_store.save_intent(conn, intent, expected_version=row.version)
         if intent.status is not row.status:
