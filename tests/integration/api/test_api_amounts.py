@@ -117,3 +117,12 @@ async def test_an_amount_beyond_256_bits_is_422_not_500(api: Api, test_key: str)
         params={"destinationChain": "ARBITRUM_TESTNET", "tokenOut": NATIVE_TOKEN, "amount": huge},
     )
     assert_problem(status, data, response, 422, "amount_too_large")
+
+
+async def test_the_openapi_document_names_the_codes(api: Api) -> None:
+    async with api.http.get(f"{api.url}/api/v1/openapi.json") as response:
+        document = await response.json()
+    for path, method in (("/api/v1/quotes/single-source", "get"), ("/api/v1/intents", "post")):
+        described = document["paths"][path][method]["responses"]["422"]["description"]
+        for code in ("amount_rounds_to_zero", "amount_too_precise_for_route", "amount_too_large"):
+            assert code in described, (path, code)
