@@ -95,6 +95,11 @@ UNCREDIT_ALERTS = Counter(
 ACTION_ALERTS = Counter(
     "intentd_action_alerts_total", "Actions that failed for good (operator action needed)", ["kind"]
 )
+RETAINED = Counter(
+    "intentd_retained_total",
+    "Amounts below the token's min_sweep kept at intent addresses instead of refunded or swept",
+    ["chain", "kind", "reason"],
+)
 EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["outcome"])
 HANDLE_SECONDS = Histogram(
     "intentd_lifecycle_handle_seconds", "Time to apply one message batch", ["kind"]

@@ -3,7 +3,8 @@
 For every intent and every (chain, token) of a supported token: everything received
 on the intent address = relayer refund + fees + user refunds + what is still held
 there; the address is never asked to pay more than it holds; each action is executed
-once; and once every action has run and the intent is settled, nothing is held.
+once; and once every action has run and the intent is settled, nothing is held but
+amounts below the token's minimum (``MIN_SWEEP``), each retained by rule.
 Deposits arrive in any order and time, expiry strikes at any moment, and the
 prefill may fail before it is broadcast or after (INITIATED -> REFUNDING).
 
@@ -43,6 +44,8 @@ USDC, USDT, ROGUE = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
 RELAYER, FEE_ACCOUNT, REFUND = "0x" + "1" * 40, "0x" + "2" * 40, "0x" + "3" * 40
 EXPIRES = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TOTAL, FEES = 1_000, 30
+MIN_SWEEP = {USDC: 25, USDT: 40}
+"""Each token's minimum refund or sweep; below it an amount is retained."""
 TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
 
 
@@ -72,6 +75,7 @@ class Lifecycle(RuleBasedStateMachine):
                 recipient=REFUND,
                 refund_address=REFUND,
                 expires_at=EXPIRES,
+                min_sweep=MIN_SWEEP[USDC],
             ),
             received=0,
             status=IntentStatus.PENDING,
@@ -82,6 +86,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.paid: Counter[tuple[str, str]] = Counter()
         self.by_kind: Counter[ActionKind] = Counter()
         self.decided: Counter[tuple[str, str]] = Counter()
+        self.retained: Counter[tuple[str, str]] = Counter()
         self.queue: list[PendingAction] = []
         self.events: list[PendingEvent] = []
         self.prefill_in_flight = False
@@ -93,6 +98,9 @@ class Lifecycle(RuleBasedStateMachine):
         for action in self.intent.actions:
             if action.signer is SignerKind.INTENT:
                 self.decided[(action.chain, action.token)] += action.amount
+        for kept in self.intent.retained:
+            assert kept.amount < MIN_SWEEP[kept.token], kept
+            self.retained[(kept.chain, kept.token)] += kept.amount
         self.queue.extend(self.intent.actions)
         self.events.extend(self.intent.events)
         self.intent = reload(self.intent)
@@ -118,7 +126,9 @@ class Lifecycle(RuleBasedStateMachine):
             "0x" + "8" * 40,
             amount,
         )
-        decision = self.intent.apply_deposit(deposit, token_supported=token != ROGUE)
+        decision = self.intent.apply_deposit(
+            deposit, token_supported=token != ROGUE, min_sweep=MIN_SWEEP.get(token, 0)
+        )
         if decision.disposition is not Disposition.IGNORED:
             self.received[(chain, token)] += amount
         self._take_actions()
@@ -206,8 +216,9 @@ class Lifecycle(RuleBasedStateMachine):
                 break
         assert not self.queue
         assert self.intent.status in TERMINAL, self.intent.status
-        # everything received = relayer refund + fees + user refunds (+ 0 held)
-        assert self.paid == self.received, (self.paid, self.received)
+        # everything received = relayer refund + fees + user refunds + what was retained
+        for key in self.received:
+            assert self.received[key] == self.paid[key] + self.retained[key], key
         if self.intent.status is IntentStatus.COMPLETED:
             assert self.by_kind[ActionKind.RELAYER_REFUND] == TOTAL - FEES
             assert self.by_kind[ActionKind.FEE_SWEEP] == FEES

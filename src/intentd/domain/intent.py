@@ -16,6 +16,14 @@ Deposits (:meth:`Intent.apply_deposit`):
   refund is owed (``late_deposit``);
 - a token the chain does not list: ignored (anyone can emit a fake ``Transfer``).
 
+Amounts too small to move (below the token's ``min_sweep``: moving them would cost
+more gas than they are worth) are *retained* at the intent address instead of
+refunded or swept: a late or wrong-token deposit below it is ``retained``; an excess
+or a fee below it is not moved, nor is what an expired intent holds (it ends
+EXPIRED). Each retention is recorded in :attr:`Intent.retained` for the caller to
+report. A failed prefill always refunds what is held. Anyone can send dust to a
+used intent address; retention means it never costs the gas tank anything.
+
 Execution: the prefill sent → INITIATED (``intent_initiated``; the excess of an
 over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed``;
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
@@ -63,6 +71,9 @@ class Disposition(StrEnum):
     """A transaction of ours (a gas top-up from the gas tank): not the user's money."""
     RETRACTED = "retracted"
     """Its block left the canonical chain after it was recorded."""
+    RETAINED = "retained"
+    """A refund would be owed, but the amount is below the token's ``min_sweep``: it
+    stays at the intent address (refunding it would cost more than it is worth)."""
 
 
 class RefundReason(StrEnum):
@@ -134,6 +145,18 @@ class PendingAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Retained:
+    """An amount the intent decided not to move: below the token's ``min_sweep``."""
+
+    kind: ActionKind
+    """What moving it would have been (``user_refund`` or ``fee_sweep``)."""
+    chain: str
+    token: str
+    amount: int
+    reason: RefundReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Terms:
     """What the intent promises; fixed at creation (addresses lowercase)."""
 
@@ -150,6 +173,9 @@ class Terms:
     recipient: str
     refund_address: str
     expires_at: datetime
+    min_sweep: int = 0
+    """Base units of ``tokenIn`` below which a refund or a fee sweep is not made (the
+    source chain's token config; not stored, read from the configuration)."""
 
 
 @dataclass(slots=True)
@@ -168,17 +194,21 @@ class Intent:
     """Base units of credited ``tokenIn`` already decided to go back to the user."""
     events: list[PendingEvent] = field(default_factory=list)
     actions: list[PendingAction] = field(default_factory=list)
+    retained: list[Retained] = field(default_factory=list)
 
     # --- deposits -------------------------------------------------------------------
-    def apply_deposit(self, deposit: Deposit, *, token_supported: bool) -> DepositDecision:
-        """Decide and apply one deposit; ``token_supported``: the chain lists its token."""
+    def apply_deposit(
+        self, deposit: Deposit, *, token_supported: bool, min_sweep: int = 0
+    ) -> DepositDecision:
+        """Decide and apply one deposit; ``token_supported``: the chain lists its token,
+        ``min_sweep``: its token's minimum refund (base units)."""
         terms = self.terms
         if not token_supported:
             return DepositDecision(Disposition.IGNORED)
         if deposit.chain != terms.source_chain or deposit.token != terms.token_in:
-            return self._owe(deposit, RefundReason.WRONG_TOKEN)
+            return self._owe(deposit, RefundReason.WRONG_TOKEN, min_sweep)
         if self.status is not IntentStatus.PENDING or deposit.block_time > terms.expires_at:
-            return self._owe(deposit, RefundReason.LATE_DEPOSIT)
+            return self._owe(deposit, RefundReason.LATE_DEPOSIT, min_sweep)
         self.received += deposit.amount
         self.funding = funding_status(self.received, terms.total_due)
         funded = self.received >= terms.total_due
@@ -222,11 +252,14 @@ class Intent:
         """End a PENDING intent past ``expires_at``; False if it is not due."""
         if self.status is not IntentStatus.PENDING or now < self.terms.expires_at:
             return False
-        if self.received == 0:
+        held = self.held()
+        if held == 0 or held < self.terms.min_sweep:
             self._move(IntentStatus.EXPIRED)
+            if held:
+                self._retain(ActionKind.USER_REFUND, held, RefundReason.EXPIRED)
         else:
             self._move(IntentStatus.REFUNDING)
-            self._refund_credit(self.held(), RefundReason.EXPIRED)
+            self._refund_credit(held, RefundReason.EXPIRED)
         return True
 
     # --- execution results ------------------------------------------------------------
@@ -239,8 +272,10 @@ class Intent:
         self.relayer = relayer
         self._record(EventType.INTENT_INITIATED, extra={"prefill": {"tx_hash": tx_hash}})
         excess = self.held() - self.terms.total_due
-        if excess > 0:
+        if excess >= max(self.terms.min_sweep, 1):
             self._refund_credit(excess, RefundReason.EXCESS)
+        elif excess > 0:  # held for the user: a failed prefill still refunds it
+            self._retain(ActionKind.USER_REFUND, excess, RefundReason.EXCESS)
 
     def prefill_confirmed(self, *, block_number: int, fee_account: str) -> None:
         """The recipient has the funds: COMPLETED; the relayer is repaid, fees swept."""
@@ -263,7 +298,9 @@ class Intent:
                     SignerKind.INTENT,
                 )
             )
-        if fees > 0:
+        if 0 < fees < terms.min_sweep:
+            self._retain(ActionKind.FEE_SWEEP, fees)
+        elif fees > 0:
             self.actions.append(
                 PendingAction(
                     ActionKind.FEE_SWEEP,
@@ -312,9 +349,20 @@ class Intent:
         )
 
     # --- helpers ----------------------------------------------------------------------
-    def _owe(self, deposit: Deposit, reason: RefundReason) -> DepositDecision:
+    def _owe(self, deposit: Deposit, reason: RefundReason, min_sweep: int) -> DepositDecision:
+        if deposit.amount < min_sweep:
+            self.retained.append(
+                Retained(
+                    ActionKind.USER_REFUND, deposit.chain, deposit.token, deposit.amount, reason
+                )
+            )
+            return DepositDecision(Disposition.RETAINED, reason)
         self._refund(deposit.amount, reason, deposit.chain, deposit.token)
         return DepositDecision(Disposition.REFUND_OWED, reason)
+
+    def _retain(self, kind: ActionKind, amount: int, reason: RefundReason | None = None) -> None:
+        terms = self.terms
+        self.retained.append(Retained(kind, terms.source_chain, terms.token_in, amount, reason))
 
     def _refund_credit(self, amount: int, reason: RefundReason) -> None:
         """Refund ``amount`` of the credited ``tokenIn``; never more than is held."""

@@ -76,6 +76,8 @@ log = structlog.get_logger()
 _RPC_ERRORS = (RpcError, RpcTransportError, MissingResult)
 FEE_WAIT = 5.0
 """Seconds an action waits when the fee market is above the chain's cap."""
+BELOW_GAS_WAIT = 300.0
+"""Seconds a native sweep waits when, at today's fees, its amount cannot pay its gas."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,11 @@ class Executor:
             await store.postpone(conn, action.id, delay=FEE_WAIT, error=str(exc))
             return None
         except AmountBelowGas as exc:
-            await self._give_up(conn, action, action.attempts + 1, str(exc))
+            # Not a failure of the action (no alert): fees fell below the amount before
+            # and will again; the lifecycle only creates sweeps above the token's min_sweep.
+            log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
+            metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
+            await store.postpone(conn, action.id, delay=BELOW_GAS_WAIT, error=str(exc))
             return None
         except EstimateReverted as exc:
             await self._failed_attempt(conn, action, f"gas estimate reverted: {exc}")

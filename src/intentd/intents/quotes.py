@@ -310,7 +310,7 @@ def _denominate(
 def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:
     """``units`` of ``tokenIn`` made a whole number of ``tokenOut`` units: an exact
     amount that ``tokenOut`` cannot carry is refused, a converted one rounded up."""
-    step = 10 ** max(path.token_in.decimals - path.token_out.decimals, 0)
+    step: int = 10 ** max(path.token_in.decimals - path.token_out.decimals, 0)
     remainder = units % step
     if remainder == 0:
         return units

@@ -68,8 +68,9 @@ class IntentRow:
     refunded: int = 0
     """Credited ``tokenIn`` already decided to go back to the user (``Intent.refunded``)."""
 
-    def intent(self) -> Intent:
-        """The domain aggregate that deposits, time and execution results change."""
+    def intent(self, *, min_sweep: int = 0) -> Intent:
+        """The domain aggregate that deposits, time and execution results change;
+        ``min_sweep``: ``tokenIn``'s minimum refund on the source chain (configuration)."""
         return Intent(
             id=self.id,
             terms=Terms(
@@ -83,6 +84,7 @@ class IntentRow:
                 recipient=self.recipient,
                 refund_address=self.refund_address,
                 expires_at=self.expires_at,
+                min_sweep=min_sweep,
             ),
             received=self.received,
             status=self.status,
