@@ -174,13 +174,19 @@ async def test_dust_costs_the_gas_tank_nothing(
         sent = time.monotonic() - started
         await wait_until(
             pool,
-            "SELECT count(*) = $2 FROM deposits WHERE intent_id = $1 AND disposition = 'retained'",
+            "SELECT count(*) = $2 FROM deposits WHERE intent_id = $1 AND amount = 1",
             erc20["id"],
             DUST,
             timeout=180,
-            what=f"{DUST} retained deposits",
+            what=f"{DUST} dust deposits recorded",
         )
         await asyncio.sleep(2.0)  # let the executors have a look
+        dispositions = await pool.fetch(
+            "SELECT disposition, count(*) AS n FROM deposits WHERE intent_id = $1 AND amount = 1"
+            " GROUP BY 1",
+            erc20["id"],
+        )
+        assert {r["disposition"]: r["n"] for r in dispositions} == {"retained": DUST}
         assert await ours(pool) == before  # no refund, no top-up, no transaction of ours
         assert balance(src_rpc, usdc, erc20["intent_address"]) == DUST  # retained there
         reasons = await pool.fetch(
