@@ -23,7 +23,7 @@ import orjson
 
 from intentd.adapters.lifecycle_store import enqueue
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Action, Purpose, SignerKind
+from intentd.execution.planning import NATIVE, Action, Purpose, SignerKind
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage, action_result_id, action_results_topic
 
@@ -150,6 +150,42 @@ async def history(conn: Connection, action_id: int) -> list[Tx]:
         action_id,
     )
     return [_tx(row) for row in rows]
+
+
+async def gas_credit(conn: Connection, action: Action, address: str) -> int:
+    """The gas tank's credit at the intent address ``address`` that signs ``action``:
+    native coin it topped up there for ERC-20 transfers of finished actions, less what
+    those transfers burned. It is ours (never a user's deposit) and no transaction is
+    spending it. 0 while another ERC-20 action of the address is in flight (its
+    transfer may be spending it)."""
+    value = await conn.fetchval(
+        """
+        SELECT CASE WHEN EXISTS (
+                   SELECT 1 FROM actions
+                    WHERE chain = $1 AND signer_kind = 'intent' AND signer_index = $2
+                      AND status = 'submitted' AND token <> $4 AND id <> $3)
+               THEN 0
+               ELSE COALESCE((
+                   SELECT SUM(t.value) FROM chain_transactions t
+                     JOIN actions a ON a.id = t.action_id
+                    WHERE t.chain = $1 AND t.purpose = 'gas_topup' AND t.to_address = $5
+                      AND t.status = 'confirmed'
+                      AND a.status IN ('confirmed', 'failed', 'cancelled')), 0)
+                  - COALESCE((
+                   SELECT SUM(t.gas_used * t.effective_gas_price) FROM chain_transactions t
+                     JOIN actions a ON a.id = t.action_id
+                    WHERE t.chain = $1 AND t.purpose = 'transfer' AND t.signer = $5
+                      AND t.status IN ('confirmed', 'reverted') AND a.token <> $4
+                      AND a.status IN ('confirmed', 'failed', 'cancelled')), 0)
+               END
+        """,
+        action.chain,
+        action.signer_index,
+        action.id,
+        NATIVE,
+        address,
+    )
+    return max(int(value), 0)
 
 
 async def reconcile_nonce(conn: Connection, chain: str, signer: str, pending: int) -> int:

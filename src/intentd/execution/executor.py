@@ -162,8 +162,20 @@ class Executor:
             price = initial_fees(fees.base_fee, fees.tip, self._chain.max_fee_per_gas)
             if needs_topup(action):
                 gas = await self._token_gas(action, sender)
-                plan = plan_topup(sender, gas, price, headroom_bps=self._config.topup_headroom_bps)
-                recorded = await self._record(conn, action, plan, SignerKind.GAS_TANK, None)
+                credit = await store.gas_credit(conn, action, sender)
+                plan = plan_topup(
+                    sender, gas, price, headroom_bps=self._config.topup_headroom_bps, credit=credit
+                )
+                if plan is None:  # gas left there by earlier sweeps covers this one
+                    recorded = await self._record(
+                        conn,
+                        action,
+                        plan_transfer(action, gas, price),
+                        action.signer_kind,
+                        action.signer_index,
+                    )
+                else:
+                    recorded = await self._record(conn, action, plan, SignerKind.GAS_TANK, None)
             else:
                 gas = await self._transfer_gas(action, sender)
                 plan = plan_transfer(action, gas, price)
@@ -502,6 +514,7 @@ class Executor:
         if stale.purpose is Purpose.TRANSFER and needs_topup(action):
             async with self._pool.acquire() as conn:
                 budget = _topup_budget(await store.history(conn, action.id))
+                budget += await store.gas_credit(conn, action, stale.signer)
             cap = min(cap, affordable_fee(budget, stale.gas_limit))
         fees = bumped_fees(stale.fees, market.base_fee, market.tip, cap)
         plan: TxPlan | None = None
@@ -539,7 +552,8 @@ class Executor:
                 return
             try:
                 gas = await self._token_gas(locked, sender)
-                cap = min(self._chain.max_fee_per_gas, affordable_fee(_topup_budget(txs), gas))
+                budget = _topup_budget(txs) + await store.gas_credit(conn, locked, sender)
+                cap = min(self._chain.max_fee_per_gas, affordable_fee(budget, gas))
                 price = initial_fees(market.base_fee, market.tip, cap)
                 plan = plan_transfer(locked, gas, price)
             except FeeCapExceeded as exc:
