@@ -29,8 +29,9 @@ over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
 REFUNDING with what is still held for the user refunded (``failed``). Expiry of a
 PENDING intent: nothing received (or less than ``min_sweep``) → EXPIRED; more →
-REFUNDING with all of it refunded (``expired``). Every confirmed user refund emits ``intent_refunded``; one of
-reason ``expired`` or ``failed`` also ends the intent as REFUNDED.
+REFUNDING with all of it refunded (``expired``). Every confirmed user refund emits
+``intent_refunded``; one of reason ``expired`` or ``failed`` also ends the intent as
+REFUNDED.
 
 Every refund of credited ``tokenIn`` is of what is still held for the user,
 :meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
