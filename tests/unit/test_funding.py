@@ -263,13 +263,18 @@ def test_dust_after_completion_is_retained_not_refunded() -> None:
     ]
 
 
-def test_a_small_excess_is_retained_and_refunded_if_the_prefill_fails() -> None:
-    intent = with_minimum(100)
-    pay(intent, 130)
-    intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
-    assert intent.actions[1:] == [] and intent.retained[0].amount == 30
-    intent.prefill_failed()
-    assert [(a.reason, a.amount) for a in intent.actions[1:]] == [(RefundReason.FAILED, 130)]
+def test_a_small_excess_is_refunded_if_the_prefill_fails_and_retained_if_it_succeeds() -> None:
+    failing, succeeding = with_minimum(100), with_minimum(100)
+    for intent in (failing, succeeding):
+        pay(intent, 130)
+        intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+        assert intent.actions[1:] == [] and intent.retained == []  # 30 < 50: still held
+    failing.prefill_failed()
+    assert [(a.reason, a.amount) for a in failing.actions[1:]] == [(RefundReason.FAILED, 130)]
+    assert failing.retained == []
+    succeeding.prefill_confirmed(block_number=1, fee_account="")
+    assert [(k.amount, k.reason) for k in succeeding.retained] == [(30, RefundReason.EXCESS)]
+    assert [a.kind.value for a in succeeding.actions] == ["prefill", "relayer_refund"]
 
 
 def test_a_small_fee_is_retained_not_swept() -> None:

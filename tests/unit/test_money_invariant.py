@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -108,7 +108,7 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(
         chain=st.sampled_from([SOURCE, SOURCE, SOURCE, OTHER]),
         token=st.sampled_from([USDC, USDC, USDC, USDT, ROGUE]),
-        amount=st.integers(1, 700),
+        amount=st.integers(1, 700) | st.integers(TOTAL, TOTAL + 300),  # often over-funds
         late=st.booleans(),
     )
     def deposit(self, chain: str, token: str, amount: int, late: bool) -> None:
@@ -185,6 +185,10 @@ class Lifecycle(RuleBasedStateMachine):
         if succeeds:
             self.intent.prefill_confirmed(block_number=1, fee_account=FEE_ACCOUNT)
         else:
+            event(
+                "prefill failed after initiation"
+                + (" (excess refunded)" * bool(self.intent.refunded))
+            )
             self.intent.prefill_failed()
         self._take_actions()
 

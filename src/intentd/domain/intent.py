@@ -275,8 +275,8 @@ class Intent:
         excess = self.held() - self.terms.total_due
         if excess >= max(self.terms.min_sweep, 1):
             self._refund_credit(excess, RefundReason.EXCESS)
-        elif excess > 0:  # held for the user: a failed prefill still refunds it
-            self._retain(ActionKind.USER_REFUND, excess, RefundReason.EXCESS)
+        # a smaller excess stays held for the user: a failed prefill refunds it with the
+        # rest; a confirmed one leaves it retained
 
     def prefill_confirmed(self, *, block_number: int, fee_account: str) -> None:
         """The recipient has the funds: COMPLETED; the relayer is repaid, fees swept."""
@@ -286,6 +286,9 @@ class Intent:
             extra={"prefill": {"tx_hash": self.tx_hash, "block_number": block_number}},
         )
         terms = self.terms
+        kept = self.held() - terms.total_due  # an excess too small to refund at initiation
+        if kept > 0:
+            self._retain(ActionKind.USER_REFUND, kept, RefundReason.EXCESS)
         fees = terms.fees if fee_account else 0
         repay = terms.total_due - fees
         if repay > 0:
