@@ -152,32 +152,27 @@ async def history(conn: Connection, action_id: int) -> list[Tx]:
     return [_tx(row) for row in rows]
 
 
-async def gas_credit(conn: Connection, action: Action, address: str) -> int:
-    """The gas tank's credit at the intent address ``address`` that signs ``action``:
-    native coin it topped up there for ERC-20 transfers of finished actions, less what
-    those transfers burned. It is ours (never a user's deposit) and no transaction is
-    spending it. 0 while another ERC-20 action of the address is in flight (its
-    transfer may be spending it)."""
-    value = await conn.fetchval(
+async def gas_credit(conn: Connection, action: Action, address: str) -> int | None:
+    """The gas tank's coin at the intent address ``address`` that signs ``action``: every
+    top-up it confirmed there, less the gas burned by every final ERC-20 transfer the
+    address signed. It is ours (never a user's deposit; native sweeps pay their gas out
+    of their own amount). None while another ERC-20 action of the address is in flight:
+    its transfer may be spending that coin, so the caller must not count on it."""
+    row = await conn.fetchrow(
         """
-        SELECT CASE WHEN EXISTS (
+        SELECT EXISTS (
                    SELECT 1 FROM actions
                     WHERE chain = $1 AND signer_kind = 'intent' AND signer_index = $2
-                      AND status = 'submitted' AND token <> $4 AND id <> $3)
-               THEN 0
-               ELSE COALESCE((
-                   SELECT SUM(t.value) FROM chain_transactions t
-                     JOIN actions a ON a.id = t.action_id
-                    WHERE t.chain = $1 AND t.purpose = 'gas_topup' AND t.to_address = $5
-                      AND t.status = 'confirmed'
-                      AND a.status IN ('confirmed', 'failed', 'cancelled')), 0)
-                  - COALESCE((
+                      AND status = 'submitted' AND token <> $4 AND id <> $3) AS busy,
+               COALESCE((
+                   SELECT SUM(value) FROM chain_transactions
+                    WHERE chain = $1 AND purpose = 'gas_topup' AND to_address = $5
+                      AND status = 'confirmed'), 0)
+               - COALESCE((
                    SELECT SUM(t.gas_used * t.effective_gas_price) FROM chain_transactions t
                      JOIN actions a ON a.id = t.action_id
                     WHERE t.chain = $1 AND t.purpose = 'transfer' AND t.signer = $5
-                      AND t.status IN ('confirmed', 'reverted') AND a.token <> $4
-                      AND a.status IN ('confirmed', 'failed', 'cancelled')), 0)
-               END
+                      AND t.status IN ('confirmed', 'reverted') AND a.token <> $4), 0) AS held
         """,
         action.chain,
         action.signer_index,
@@ -185,7 +180,9 @@ async def gas_credit(conn: Connection, action: Action, address: str) -> int:
         NATIVE,
         address,
     )
-    return max(int(value), 0)
+    if row is None or row["busy"]:  # one row always: no FROM clause
+        return None
+    return max(int(row["held"]), 0)
 
 
 async def reconcile_nonce(conn: Connection, chain: str, signer: str, pending: int) -> int:

@@ -162,7 +162,7 @@ class Executor:
             price = initial_fees(fees.base_fee, fees.tip, self._chain.max_fee_per_gas)
             if needs_topup(action):
                 gas = await self._token_gas(action, sender)
-                credit = await store.gas_credit(conn, action, sender)
+                credit = await store.gas_credit(conn, action, sender) or 0
                 plan = plan_topup(
                     sender, gas, price, headroom_bps=self._config.topup_headroom_bps, credit=credit
                 )
@@ -513,8 +513,10 @@ class Executor:
         cap = self._chain.max_fee_per_gas
         if stale.purpose is Purpose.TRANSFER and needs_topup(action):
             async with self._pool.acquire() as conn:
-                budget = _topup_budget(await store.history(conn, action.id))
-                budget += await store.gas_credit(conn, action, stale.signer)
+                held = await store.gas_credit(conn, action, stale.signer)
+                budget = (
+                    _topup_budget(await store.history(conn, action.id)) if held is None else held
+                )
             cap = min(cap, affordable_fee(budget, stale.gas_limit))
         fees = bumped_fees(stale.fees, market.base_fee, market.tip, cap)
         plan: TxPlan | None = None
@@ -552,7 +554,8 @@ class Executor:
                 return
             try:
                 gas = await self._token_gas(locked, sender)
-                budget = _topup_budget(txs) + await store.gas_credit(conn, locked, sender)
+                held = await store.gas_credit(conn, locked, sender)
+                budget = _topup_budget(txs) if held is None else held
                 cap = min(self._chain.max_fee_per_gas, affordable_fee(budget, gas))
                 price = initial_fees(market.base_fee, market.tip, cap)
                 plan = plan_transfer(locked, gas, price)
