@@ -109,6 +109,11 @@ TRIGGER_DEPOSIT_CHECKS = Counter(
     " (canonical, final, moved, waiting, retracted, retraction_alert, ...)",
     ["chain", "outcome"],
 )
+RETAINED = Counter(
+    "intentd_retained_total",
+    "Amounts below the token's min_sweep kept at intent addresses instead of refunded or swept",
+    ["chain", "kind", "reason"],
+)
 EXPIRED = Counter("intentd_intents_expired_total", "PENDING intents expired", ["outcome"])
 HANDLE_SECONDS = Histogram(
     "intentd_lifecycle_handle_seconds", "Time to apply one message batch", ["kind"]

@@ -57,6 +57,7 @@ from intentd.config_guards import (
     secrets_in_file,
 )
 from intentd.custody import IntentKeys
+from intentd.domain.amounts import AmountError, parse_amount
 from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
 
 NATIVE_TOKEN = "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"
@@ -83,7 +84,40 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TokenConfig(_Model):
+MIN_SWEEP_DEFAULTS = {"stablecoin": "0.1", "major": "0.00005"}
+"""Default ``min_sweep`` per token category, whole units (see docs/execution.md)."""
+
+
+class _SweptToken(_Model):
+    """What every supported token says about moving it out of an intent address."""
+
+    symbol: str
+    decimals: int
+    category: Literal["stablecoin", "major", "volatile"]
+    min_sweep: str | None = None
+    """Smallest amount (whole units, a decimal string) a user refund or a fee sweep
+    moves out of an intent address; a smaller one is retained there. Default: 0.1 for
+    a stablecoin, 0.00005 for a major token; a volatile token must set it."""
+
+    @model_validator(mode="after")
+    def _min_sweep(self) -> _SweptToken:
+        text = self.min_sweep or MIN_SWEEP_DEFAULTS.get(self.category)
+        if text is None:
+            raise ValueError(f"min_sweep: token {self.symbol} is volatile; set its minimum")
+        try:
+            parse_amount(text, self.decimals, allow_zero=True)
+        except AmountError as exc:
+            raise ValueError(f"min_sweep of {self.symbol}: {exc}") from None
+        return self
+
+    @property
+    def min_sweep_units(self) -> int:
+        """``min_sweep`` in base units."""
+        text = self.min_sweep or MIN_SWEEP_DEFAULTS[self.category]
+        return parse_amount(text, self.decimals, allow_zero=True)
+
+
+class TokenConfig(_SweptToken):
     """An ERC-20 token the chain supports (deposits of any other contract are ignored)."""
 
     address: Address
@@ -93,7 +127,7 @@ class TokenConfig(_Model):
     category: Literal["stablecoin", "major", "volatile"]
 
 
-class NativeTokenConfig(_Model):
+class NativeTokenConfig(_SweptToken):
     """The chain's native coin; it appears under the address ``NATIVE_TOKEN``."""
 
     symbol: str = "ETH"

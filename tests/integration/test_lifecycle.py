@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 from tests.support import (
     TopicReader,
     daemon_env,
@@ -140,18 +141,27 @@ async def test_classification_of_deposits(pool: Pool, settings: Settings) -> Non
         t.address for t in settings.chains["ARBITRUM_TESTNET"].tokens if t.symbol == "USDC"
     )
     now = datetime.now(UTC)
+    worth = 100_000  # 0.1 of a stablecoin: the default min_sweep
+    eth = 5 * 10**13  # 0.00005 ETH: the default min_sweep of a major token
     cases = [
-        (deposit(settings, intent.intent_address, 5, token=usdt), Outcome.REFUND_OWED),
+        (deposit(settings, intent.intent_address, worth, token=usdt), Outcome.REFUND_OWED),
         (deposit(settings, intent.intent_address, 5, token="0x" + "9" * 40), Outcome.IGNORED),
         (
-            deposit(settings, intent.intent_address, 5, token=arb_usdc, chain="ARBITRUM_TESTNET"),
+            deposit(
+                settings, intent.intent_address, worth, token=arb_usdc, chain="ARBITRUM_TESTNET"
+            ),
             Outcome.REFUND_OWED,
         ),
-        (deposit(settings, intent.intent_address, 5, token=NATIVE_TOKEN), Outcome.REFUND_OWED),
+        (deposit(settings, intent.intent_address, eth, token=NATIVE_TOKEN), Outcome.REFUND_OWED),
         (deposit(settings, intent.intent_address, 10_000_000), Outcome.CREDITED),
-        (deposit(settings, intent.intent_address, 1), Outcome.REFUND_OWED),  # late
+        (deposit(settings, intent.intent_address, worth), Outcome.REFUND_OWED),  # late
         (deposit(settings, "0x" + "4" * 40, 1), Outcome.UNMATCHED),
+        # below the token's min_sweep: retained, no refund
+        (deposit(settings, intent.intent_address, worth - 1), Outcome.RETAINED),  # late
+        (deposit(settings, intent.intent_address, 1, token=usdt), Outcome.RETAINED),
+        (deposit(settings, intent.intent_address, eth - 1, token=NATIVE_TOKEN), Outcome.RETAINED),
     ]
+    retained_before = _retained(CHAIN)
     async with pool.acquire() as conn:
         for message, expected in cases:
             assert await apply_deposit(conn, settings, message, now=now) is expected
@@ -162,6 +172,27 @@ async def test_classification_of_deposits(pool: Pool, settings: Settings) -> Non
     )
     assert [r["reason"] for r in reasons] == ["wrong_token"] * 3 + ["late_deposit"]
     assert {r["to_address"] for r in reasons} == {intent.refund_address}
+    kept = await pool.fetch(
+        "SELECT reason, amount FROM deposits WHERE intent_id = $1 AND disposition = 'retained'"
+        " ORDER BY id",
+        intent.id,
+    )
+    assert [(r["reason"], int(r["amount"])) for r in kept] == [
+        ("late_deposit", worth - 1),
+        ("wrong_token", 1),
+        ("wrong_token", eth - 1),
+    ]
+    assert _retained(CHAIN) - retained_before == 3
+
+
+def _retained(chain: str) -> float:
+    total = 0.0
+    for reason in ("late_deposit", "wrong_token"):
+        value = REGISTRY.get_sample_value(
+            "intentd_retained_total", {"chain": chain, "kind": "user_refund", "reason": reason}
+        )
+        total += value or 0.0
+    return total
 
 
 async def test_retraction_uncredits_before_initiation(pool: Pool, settings: Settings) -> None:

@@ -170,6 +170,29 @@ async def test_failed_prefill_refunds_everything(pool: Pool, settings: Settings)
     assert last["intent"]["intent_status"] == "REFUNDED"
 
 
+async def test_a_prefill_failing_after_the_excess_refund_refunds_only_what_is_held(
+    pool: Pool, settings: Settings
+) -> None:
+    """12 received on 10 due: excess 2 at initiation, then 10 when the prefill fails."""
+    row = await new_intent(pool, settings, amount="10")
+    async with pool.acquire() as conn:
+        await apply_deposit(
+            conn, settings, pay(settings, row.intent_address, 12_000_000), now=datetime.now(UTC)
+        )
+    [prefill] = await actions(pool, row.id)
+    await apply(pool, settings, result(prefill, row.id, "sent", tx_hash="0x" + "ab" * 32))
+    await apply(pool, settings, result(prefill, row.id, "failed", error="relayer ran low"))
+    stored = await intent_store.get_by_id(pool, row.id)  # type: ignore[arg-type]
+    assert stored is not None and stored.status is IntentStatus.REFUNDING
+    refunds = [
+        (a["reason"], int(a["amount"]))
+        for a in await actions(pool, row.id)
+        if a["kind"] == "user_refund"
+    ]
+    assert refunds == [("excess", 2_000_000), ("failed", 10_000_000)]
+    assert stored.refunded == stored.received == 12_000_000
+
+
 async def test_expiry_with_and_without_funds(pool: Pool, settings: Settings) -> None:
     empty = await new_intent(pool, settings, amount="10")
     partial = await new_intent(pool, settings, amount="10")

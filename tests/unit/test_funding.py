@@ -7,6 +7,7 @@ tests/integration/test_lifecycle.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -180,6 +181,20 @@ def test_overpayment_is_funded_with_excess() -> None:
     )
 
 
+def test_a_prefill_failing_after_initiation_refunds_only_what_is_still_held() -> None:
+    """150 received on 100 due: 50 back at initiation, 100 (not 150) when the prefill fails."""
+    intent = new_intent(100)
+    deposit = Deposit(
+        SOURCE, "0x" + "1" * 64, -1, 1, "0x" + "f" * 64, EXPIRES, USDC, ADDRESS, ADDRESS, 150
+    )
+    intent.apply_deposit(deposit, token_supported=True)
+    intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+    intent.prefill_failed()
+    refunds = [(a.reason, a.amount) for a in intent.actions if a.reason is not None]
+    assert refunds == [(RefundReason.EXCESS, 50), (RefundReason.FAILED, 100)]
+    assert (intent.held(), intent.refunded) == (0, 150)
+
+
 @given(st.lists(st.integers(1, 100), min_size=1, max_size=6), st.integers(1, 400), st.data())
 def test_retraction_undoes_a_credit_while_reversible(
     amounts: list[int], total: int, data: st.DataObject
@@ -206,3 +221,75 @@ def test_retraction_after_initiation_is_refused() -> None:
     intent.status = IntentStatus.INITIATED
     assert not intent.retract(d)
     assert intent.received == 10
+
+
+def pay(
+    intent: Intent, amount: int, *, token: str = USDC, seconds: int = -60, n: int = 1
+) -> Disposition:
+    deposit = Deposit(
+        SOURCE,
+        f"0x{n:064x}",
+        0,
+        n,
+        "0x" + "f" * 64,
+        EXPIRES + timedelta(seconds=seconds),
+        token,
+        ADDRESS,
+        ADDRESS,
+        amount,
+    )
+    return intent.apply_deposit(deposit, token_supported=True, min_sweep=50).disposition
+
+
+def with_minimum(total: int, fees: int = 0) -> Intent:
+    intent = new_intent(total)
+    intent.terms = replace(intent.terms, min_sweep=50, fees=fees, amount_out=total - fees)
+    return intent
+
+
+def test_dust_after_completion_is_retained_not_refunded() -> None:
+    intent = with_minimum(100)
+    assert pay(intent, 100) is Disposition.CREDITED
+    intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+    intent.prefill_confirmed(block_number=1, fee_account="")
+    intent.actions.clear()
+    assert pay(intent, 1, n=2) is Disposition.RETAINED  # late, below the minimum
+    assert pay(intent, 49, token=USDT, n=3) is Disposition.RETAINED  # wrong token
+    assert pay(intent, 50, n=4) is Disposition.REFUND_OWED  # worth refunding
+    assert [(a.reason, a.amount) for a in intent.actions] == [(RefundReason.LATE_DEPOSIT, 50)]
+    assert [(k.token, k.amount, k.reason) for k in intent.retained] == [
+        (USDC, 1, RefundReason.LATE_DEPOSIT),
+        (USDT, 49, RefundReason.WRONG_TOKEN),
+    ]
+
+
+def test_a_small_excess_is_refunded_if_the_prefill_fails_and_retained_if_it_succeeds() -> None:
+    failing, succeeding = with_minimum(100), with_minimum(100)
+    for intent in (failing, succeeding):
+        pay(intent, 130)
+        intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+        assert intent.actions[1:] == [] and intent.retained == []  # 30 < 50: still held
+    failing.prefill_failed()
+    assert [(a.reason, a.amount) for a in failing.actions[1:]] == [(RefundReason.FAILED, 130)]
+    assert failing.retained == []
+    succeeding.prefill_confirmed(block_number=1, fee_account="")
+    assert [(k.amount, k.reason) for k in succeeding.retained] == [(30, RefundReason.EXCESS)]
+    assert [a.kind.value for a in succeeding.actions] == ["prefill", "relayer_refund"]
+
+
+def test_a_small_fee_is_retained_not_swept() -> None:
+    intent = with_minimum(1_000, fees=30)
+    pay(intent, 1_000)
+    intent.prefill_sent(tx_hash="0x" + "2" * 64, relayer=ADDRESS)
+    intent.prefill_confirmed(block_number=1, fee_account="0x" + "4" * 40)
+    kinds = [(a.kind.value, a.amount) for a in intent.actions]
+    assert kinds == [("prefill", 970), ("relayer_refund", 970)]
+    assert [(k.kind.value, k.amount) for k in intent.retained] == [("fee_sweep", 30)]
+
+
+def test_an_expired_intent_holding_less_than_the_minimum_ends_expired() -> None:
+    intent = with_minimum(100)
+    pay(intent, 20)
+    assert intent.expire(EXPIRES + timedelta(seconds=1))
+    assert intent.status is IntentStatus.EXPIRED and intent.actions == []
+    assert [(k.amount, k.reason) for k in intent.retained] == [(20, RefundReason.EXPIRED)]

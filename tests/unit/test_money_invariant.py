@@ -3,21 +3,30 @@
 For every intent and every (chain, token) of a supported token: everything received
 on the intent address = relayer refund + fees + user refunds + what is still held
 there; the address is never asked to pay more than it holds; each action is executed
-once; and once every action has run and the intent is settled, nothing is held.
+once; and once every action has run and the intent is settled, nothing is held but
+amounts below the token's minimum (``MIN_SWEEP``), each retained by rule.
 Deposits arrive in any order and time, expiry strikes at any moment, and the
-prefill may fail.
+prefill may fail before it is broadcast or after (INITIATED -> REFUNDING).
+
+At every step, what the intent has *decided* to pay out of its address (user
+refunds, relayer refund, fees; executed or still queued) never exceeds what was
+received there: a refund is only ever of what is still held for the user. The
+intent is reloaded from what the store keeps (:func:`reload`) after every step, as
+the lifecycle does for every message, so state the store does not keep is lost here
+too.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from intentd.domain.events import EventType
+from intentd.domain.events import EventType, PendingEvent
 from intentd.domain.intent import (
     ActionKind,
     Deposit,
@@ -35,7 +44,19 @@ USDC, USDT, ROGUE = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
 RELAYER, FEE_ACCOUNT, REFUND = "0x" + "1" * 40, "0x" + "2" * 40, "0x" + "3" * 40
 EXPIRES = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TOTAL, FEES = 1_000, 30
+MIN_SWEEP = {USDC: 25, USDT: 40}
+"""Each token's minimum refund or sweep; below it an amount is retained."""
 TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
+
+
+STORED = ("received", "status", "funding", "event_sequence", "tx_hash", "relayer", "refunded")
+"""The fields of an intent that ``intent_store.save_intent`` writes (besides its terms)."""
+
+
+def reload(intent: Intent) -> Intent:
+    """The intent as the next message finds it: only what the store keeps."""
+    blank = Intent(intent.id, intent.terms, 0, IntentStatus.PENDING, FundingStatus.NONE, 0)
+    return replace(blank, **{name: getattr(intent, name) for name in STORED})
 
 
 class Lifecycle(RuleBasedStateMachine):
@@ -54,6 +75,7 @@ class Lifecycle(RuleBasedStateMachine):
                 recipient=REFUND,
                 refund_address=REFUND,
                 expires_at=EXPIRES,
+                min_sweep=MIN_SWEEP[USDC],
             ),
             received=0,
             status=IntentStatus.PENDING,
@@ -63,19 +85,30 @@ class Lifecycle(RuleBasedStateMachine):
         self.received: Counter[tuple[str, str]] = Counter()
         self.paid: Counter[tuple[str, str]] = Counter()
         self.by_kind: Counter[ActionKind] = Counter()
+        self.decided: Counter[tuple[str, str]] = Counter()
+        self.retained: Counter[tuple[str, str]] = Counter()
         self.queue: list[PendingAction] = []
+        self.events: list[PendingEvent] = []
+        self.prefill_in_flight = False
         self.executed = 0
         self.expired_tick = False
         self.tx = 0
 
     def _take_actions(self) -> None:
+        for action in self.intent.actions:
+            if action.signer is SignerKind.INTENT:
+                self.decided[(action.chain, action.token)] += action.amount
+        for kept in self.intent.retained:
+            assert kept.amount < MIN_SWEEP[kept.token], kept
+            self.retained[(kept.chain, kept.token)] += kept.amount
         self.queue.extend(self.intent.actions)
-        self.intent.actions.clear()
+        self.events.extend(self.intent.events)
+        self.intent = reload(self.intent)
 
     @rule(
         chain=st.sampled_from([SOURCE, SOURCE, SOURCE, OTHER]),
         token=st.sampled_from([USDC, USDC, USDC, USDT, ROGUE]),
-        amount=st.integers(1, 700),
+        amount=st.integers(1, 700) | st.integers(TOTAL, TOTAL + 300),  # often over-funds
         late=st.booleans(),
     )
     def deposit(self, chain: str, token: str, amount: int, late: bool) -> None:
@@ -93,7 +126,9 @@ class Lifecycle(RuleBasedStateMachine):
             "0x" + "8" * 40,
             amount,
         )
-        decision = self.intent.apply_deposit(deposit, token_supported=token != ROGUE)
+        decision = self.intent.apply_deposit(
+            deposit, token_supported=token != ROGUE, min_sweep=MIN_SWEEP.get(token, 0)
+        )
         if decision.disposition is not Disposition.IGNORED:
             self.received[(chain, token)] += amount
         self._take_actions()
@@ -105,8 +140,8 @@ class Lifecycle(RuleBasedStateMachine):
         self._take_actions()
 
     @precondition(lambda self: bool(self.queue))
-    @rule(index=st.integers(0, 10), prefill_succeeds=st.booleans())
-    def executor_runs_an_action(self, index: int, prefill_succeeds: bool) -> None:
+    @rule(index=st.integers(0, 10), prefill_broadcast=st.booleans())
+    def executor_runs_an_action(self, index: int, prefill_broadcast: bool) -> None:
         action = self.queue.pop(index % len(self.queue))
         self.executed += 1
         tx_hash = f"0x{self.executed:064x}"
@@ -114,10 +149,10 @@ class Lifecycle(RuleBasedStateMachine):
             assert action.signer is SignerKind.RELAYER
             if self.intent.status is not IntentStatus.FUNDED:
                 return
-            if prefill_succeeds:
+            if prefill_broadcast:  # "sent"; "confirmed" or "failed" follows later
                 self.intent.prefill_sent(tx_hash=tx_hash, relayer=RELAYER)
-                self.intent.prefill_confirmed(block_number=1, fee_account=FEE_ACCOUNT)
-            else:
+                self.prefill_in_flight = True
+            else:  # failed before any broadcast (the estimate reverted, say)
                 self.intent.prefill_failed()
         else:
             assert action.signer is SignerKind.INTENT
@@ -142,6 +177,27 @@ class Lifecycle(RuleBasedStateMachine):
                 assert action.to_address == FEE_ACCOUNT
         self._take_actions()
 
+    @precondition(lambda self: self.prefill_in_flight)
+    @rule(succeeds=st.booleans())
+    def prefill_outcome(self, succeeds: bool) -> None:
+        """The broadcast prefill is mined, or fails for good (the relayer ran low)."""
+        self.prefill_in_flight = False
+        if succeeds:
+            self.intent.prefill_confirmed(block_number=1, fee_account=FEE_ACCOUNT)
+        else:
+            event(
+                "prefill failed after initiation"
+                + (" (excess refunded)" * bool(self.intent.refunded))
+            )
+            self.intent.prefill_failed()
+        self._take_actions()
+
+    @invariant()
+    def never_decides_to_pay_out_more_than_it_received(self) -> None:
+        # user refunds <= received - relayer refund - fees, for every (chain, token)
+        for key, decided in self.decided.items():
+            assert decided <= self.received[key], (key, decided, self.received[key])
+
     @invariant()
     def never_pays_out_more_than_it_holds(self) -> None:
         for key, paid in self.paid.items():
@@ -149,23 +205,24 @@ class Lifecycle(RuleBasedStateMachine):
 
     @invariant()
     def events_are_numbered_without_gaps(self) -> None:
-        assert [e.sequence for e in self.intent.events] == list(
-            range(1, len(self.intent.events) + 1)
-        )
+        assert [e.sequence for e in self.events] == list(range(1, len(self.events) + 1))
 
     def teardown(self) -> None:
         # Let the world finish: run every remaining action, let expiry strike, repeat.
         for _ in range(50):
-            if self.queue:
-                self.executor_runs_an_action(0, prefill_succeeds=True)
+            if self.prefill_in_flight:
+                self.prefill_outcome(succeeds=True)
+            elif self.queue:
+                self.executor_runs_an_action(0, prefill_broadcast=True)
             elif self.intent.status is IntentStatus.PENDING:
                 self.expiry_strikes()
             else:
                 break
         assert not self.queue
         assert self.intent.status in TERMINAL, self.intent.status
-        # everything received = relayer refund + fees + user refunds (+ 0 held)
-        assert self.paid == self.received, (self.paid, self.received)
+        # everything received = relayer refund + fees + user refunds + what was retained
+        for key in self.received:
+            assert self.received[key] == self.paid[key] + self.retained[key], key
         if self.intent.status is IntentStatus.COMPLETED:
             assert self.by_kind[ActionKind.RELAYER_REFUND] == TOTAL - FEES
             assert self.by_kind[ActionKind.FEE_SWEEP] == FEES
@@ -173,10 +230,10 @@ class Lifecycle(RuleBasedStateMachine):
         else:
             assert self.by_kind[ActionKind.RELAYER_REFUND] == 0
             assert self.by_kind[ActionKind.FEE_SWEEP] == 0
-        types = [e.type for e in self.intent.events]
+        types = [e.type for e in self.events]
         assert types.count(EventType.INTENT_INITIATED) <= 1
         assert types.count(EventType.INTENT_COMPLETED) <= 1
-        refunds = [e for e in self.intent.events if e.type is EventType.INTENT_REFUNDED]
+        refunds = [e for e in self.events if e.type is EventType.INTENT_REFUNDED]
         reasons = [e.extra["refund"]["reason"] for e in refunds]
         assert reasons.count(RefundReason.EXPIRED.value) <= 1
         assert reasons.count(RefundReason.EXCESS.value) <= 1

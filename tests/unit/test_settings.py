@@ -149,3 +149,22 @@ def test_rate_limit_is_shared_by_every_api_process(tmp_path: Path) -> None:
     text = MINIMAL + "[api]\nworkers = 3\nreplicas = 2\n"
     settings = load_settings(write(tmp_path, text), ENV)
     assert settings.api.rate_limit_shares == 6
+
+
+def test_min_sweep_defaults_by_category_and_a_volatile_token_must_set_it(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(write(tmp_path, MINIMAL), ENV)
+    chain = settings.chains["BASE"]
+    assert chain.tokens[0].min_sweep_units == 100_000  # 0.1 USDC
+    assert chain.native.min_sweep_units == 5 * 10**13  # 0.00005 ETH
+    custom = MINIMAL + 'min_sweep = "0.5"\n'
+    assert load_settings(write(tmp_path, custom), ENV).chains["BASE"].tokens[0].min_sweep_units == (
+        500_000
+    )
+    volatile = MINIMAL.replace('category = "stablecoin"', 'category = "volatile"')
+    with pytest.raises(ConfigError, match="min_sweep"):
+        load_settings(write(tmp_path, volatile), ENV)
+    too_precise = MINIMAL + 'min_sweep = "0.0000001"\n'
+    with pytest.raises(ConfigError, match="min_sweep"):
+        load_settings(write(tmp_path, too_precise), ENV)

@@ -23,7 +23,7 @@ import orjson
 
 from intentd.adapters.lifecycle_store import enqueue
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Action, Purpose, SignerKind
+from intentd.execution.planning import NATIVE, Action, Purpose, SignerKind
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage, action_result_id, action_results_topic
 
@@ -150,6 +150,39 @@ async def history(conn: Connection, action_id: int) -> list[Tx]:
         action_id,
     )
     return [_tx(row) for row in rows]
+
+
+async def gas_credit(conn: Connection, action: Action, address: str) -> int | None:
+    """The gas tank's coin at the intent address ``address`` that signs ``action``: every
+    top-up it confirmed there, less the gas burned by every final ERC-20 transfer the
+    address signed. It is ours (never a user's deposit; native sweeps pay their gas out
+    of their own amount). None while another ERC-20 action of the address is in flight:
+    its transfer may be spending that coin, so the caller must not count on it."""
+    row = await conn.fetchrow(
+        """
+        SELECT EXISTS (
+                   SELECT 1 FROM actions
+                    WHERE chain = $1 AND signer_kind = 'intent' AND signer_index = $2
+                      AND status = 'submitted' AND token <> $4 AND id <> $3) AS busy,
+               COALESCE((
+                   SELECT SUM(value) FROM chain_transactions
+                    WHERE chain = $1 AND purpose = 'gas_topup' AND to_address = $5
+                      AND status = 'confirmed'), 0)
+               - COALESCE((
+                   SELECT SUM(t.gas_used * t.effective_gas_price) FROM chain_transactions t
+                     JOIN actions a ON a.id = t.action_id
+                    WHERE t.chain = $1 AND t.purpose = 'transfer' AND t.signer = $5
+                      AND t.status IN ('confirmed', 'reverted') AND a.token <> $4), 0) AS held
+        """,
+        action.chain,
+        action.signer_index,
+        action.id,
+        NATIVE,
+        address,
+    )
+    if row is None or row["busy"]:  # one row always: no FROM clause
+        return None
+    return max(int(row["held"]), 0)
 
 
 async def reconcile_nonce(conn: Connection, chain: str, signer: str, pending: int) -> int:

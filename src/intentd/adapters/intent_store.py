@@ -69,13 +69,20 @@ _COLUMNS = """
     total_in_usd, slippage, address_index, intent_address, recipient, refund_address,
     relayer, coordinator, bridger, bridge_extra_data, status, funding_status, received,
     tx_hash, needs_relay, event_sequence, version, metadata, expires_at, created_at, updated_at,
-    session_id
+    session_id, refunded
 """
 
 
 def _row(record: asyncpg.Record) -> IntentRow:
     data = dict(record)
-    for key in ("total_due", "fees_in_asset", "app_fee_in_asset", "amount_out", "received"):
+    for key in (
+        "total_due",
+        "fees_in_asset",
+        "app_fee_in_asset",
+        "amount_out",
+        "received",
+        "refunded",
+    ):
         data[key] = int(data[key])
     data["status"] = IntentStatus(data["status"])
     data["funding_status"] = FundingStatus(data["funding_status"])
@@ -241,7 +248,7 @@ async def save_intent(conn: Connection, intent: Intent, *, expected_version: int
         """
         UPDATE intents
            SET received = $2, funding_status = $3, status = $4, event_sequence = $5,
-               tx_hash = $6, relayer = $7, needs_relay = $8,
+               tx_hash = $6, relayer = $7, needs_relay = $8, refunded = $10,
                version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $9
         """,
@@ -254,6 +261,7 @@ async def save_intent(conn: Connection, intent: Intent, *, expected_version: int
         intent.relayer,
         bool(intent.relayer),
         expected_version,
+        intent.refunded,
     )
     if status != "UPDATE 1":
         raise ConcurrentUpdate(f"intent {intent.id} changed while it was being updated")

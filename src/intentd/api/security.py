@@ -59,7 +59,11 @@ _DESCRIPTIONS = {
     409: "The Idempotency-Key was used with a different request",
     413: "The body is too large",
     415: "The body is not application/json",
-    422: "Valid JSON, but not a valid request (unknown_chain, invalid_address, amount_*, ...)",
+    422: (
+        "Valid JSON, but not a valid request (unknown_chain, invalid_address, amount_*, ...;"
+        " amount_rounds_to_zero or amount_too_precise_for_route when tokenOut cannot carry"
+        " the amount, amount_too_large beyond 256 bits)"
+    ),
     429: "Over the key's rate limit; retry after Retry-After seconds",
     503: "Sessions are not configured, or the chain's RPC is unavailable",
 }

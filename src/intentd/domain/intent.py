@@ -16,16 +16,33 @@ Deposits (:meth:`Intent.apply_deposit`):
   refund is owed (``late_deposit``);
 - a token the chain does not list: ignored (anyone can emit a fake ``Transfer``).
 
+Amounts too small to move (below the token's ``min_sweep``: moving them would cost
+more gas than they are worth) are *retained* at the intent address instead of
+refunded or swept: a late or wrong-token deposit below it is ``retained``; an excess
+or a fee below it is not moved, nor is what an expired intent holds (it ends
+EXPIRED). Each retention is recorded in :attr:`Intent.retained` for the caller to
+report. A failed prefill always refunds what is held. Anyone can send dust to a
+used intent address; retention means it never costs the gas tank anything.
+
 Execution: the prefill sent → INITIATED (``intent_initiated``; the excess of an
 over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed``;
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
-REFUNDING with everything received refunded (``failed``). Expiry of a PENDING
-intent: nothing received → EXPIRED; something → REFUNDING with all of it refunded
-(``expired``). Every confirmed user refund emits ``intent_refunded``; one of reason
-``expired`` or ``failed`` also ends the intent as REFUNDED.
+REFUNDING with what is still held for the user refunded (``failed``). Expiry of a
+PENDING intent: nothing received (or less than ``min_sweep``) → EXPIRED; more →
+REFUNDING with all of it refunded (``expired``). Every confirmed user refund emits
+``intent_refunded``; one of reason ``expired`` or ``failed`` also ends the intent as
+REFUNDED.
+
+Every refund of credited ``tokenIn`` is of what is still held for the user,
+:meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
+already decided to refund (an over-funded intent's excess, refunded at initiation,
+is not refunded again when the prefill then fails). ``refunded`` is stored with the
+intent (the intent is reloaded from its row for every message).
 
 Money invariant (checked by the property tests): what was received on the intent
-address = relayer refund + fees + user refunds + what is still held there.
+address = relayer refund + fees + user refunds + what is still held there; and at
+every step the refunds decided never exceed what was received less what goes to the
+relayer and the fee account.
 """
 
 from __future__ import annotations
@@ -55,6 +72,9 @@ class Disposition(StrEnum):
     """A transaction of ours (a gas top-up from the gas tank): not the user's money."""
     RETRACTED = "retracted"
     """Its block left the canonical chain after it was recorded."""
+    RETAINED = "retained"
+    """A refund would be owed, but the amount is below the token's ``min_sweep``: it
+    stays at the intent address (refunding it would cost more than it is worth)."""
 
 
 class RefundReason(StrEnum):
@@ -126,6 +146,18 @@ class PendingAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Retained:
+    """An amount the intent decided not to move: below the token's ``min_sweep``."""
+
+    kind: ActionKind
+    """What moving it would have been (``user_refund`` or ``fee_sweep``)."""
+    chain: str
+    token: str
+    amount: int
+    reason: RefundReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Terms:
     """What the intent promises; fixed at creation (addresses lowercase)."""
 
@@ -142,6 +174,9 @@ class Terms:
     recipient: str
     refund_address: str
     expires_at: datetime
+    min_sweep: int = 0
+    """Base units of ``tokenIn`` below which a refund or a fee sweep is not made (the
+    source chain's token config; not stored, read from the configuration)."""
 
 
 @dataclass(slots=True)
@@ -156,19 +191,25 @@ class Intent:
     event_sequence: int
     tx_hash: str | None = None
     relayer: str = ""
+    refunded: int = 0
+    """Base units of credited ``tokenIn`` already decided to go back to the user."""
     events: list[PendingEvent] = field(default_factory=list)
     actions: list[PendingAction] = field(default_factory=list)
+    retained: list[Retained] = field(default_factory=list)
 
     # --- deposits -------------------------------------------------------------------
-    def apply_deposit(self, deposit: Deposit, *, token_supported: bool) -> DepositDecision:
-        """Decide and apply one deposit; ``token_supported``: the chain lists its token."""
+    def apply_deposit(
+        self, deposit: Deposit, *, token_supported: bool, min_sweep: int = 0
+    ) -> DepositDecision:
+        """Decide and apply one deposit; ``token_supported``: the chain lists its token,
+        ``min_sweep``: its token's minimum refund (base units)."""
         terms = self.terms
         if not token_supported:
             return DepositDecision(Disposition.IGNORED)
         if deposit.chain != terms.source_chain or deposit.token != terms.token_in:
-            return self._owe(deposit, RefundReason.WRONG_TOKEN)
+            return self._owe(deposit, RefundReason.WRONG_TOKEN, min_sweep)
         if self.status is not IntentStatus.PENDING or deposit.block_time > terms.expires_at:
-            return self._owe(deposit, RefundReason.LATE_DEPOSIT)
+            return self._owe(deposit, RefundReason.LATE_DEPOSIT, min_sweep)
         self.received += deposit.amount
         self.funding = funding_status(self.received, terms.total_due)
         funded = self.received >= terms.total_due
@@ -196,7 +237,7 @@ class Intent:
         """
         if self.status not in (IntentStatus.PENDING, IntentStatus.FUNDED):
             return False
-        if deposit.amount > self.received:
+        if deposit.amount > self.held():
             raise ValueError(
                 f"retracting {deposit.amount} exceeds the {self.received} credited to "
                 f"intent {self.id}"
@@ -212,13 +253,14 @@ class Intent:
         """End a PENDING intent past ``expires_at``; False if it is not due."""
         if self.status is not IntentStatus.PENDING or now < self.terms.expires_at:
             return False
-        if self.received == 0:
+        held = self.held()
+        if held == 0 or held < self.terms.min_sweep:
             self._move(IntentStatus.EXPIRED)
+            if held:
+                self._retain(ActionKind.USER_REFUND, held, RefundReason.EXPIRED)
         else:
             self._move(IntentStatus.REFUNDING)
-            self._refund(
-                self.received, RefundReason.EXPIRED, self.terms.source_chain, self.terms.token_in
-            )
+            self._refund_credit(held, RefundReason.EXPIRED)
         return True
 
     # --- execution results ------------------------------------------------------------
@@ -230,9 +272,11 @@ class Intent:
         self.tx_hash = tx_hash
         self.relayer = relayer
         self._record(EventType.INTENT_INITIATED, extra={"prefill": {"tx_hash": tx_hash}})
-        excess = self.received - self.terms.total_due
-        if excess > 0:
-            self._refund(excess, RefundReason.EXCESS, self.terms.source_chain, self.terms.token_in)
+        excess = self.held() - self.terms.total_due
+        if excess >= max(self.terms.min_sweep, 1):
+            self._refund_credit(excess, RefundReason.EXCESS)
+        # a smaller excess stays held for the user: a failed prefill refunds it with the
+        # rest; a confirmed one leaves it retained
 
     def prefill_confirmed(self, *, block_number: int, fee_account: str) -> None:
         """The recipient has the funds: COMPLETED; the relayer is repaid, fees swept."""
@@ -242,6 +286,9 @@ class Intent:
             extra={"prefill": {"tx_hash": self.tx_hash, "block_number": block_number}},
         )
         terms = self.terms
+        kept = self.held() - terms.total_due  # an excess too small to refund at initiation
+        if kept > 0:
+            self._retain(ActionKind.USER_REFUND, kept, RefundReason.EXCESS)
         fees = terms.fees if fee_account else 0
         repay = terms.total_due - fees
         if repay > 0:
@@ -255,7 +302,9 @@ class Intent:
                     SignerKind.INTENT,
                 )
             )
-        if fees > 0:
+        if 0 < fees < terms.min_sweep:
+            self._retain(ActionKind.FEE_SWEEP, fees)
+        elif fees > 0:
             self.actions.append(
                 PendingAction(
                     ActionKind.FEE_SWEEP,
@@ -268,11 +317,11 @@ class Intent:
             )
 
     def prefill_failed(self) -> None:
-        """The prefill cannot succeed: everything received goes back to the user."""
+        """The prefill cannot succeed: what is still held for the user goes back."""
         self._move(IntentStatus.REFUNDING)
-        self._refund(
-            self.received, RefundReason.FAILED, self.terms.source_chain, self.terms.token_in
-        )
+        held = self.held()
+        if held > 0:
+            self._refund_credit(held, RefundReason.FAILED)
 
     def refund_confirmed(
         self,
@@ -304,9 +353,29 @@ class Intent:
         )
 
     # --- helpers ----------------------------------------------------------------------
-    def _owe(self, deposit: Deposit, reason: RefundReason) -> DepositDecision:
+    def _owe(self, deposit: Deposit, reason: RefundReason, min_sweep: int) -> DepositDecision:
+        if deposit.amount < min_sweep:
+            self.retained.append(
+                Retained(
+                    ActionKind.USER_REFUND, deposit.chain, deposit.token, deposit.amount, reason
+                )
+            )
+            return DepositDecision(Disposition.RETAINED, reason)
         self._refund(deposit.amount, reason, deposit.chain, deposit.token)
         return DepositDecision(Disposition.REFUND_OWED, reason)
+
+    def _retain(self, kind: ActionKind, amount: int, reason: RefundReason | None = None) -> None:
+        terms = self.terms
+        self.retained.append(Retained(kind, terms.source_chain, terms.token_in, amount, reason))
+
+    def _refund_credit(self, amount: int, reason: RefundReason) -> None:
+        """Refund ``amount`` of the credited ``tokenIn``; never more than is held."""
+        if not 0 < amount <= self.held():
+            raise ValueError(
+                f"intent {self.id}: refunding {amount} of the {self.held()} still held"
+            )
+        self.refunded += amount
+        self._refund(amount, reason, self.terms.source_chain, self.terms.token_in)
 
     def _refund(self, amount: int, reason: RefundReason, chain: str, token: str) -> None:
         self.actions.append(
@@ -344,6 +413,10 @@ class Intent:
                 extra=extra or {},
             )
         )
+
+    def held(self) -> int:
+        """Credited ``tokenIn`` still held for the user (received less refunds decided)."""
+        return self.received - self.refunded
 
     def shortfall(self) -> int:
         return max(self.terms.total_due - self.received, 0)

@@ -76,6 +76,8 @@ log = structlog.get_logger()
 _RPC_ERRORS = (RpcError, RpcTransportError, MissingResult)
 FEE_WAIT = 5.0
 """Seconds an action waits when the fee market is above the chain's cap."""
+BELOW_GAS_WAIT = 300.0
+"""Seconds a native sweep waits when, at today's fees, its amount cannot pay its gas."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +162,20 @@ class Executor:
             price = initial_fees(fees.base_fee, fees.tip, self._chain.max_fee_per_gas)
             if needs_topup(action):
                 gas = await self._token_gas(action, sender)
-                plan = plan_topup(sender, gas, price, headroom_bps=self._config.topup_headroom_bps)
-                recorded = await self._record(conn, action, plan, SignerKind.GAS_TANK, None)
+                credit = await store.gas_credit(conn, action, sender) or 0
+                plan = plan_topup(
+                    sender, gas, price, headroom_bps=self._config.topup_headroom_bps, credit=credit
+                )
+                if plan is None:  # gas left there by earlier sweeps covers this one
+                    recorded = await self._record(
+                        conn,
+                        action,
+                        plan_transfer(action, gas, price),
+                        action.signer_kind,
+                        action.signer_index,
+                    )
+                else:
+                    recorded = await self._record(conn, action, plan, SignerKind.GAS_TANK, None)
             else:
                 gas = await self._transfer_gas(action, sender)
                 plan = plan_transfer(action, gas, price)
@@ -173,7 +187,11 @@ class Executor:
             await store.postpone(conn, action.id, delay=FEE_WAIT, error=str(exc))
             return None
         except AmountBelowGas as exc:
-            await self._give_up(conn, action, action.attempts + 1, str(exc))
+            # Not a failure of the action (no alert): fees fell below the amount before
+            # and will again; the lifecycle only creates sweeps above the token's min_sweep.
+            log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
+            metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
+            await store.postpone(conn, action.id, delay=BELOW_GAS_WAIT, error=str(exc))
             return None
         except EstimateReverted as exc:
             await self._failed_attempt(conn, action, f"gas estimate reverted: {exc}")
@@ -495,7 +513,10 @@ class Executor:
         cap = self._chain.max_fee_per_gas
         if stale.purpose is Purpose.TRANSFER and needs_topup(action):
             async with self._pool.acquire() as conn:
-                budget = _topup_budget(await store.history(conn, action.id))
+                held = await store.gas_credit(conn, action, stale.signer)
+                budget = (
+                    _topup_budget(await store.history(conn, action.id)) if held is None else held
+                )
             cap = min(cap, affordable_fee(budget, stale.gas_limit))
         fees = bumped_fees(stale.fees, market.base_fee, market.tip, cap)
         plan: TxPlan | None = None
@@ -533,7 +554,9 @@ class Executor:
                 return
             try:
                 gas = await self._token_gas(locked, sender)
-                cap = min(self._chain.max_fee_per_gas, affordable_fee(_topup_budget(txs), gas))
+                held = await store.gas_credit(conn, locked, sender)
+                budget = _topup_budget(txs) if held is None else held
+                cap = min(self._chain.max_fee_per_gas, affordable_fee(budget, gas))
                 price = initial_fees(market.base_fee, market.tip, cap)
                 plan = plan_transfer(locked, gas, price)
             except FeeCapExceeded as exc:

@@ -11,6 +11,8 @@ Who bears which cost is written down in ``docs/execution.md``; the rules here:
   fee did not use stays at the sending address.
 - A gas top-up for an ERC-20 transfer from an intent address is
   ``gas_limit * max_fee * (1 + headroom)``; the headroom pays for replacements.
+  Gas the gas tank left at the address by earlier sweeps (its *credit* there, see
+  ``docs/execution.md``) is used first: the top-up is only what the credit lacks.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "gas_limit_with_margin",
     "initial_fees",
     "native_sweep_value",
+    "topup_after_credit",
     "topup_value",
 ]
 
@@ -108,6 +111,14 @@ def topup_value(gas_limit: int, fees: Fees, headroom_bps: int) -> int:
         raise ValueError("headroom must not be negative")
     need = gas_limit * fees.max_fee_per_gas
     return -(-need * (10_000 + headroom_bps) // 10_000)
+
+
+def topup_after_credit(need: int, credit: int) -> int:
+    """What the gas tank still sends when the address already holds ``credit`` wei of
+    earlier top-ups that no transaction is spending: 0 when the credit covers ``need``."""
+    if need < 0 or credit < 0:
+        raise ValueError(f"negative need {need} or credit {credit}")
+    return max(need - credit, 0)
 
 
 def affordable_fee(budget: int, gas_limit: int) -> int:

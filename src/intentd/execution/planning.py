@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from intentd.execution.gas import Fees, native_sweep_value, topup_value
+from intentd.execution.gas import Fees, native_sweep_value, topup_after_credit, topup_value
 from intentd.settings import NATIVE_TOKEN
 
 __all__ = [
@@ -108,10 +108,19 @@ def plan_transfer(action: Action, gas_limit: int, fees: Fees) -> TxPlan:
 
 
 def plan_topup(
-    intent_address: str, transfer_gas_limit: int, fees: Fees, *, headroom_bps: int
-) -> TxPlan:
+    intent_address: str,
+    transfer_gas_limit: int,
+    fees: Fees,
+    *,
+    headroom_bps: int,
+    credit: int = 0,
+) -> TxPlan | None:
     """The gas tank's top-up of ``intent_address`` for a transfer of ``transfer_gas_limit``
-    gas at ``fees`` (plus headroom for replacements); the top-up itself pays the tank's
-    fees for a plain transfer."""
-    value = topup_value(transfer_gas_limit, fees, headroom_bps)
+    gas at ``fees`` (plus headroom for replacements), less the tank's ``credit`` already
+    at the address; None when the credit covers it all. The top-up itself pays the
+    tank's fees for a plain transfer."""
+    need = topup_value(transfer_gas_limit, fees, headroom_bps)
+    value = topup_after_credit(need, credit)
+    if value == 0:
+        return None
     return TxPlan(Purpose.GAS_TOPUP, intent_address, value, b"", 21_000, fees)

@@ -13,6 +13,12 @@ app_fee_in_asset_token``).
   the value asked for).
 - Route fees come from the bridge options serving the route (cheapest by default),
   the application fee from ``[fees]``; see :mod:`intentd.domain.fees`.
+- The recipient gets exactly what the payer's amount is worth in ``tokenOut``: on a
+  route to a token of fewer decimals, an exact amount that ``tokenOut`` cannot carry
+  is refused (``amount_rounds_to_zero`` when the recipient would get 0,
+  ``amount_too_precise_for_route`` when dust would be left to the relayer), and a
+  converted amount is rounded up to a whole unit of ``tokenOut``. An amount whose
+  total or amount out does not fit 256 bits is refused (``amount_too_large``).
 """
 
 from __future__ import annotations
@@ -22,7 +28,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from intentd.domain.amounts import AmountError, format_amount, parse_amount, rescale
+from intentd.domain.amounts import (
+    MAX_BASE_UNITS,
+    AmountError,
+    format_amount,
+    parse_amount,
+    rescale,
+)
 from intentd.domain.fees import FeeBreakdown, FeeSchedule, MissingPrice, charge, convert_units
 from intentd.domain.fees import to_usd as units_to_usd
 from intentd.intents.validation import (
@@ -270,7 +282,7 @@ def _denominate(
         symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol)
     )
     if symbol == token_in.symbol or stable_alias:
-        return _parse(amount, token_in.decimals)
+        return _carried(path, _parse(amount, token_in.decimals), amount, exact=True)
     if symbol.upper() in USD_SYMBOLS:
         symbol_price: Decimal | None = Decimal(1)
         decimals = USD_DECIMALS
@@ -292,7 +304,32 @@ def _denominate(
         raise IntentRequestError(
             "amount_too_small", "amount", f"amount {amount} is worth less than 1 base unit"
         )
-    return units
+    return _carried(path, units, amount, exact=False)
+
+
+def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:
+    """``units`` of ``tokenIn`` made a whole number of ``tokenOut`` units: an exact
+    amount that ``tokenOut`` cannot carry is refused, a converted one rounded up."""
+    step: int = 10 ** max(path.token_in.decimals - path.token_out.decimals, 0)
+    remainder = units % step
+    if remainder == 0:
+        return units
+    out = path.token_out
+    if exact and units < step:
+        raise IntentRequestError(
+            "amount_rounds_to_zero",
+            "amount",
+            f"amount {amount} is less than one base unit of {out.symbol} ({out.decimals}"
+            " decimals): the recipient would get nothing",
+        )
+    if exact:
+        raise IntentRequestError(
+            "amount_too_precise_for_route",
+            "amount",
+            f"amount {amount} has more precision than {out.symbol} ({out.decimals} decimals)"
+            " can carry; the rest would be lost",
+        )
+    return units + step - remainder
 
 
 def _parse(amount: str, decimals: int) -> int:
@@ -337,4 +374,10 @@ def _priced(
             f"no USD price for {path.token_in.symbol}; its fixed USD fee cannot be charged",
         ) from None
     amount_out = rescale(units, path.token_in.decimals, path.token_out.decimals)
+    if breakdown.total > MAX_BASE_UNITS or amount_out > MAX_BASE_UNITS:
+        raise IntentRequestError(
+            "amount_too_large",
+            "amount",
+            "the total due or the amount out does not fit in 256 bits",
+        )
     return Quote(path, option, breakdown, amount_out, price_in)

@@ -65,9 +65,12 @@ class IntentRow:
     updated_at: datetime
     session_id: str | None = None
     """The payment-modal session the intent was created in (see docs/api.md), if any."""
+    refunded: int = 0
+    """Credited ``tokenIn`` already decided to go back to the user (``Intent.refunded``)."""
 
-    def intent(self) -> Intent:
-        """The domain aggregate that deposits, time and execution results change."""
+    def intent(self, *, min_sweep: int = 0) -> Intent:
+        """The domain aggregate that deposits, time and execution results change;
+        ``min_sweep``: ``tokenIn``'s minimum refund on the source chain (configuration)."""
         return Intent(
             id=self.id,
             terms=Terms(
@@ -81,6 +84,7 @@ class IntentRow:
                 recipient=self.recipient,
                 refund_address=self.refund_address,
                 expires_at=self.expires_at,
+                min_sweep=min_sweep,
             ),
             received=self.received,
             status=self.status,
@@ -88,6 +92,7 @@ class IntentRow:
             event_sequence=self.event_sequence,
             tx_hash=self.tx_hash,
             relayer=self.relayer,
+            refunded=self.refunded,
         )
 
 

@@ -46,6 +46,7 @@ class Outcome(StrEnum):
     INTERNAL = "internal"
     DUPLICATE = "duplicate"
     RETRACTED = "retracted"
+    RETAINED = "retained"
     RETRACTION_NOOP = "retraction_noop"
     RETRACTION_ALERT = "retraction_alert"
     APPLIED = "applied"
@@ -106,9 +107,12 @@ async def apply_deposit(
             )
             return _count(deposit, Outcome.INTERNAL)
         chain = settings.chains.get(deposit.chain)
-        intent = row.intent()
+        intent = _load(settings, row)
+        token = chain.token(deposit.token) if chain is not None else None
         decision = intent.apply_deposit(
-            deposit, token_supported=chain is not None and chain.token(deposit.token) is not None
+            deposit,
+            token_supported=token is not None,
+            min_sweep=token.min_sweep_units if token is not None else 0,
         )
         deposit_id = await lifecycle_store.record_deposit(
             conn,
@@ -150,7 +154,7 @@ async def apply_retraction(
             return Outcome.RETRACTION_NOOP
         if seen.disposition is Disposition.CREDITED:
             assert row is not None
-            intent = row.intent()
+            intent = _load(settings, row)
             was_funded = intent.status is IntentStatus.FUNDED
             if not intent.retract(deposit_of(message, seen.amount)):
                 return _alert(message, row.status.value)
@@ -178,7 +182,7 @@ async def apply_action_result(
         row = await intent_store.lock_by_id(conn, message.intent_id)
         if row is None or not await lifecycle_store.mark_result_applied(conn, message.id):
             return Outcome.DUPLICATE
-        intent = row.intent()
+        intent = _load(settings, row)
         kind = ActionKind(message.action_kind)
         if kind is ActionKind.PREFILL:
             _prefill_result(settings, intent, message)
@@ -236,7 +240,7 @@ async def expire(conn: Connection, settings: Settings, intent_id: int, *, now: d
         row = await intent_store.lock_by_id(conn, intent_id)
         if row is None:
             return Outcome.NOT_DUE
-        intent = row.intent()
+        intent = _load(settings, row)
         if not intent.expire(now):
             return Outcome.NOT_DUE
         await _save(conn, settings, row, intent, now=now)
@@ -249,6 +253,13 @@ async def expire(conn: Connection, settings: Settings, intent_id: int, *, now: d
         return Outcome.EXPIRED
 
 
+def _load(settings: Settings, row: IntentRow) -> Intent:
+    """The intent of ``row``, with ``tokenIn``'s minimum refund from the configuration."""
+    chain = settings.chains.get(row.source_chain)
+    token = chain.token(row.token_in) if chain is not None else None
+    return row.intent(min_sweep=token.min_sweep_units if token is not None else 0)
+
+
 async def _save(
     conn: Connection,
     settings: Settings,
@@ -258,13 +269,25 @@ async def _save(
     now: datetime,
     deposit_id: int | None = None,
 ) -> None:
-    """Store the intent if it changed, then its actions and events."""
-    changed = (intent.status, intent.received, intent.event_sequence, intent.tx_hash) != (
-        row.status,
-        row.received,
-        row.event_sequence,
-        row.tx_hash,
-    )
+    """Store the intent if it changed, then its actions and events; report what it retained."""
+    for kept in intent.retained:
+        reason = kept.reason.value if kept.reason else "fees"
+        metrics.RETAINED.labels(kept.chain, kept.kind.value, reason).inc()
+        log.info(
+            "amount below the token's min_sweep retained at the intent address",
+            intent_id=row.id,
+            kind=kept.kind.value,
+            token=kept.token,
+            amount=kept.amount,
+            reason=reason,
+        )
+    changed = (
+        intent.status,
+        intent.received,
+        intent.event_sequence,
+        intent.tx_hash,
+        intent.refunded,
+    ) != (row.status, row.received, row.event_sequence, row.tx_hash, row.refunded)
     if changed:
         await intent_store.save_intent(conn, intent, expected_version=row.version)
         if intent.status is not row.status:

@@ -171,3 +171,58 @@ def test_fixed_fee_on_an_unpriced_token_is_price_unavailable() -> None:
     with pytest.raises(IntentRequestError) as raised:
         quotes.quote(SETTINGS, unpriced, path, "1", None)
     assert raised.value.code == "price_unavailable"
+
+
+def usdt_to_usdc(amount: str, symbol: str | None = None) -> quotes.Quote:
+    """USDT of 18 decimals (B_TESTNET) to USDC of 6 (A_TESTNET): 10**12 units per unit."""
+    path = quotes.route(SETTINGS, "B_TESTNET", USDT_B, "A_TESTNET", USDC_A)
+    return quotes.quote(SETTINGS, PRICES, path, amount, symbol)
+
+
+@pytest.mark.parametrize(
+    ("amount", "code"),
+    [
+        ("0.000000000001", "amount_rounds_to_zero"),  # 10**6 units of USDT: 0 of USDC
+        ("0.0000009", "amount_rounds_to_zero"),
+        ("1.0000000000001", "amount_too_precise_for_route"),  # the dust would be lost
+        ("10.0000005", "amount_too_precise_for_route"),
+    ],
+)
+def test_an_amount_tokenOut_cannot_carry_is_refused(amount: str, code: str) -> None:  # noqa: N802
+    with pytest.raises(IntentRequestError) as raised:
+        usdt_to_usdc(amount)
+    assert (raised.value.code, raised.value.field) == (code, "amount")
+
+
+def test_a_converted_amount_is_rounded_up_to_what_tokenOut_carries() -> None:  # noqa: N802
+    quote = usdt_to_usdc("0." + "0" * 17 + "1", "ETH")  # 1 wei at 3000 USD: 3000 USDT units
+    assert (quote.fees.amount, quote.amount_out) == (10**12, 1)
+    quote = usdt_to_usdc("1.5")  # exact: 1.5 * 10**18 units, 1.5 * 10**6 out
+    assert (quote.fees.amount, quote.amount_out) == (15 * 10**17, 1_500_000)
+    assert quote.fees.amount == quote.amount_out * 10**12  # nothing left to the relayer
+
+
+def test_a_route_that_scales_up_keeps_every_unit() -> None:
+    path = quotes.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", USDT_B)
+    quote = quotes.quote(SETTINGS, PRICES, path, "0.000001", None)
+    assert (quote.fees.amount, quote.amount_out) == (1, 10**12)
+
+
+@pytest.mark.parametrize(
+    ("source", "token_in", "destination", "token_out", "amount", "symbol"),
+    [
+        # the largest USDC amount parse accepts: the fees push the total past 256 bits
+        ("A_TESTNET", USDC_A, "B_TESTNET", USDC_B, str((2**256 - 1) // 10**6), None),
+        # 6 to 18 decimals: the recipient's amount does not fit 256 bits
+        ("A_TESTNET", USDC_A, "B_TESTNET", USDT_B, "1" + "0" * 70, None),
+        # a USD amount converted to ETH at 3000 USD: more than 10**78 wei
+        ("A_TESTNET", NATIVE_TOKEN, "B_TESTNET", NATIVE_TOKEN, "1" + "0" * 70, "USD"),
+    ],
+)
+def test_an_amount_beyond_256_bits_is_refused(  # noqa: PLR0917 - parametrized
+    source: str, token_in: str, destination: str, token_out: str, amount: str, symbol: str | None
+) -> None:
+    path = quotes.route(SETTINGS, source, token_in, destination, token_out)
+    with pytest.raises(IntentRequestError) as raised:
+        quotes.quote(SETTINGS, PRICES, path, amount, symbol)
+    assert (raised.value.code, raised.value.field) == ("amount_too_large", "amount")

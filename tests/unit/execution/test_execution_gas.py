@@ -17,6 +17,7 @@ from intentd.execution.gas import (
     gas_limit_with_margin,
     initial_fees,
     native_sweep_value,
+    topup_after_credit,
     topup_value,
 )
 
@@ -131,3 +132,11 @@ def test_topup_with_the_default_headroom_covers_five_bumps() -> None:
 def test_gas_limit_margin_rounds_up() -> None:
     assert gas_limit_with_margin(51_335) == 64_169
     assert gas_limit_with_margin(40_000, 0) == 40_000
+
+
+@given(st.integers(0, 10**18), st.integers(0, 10**18))
+def test_a_topup_after_credit_plus_the_credit_covers_the_need(need: int, credit: int) -> None:
+    sent = topup_after_credit(need, credit)
+    assert sent + credit >= need
+    assert 0 <= sent <= need
+    assert sent == 0 or sent + credit == need  # never more than what is missing

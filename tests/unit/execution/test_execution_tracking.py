@@ -147,11 +147,16 @@ def test_plans() -> None:
     whole = plan_transfer(action(NATIVE, SignerKind.RELAYER), 21_000, fees)
     assert whole.value == 10**16
     topup = plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000)
+    assert topup is not None
     assert (topup.purpose, topup.to, topup.value) == (
         Purpose.GAS_TOPUP,
         SIGNER,
         2 * 60_000 * 3 * 10**9,
     )
+    # the gas tank's credit at the address (left by earlier sweeps) is used first
+    less = plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000, credit=10**14)
+    assert less is not None and less.value == 2 * 60_000 * 3 * 10**9 - 10**14
+    assert plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000, credit=4 * 10**14) is None
     dust = action(NATIVE, SignerKind.INTENT, gas_from_amount=True)
     with pytest.raises(AmountBelowGas):
         plan_transfer(dust, 21_000, Fees(10**12, 0))
