@@ -70,7 +70,8 @@ class PostgresPollerStore:
     async def orphans(self, after: int) -> list[PublishedDeposit]:
         rows = await self._pool.fetch(
             """
-            SELECT block_number, block_hash, tx_hash, log_index, intent_address
+            SELECT block_number, block_hash, tx_hash, log_index, intent_address, token,
+                   transfer_index
             FROM published_deposits WHERE chain = $1 AND block_number > $2
             ORDER BY block_number, tx_hash, log_index
             """,
@@ -84,6 +85,8 @@ class PostgresPollerStore:
                 tx_hash=row["tx_hash"],
                 log_index=row["log_index"],
                 intent_address=row["intent_address"],
+                token=row["token"],
+                transfer_index=row["transfer_index"],
             )
             for row in rows
         ]
@@ -125,9 +128,10 @@ class PostgresPollerStore:
                     """
                     INSERT INTO published_deposits
                         (chain, block_number, block_hash, tx_hash, log_index, intent_address,
-                         payload)
+                         payload, token, transfer_index)
                     SELECT $1, * FROM unnest(
-                        $2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bytea[])
+                        $2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bytea[],
+                        $8::text[], $9::int[])
                     """,
                     self._chain,
                     [p.block_number for p, _ in deposits],
@@ -136,6 +140,8 @@ class PostgresPollerStore:
                     [p.log_index for p, _ in deposits],
                     [p.intent_address for p, _ in deposits],
                     [payload for _, payload in deposits],
+                    [p.token for p, _ in deposits],
+                    [p.transfer_index for p, _ in deposits],
                 )
             await conn.execute(
                 "DELETE FROM chain_blocks WHERE chain = $1 AND block_number <= $2",

@@ -8,7 +8,8 @@ For an intent on chain C, created at time T:
    confirmation depth).
 2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
    and decoded with the poller's own code (``EvmChainReader.read_range`` and
-   ``indexer.decoding.find_deposits``, watching only this intent's address).
+   ``indexer.range_deposits.range_deposits``, watching only this intent's address:
+   native value counts only with a successful receipt, see ``indexer.tx_types``).
 3. Each deposit found goes to the lifecycle as the poller's message would
    (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
    ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
@@ -40,9 +41,10 @@ from intentd.adapters.chain import (
 )
 from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
-from intentd.indexer.decoding import InconsistentAnswer, find_deposits
+from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.publishing import deposit_message
+from intentd.indexer.range_deposits import range_deposits
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import Outcome, apply_deposit
@@ -189,7 +191,9 @@ class Processor:
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
-                _, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                _, deposits = await range_deposits(
+                    chain.name, reader, raw, blocks, tokens=tokens, watched=watched
+                )
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:
@@ -200,7 +204,7 @@ class Processor:
             for deposit in deposits:
                 message = deposit_message(chain.name, chain.chain_id, deposit, observed)
                 outcome = await apply_deposit(conn, self._settings, message, now=now)
-                if outcome is not Outcome.DUPLICATE:
+                if outcome not in (Outcome.DUPLICATE, Outcome.RELOCATED):
                     new.add((chain.name, deposit.tx_hash, deposit.log_index))
             await intent_scans.advance(conn, row.id, blocks.last)
         if deposits:

@@ -49,6 +49,7 @@ from intentd.lifecycle.handlers import (
     apply_deposit,
     apply_retraction,
 )
+from intentd.lifecycle.holds import HoldWatch
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -197,6 +198,7 @@ def lifecycle_role(settings: Settings) -> Role:
                 group.create_task(OutboxRelay(pool, publisher).run(stop))
                 group.create_task(lifecycle.run(consumer, stop))
                 group.create_task(Expiry(settings, pool).run(stop))
+                group.create_task(HoldWatch(pool).run(stop))
         finally:
             await consumer.stop()
             await publisher.stop()
