@@ -185,13 +185,28 @@ def token_deposits(
     """
     found = []
     contains = watched.contains_hex
-    # (tx hash, token) -> (Transfer logs of that token counted so far, last logIndex)
-    seen: dict[tuple[str, str], tuple[int, int]] = {}
+    # Position of each log among its transaction's Transfer logs of the same contract.
+    # Nodes answer in block and log order, so a transaction's logs come together; a
+    # transaction seen again after another one, or matched logs out of log order, make
+    # the answer inconsistent (positions would be wrong).
+    tx_hash: str | None = None
+    counts: dict[str, int] = {}
+    finished: set[str] = set()
+    last_index = -1
     for log in logs:
         topics = log["topics"]
         if not topics or topics[0] != TRANSFER_TOPIC:
             continue
-        position = _position(seen, log)
+        this_tx = log["transactionHash"]
+        if this_tx != tx_hash:
+            if this_tx in finished:
+                raise InconsistentAnswer(f"logs of transaction {this_tx} are not together")
+            if tx_hash is not None:
+                finished.add(tx_hash)
+            tx_hash, counts, last_index = this_tx, {}, -1
+        address = log["address"]
+        position = counts.get(address, 0)
+        counts[address] = position + 1
         if len(topics) != _TRANSFER_TOPICS or not contains(topics[2]):
             continue
         number = int(log["blockNumber"], 16)
@@ -201,21 +216,25 @@ def token_deposits(
         block_hash = log["blockHash"]
         if (block_hash != header.hash and block_hash.lower() != header.hash) or log.get("removed"):
             raise InconsistentAnswer(f"log of block {number} is from another fork")
-        token = log["address"].lower()
+        token = address.lower()
         data = log["data"]
         if token not in tokens or len(data) != _WORD_HEX:
             continue
         amount = int(data, 16)
         if amount == 0:
             continue
+        log_index = int(log["logIndex"], 16)
+        if log_index <= last_index:
+            raise InconsistentAnswer(f"logs of transaction {this_tx} are not in log order")
+        last_index = log_index
         found.append(
             Deposit(
                 number,
                 header.hash,
                 header.timestamp,
-                log["transactionHash"].lower(),
+                this_tx.lower(),
                 int(log["transactionIndex"], 16),
-                int(log["logIndex"], 16),
+                log_index,
                 token,
                 "0x" + topics[1][-40:].lower(),
                 "0x" + topics[2][-40:].lower(),
@@ -224,21 +243,6 @@ def token_deposits(
             )
         )
     return found
-
-
-def _position(seen: dict[tuple[str, str], tuple[int, int]], log: Mapping[str, Any]) -> int:
-    """The log's position among its transaction's ``Transfer`` logs of the same contract.
-
-    Nodes answer ``eth_getLogs`` in block and log order; an answer out of that order
-    would give wrong positions, so it is refused as inconsistent.
-    """
-    key = (log["transactionHash"], log["address"])
-    log_index = int(log["logIndex"], 16)
-    count, last = seen.get(key, (0, -1))
-    if log_index <= last:
-        raise InconsistentAnswer(f"logs of transaction {key[0]} are not in log order")
-    seen[key] = (count + 1, log_index)
-    return count
 
 
 def find_deposits(
