@@ -3,7 +3,8 @@
 Tables (``0001_initial.sql``): ``chain_cursors`` (one row per chain: the last
 processed block), ``chain_blocks`` (the last ``window`` processed blocks, for the
 reorg walk-back) and ``published_deposits`` (deposits published from those blocks,
-to retract them if a reorg orphans them).
+to retract them if a reorg orphans them; an orphan's identity, token and
+``transfer_index``, is read from its stored payload).
 
 One poller per chain works at a time: :class:`ChainLock` (a session advisory lock)
 makes a second one wait as a standby. Behind it, each change of the cursor is one
@@ -19,6 +20,7 @@ import contextlib
 from collections.abc import Sequence
 
 import asyncpg
+import orjson
 import structlog
 
 from intentd.adapters.postgres import Pool
@@ -70,8 +72,7 @@ class PostgresPollerStore:
     async def orphans(self, after: int) -> list[PublishedDeposit]:
         rows = await self._pool.fetch(
             """
-            SELECT block_number, block_hash, tx_hash, log_index, intent_address, token,
-                   transfer_index
+            SELECT block_number, block_hash, tx_hash, log_index, intent_address, payload
             FROM published_deposits WHERE chain = $1 AND block_number > $2
             ORDER BY block_number, tx_hash, log_index
             """,
@@ -85,10 +86,11 @@ class PostgresPollerStore:
                 tx_hash=row["tx_hash"],
                 log_index=row["log_index"],
                 intent_address=row["intent_address"],
-                token=row["token"],
-                transfer_index=row["transfer_index"],
+                token=identity.get("token"),
+                transfer_index=identity.get("transfer_index"),
             )
             for row in rows
+            for identity in [orjson.loads(bytes(row["payload"]))]
         ]
 
     async def advance(
@@ -128,10 +130,9 @@ class PostgresPollerStore:
                     """
                     INSERT INTO published_deposits
                         (chain, block_number, block_hash, tx_hash, log_index, intent_address,
-                         payload, token, transfer_index)
+                         payload)
                     SELECT $1, * FROM unnest(
-                        $2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bytea[],
-                        $8::text[], $9::int[])
+                        $2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bytea[])
                     """,
                     self._chain,
                     [p.block_number for p, _ in deposits],
@@ -140,8 +141,6 @@ class PostgresPollerStore:
                     [p.log_index for p, _ in deposits],
                     [p.intent_address for p, _ in deposits],
                     [payload for _, payload in deposits],
-                    [p.token for p, _ in deposits],
-                    [p.transfer_index for p, _ in deposits],
                 )
             await conn.execute(
                 "DELETE FROM chain_blocks WHERE chain = $1 AND block_number <= $2",

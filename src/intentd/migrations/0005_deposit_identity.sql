@@ -25,7 +25,5 @@ CREATE INDEX deposits_orphaned ON deposits (orphaned_at) WHERE orphaned_at IS NO
 -- its chain is orphaned (only actions signed by the intent address are held).
 -- Released to 'ready' when the deposit is back (the trigger of 0004 wakes the executor).
 
--- What the poller published, with the identity (NULL for rows published before).
-ALTER TABLE published_deposits
-    ADD COLUMN token          TEXT,
-    ADD COLUMN transfer_index INTEGER;
+-- published_deposits is unchanged: the identity of an orphan is read from its stored
+-- payload (token, transfer_index; absent in payloads published before this version).
