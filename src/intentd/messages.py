@@ -50,9 +50,13 @@ def action_results_topic(prefix: str) -> str:
     return f"{prefix}.action-results"
 
 
-def deposit_id(chain: str, tx_hash: str, log_index: int) -> str:
-    """The stable identity of a transfer: one per (chain, transaction, log)."""
-    return f"{chain}:{tx_hash}:{log_index}"
+def deposit_id(chain: str, tx_hash: str, token: str, transfer_index: int) -> str:
+    """The identity of a transfer, the same on every fork: ``<CHAIN>:<tx>:<token>:<index>``.
+
+    ``transfer_index`` is the transfer's position among its transaction's ``Transfer``
+    logs of ``token`` (-1 for the native coin); see ``indexer.decoding``.
+    """
+    return f"{chain}:{tx_hash}:{token}:{transfer_index}"
 
 
 class _Message(BaseModel):
@@ -68,6 +72,12 @@ class DepositMessage(_Message):
     chain_id: int = Field(gt=0)
     tx_hash: Hash
     log_index: int = Field(ge=NATIVE_LOG_INDEX)
+    """The log's index in its block (-1 native): where the transfer was seen on this fork."""
+    transfer_index: int | None = Field(default=None, ge=NATIVE_LOG_INDEX)
+    """With ``chain``, ``tx_hash`` and ``token``, the transfer's identity on every fork: its
+    position among the transaction's ``Transfer`` logs of ``token`` (-1 native). None only
+    in messages of pollers older than this field (identity by content, see
+    ``adapters.lifecycle_store.find_deposit``)."""
     block_number: int = Field(ge=0)
     block_hash: Hash
     block_time: int = Field(ge=0)
@@ -96,10 +106,14 @@ class RetractionMessage(_Message):
     chain: str
     tx_hash: Hash
     log_index: int = Field(ge=NATIVE_LOG_INDEX)
+    """The log's index in the orphaned block (with ``block_hash``, the record retracted)."""
     block_number: int = Field(ge=0)
     block_hash: Hash
     """Hash of the orphaned block the deposit was published from."""
     to_address: LowerAddress
+    token: LowerAddress | None = None
+    transfer_index: int | None = Field(default=None, ge=NATIVE_LOG_INDEX)
+    """The deposit's identity (see :class:`DepositMessage`); None if published before it."""
 
 
 class ActionResultMessage(_Message):

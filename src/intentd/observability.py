@@ -68,7 +68,18 @@ BLOCKS_BEHIND = Gauge(
 DEPOSITS_PUBLISHED = Counter(
     "intentd_deposits_published_total", "Deposits published to Kafka", ["chain"]
 )
+NATIVE_REFUSED = Counter(
+    "intentd_native_value_refused_total",
+    "Transactions with value to a watched address not credited (failed, or a type that"
+    " does not pay its to)",
+    ["chain", "tx_type"],
+)
 REORGS = Counter("intentd_reorgs_total", "Reorgs detected (rewinds)", ["chain"])
+REORG_HOLDS_OVERDUE = Counter(
+    "intentd_reorg_holds_overdue_total",
+    "Deposits removed by a reorg, not undoable, and not back on chain within the bound",
+    ["chain"],
+)
 RETRACTIONS = Counter(
     "intentd_retractions_published_total", "Deposits retracted after a deep reorg", ["chain"]
 )

@@ -54,21 +54,24 @@ def deposit(
     token: str | None = None,
     chain: str = CHAIN,
     log_index: int = 0,
+    transfer_index: int = 0,
     block_hash: str | None = None,
     tx_hash: str | None = None,
 ) -> DepositMessage:
     usdc = next(t.address for t in settings.chains[CHAIN].tokens if t.symbol == "USDC")
     tx = tx_hash or "0x" + secrets.token_hex(32)
+    coin = (token or usdc).lower()
     return DepositMessage(
-        id=deposit_id(chain, tx, log_index),
+        id=deposit_id(chain, tx, coin, transfer_index),
         chain=chain,
         chain_id=settings.chains[chain].chain_id,
         tx_hash=tx,
         log_index=log_index,
+        transfer_index=transfer_index,
         block_number=100,
         block_hash=block_hash or "0x" + secrets.token_hex(32),
         block_time=int(datetime.now(UTC).timestamp()),
-        token=(token or usdc).lower(),
+        token=coin,
         from_address="0x" + "2" * 40,
         to_address=to.lower(),
         amount=amount,

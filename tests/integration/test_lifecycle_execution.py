@@ -27,11 +27,12 @@ def pay(settings: Settings, to: str, amount: int) -> DepositMessage:
     usdc = next(t.address for t in settings.chains[CHAIN].tokens if t.symbol == "USDC")
     tx = "0x" + secrets.token_hex(32)
     return DepositMessage(
-        id=deposit_id(CHAIN, tx, 0),
+        id=deposit_id(CHAIN, tx, usdc.lower(), 0),
         chain=CHAIN,
         chain_id=84532,
         tx_hash=tx,
         log_index=0,
+        transfer_index=0,
         block_number=1,
         block_hash="0x" + secrets.token_hex(32),
         block_time=int(datetime.now(UTC).timestamp()),

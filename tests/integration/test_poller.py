@@ -227,7 +227,8 @@ async def test_native_and_token_deposits_are_published_once(
         5_000_000,
     )
     assert deposit["from_address"] == "0x" + "0" * 40
-    assert deposit["id"] == f"{chain.name}:{usdc}:0"
+    assert deposit["id"] == f"{chain.name}:{usdc}:{chain.usdc.lower()}:0"
+    assert deposit["transfer_index"] == 0
     block = await rpc.rpc("eth_getBlockByNumber", hex(deposit["block_number"]), False)
     assert (deposit["block_hash"], deposit["block_time"]) == (
         block["hash"],
@@ -286,7 +287,7 @@ async def test_a_reorg_retracts_the_orphaned_deposit_and_publishes_the_new_one(
 
     assert [m["kind"] for m in to_a] == ["deposit", "retraction"]
     deposit, retraction = to_a
-    assert retraction["id"] == deposit["id"] == f"{chain.name}:{orphaned}:-1"
+    assert retraction["id"] == deposit["id"] == f"{chain.name}:{orphaned}:{NATIVE}:-1"
     assert retraction["block_hash"] == deposit["block_hash"]
     assert [m["amount"] for m in to_b] == [4_000_000, 1_000_000]
     assert to_b[1]["tx_hash"] == replacement

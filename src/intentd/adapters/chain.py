@@ -13,8 +13,9 @@
 - :class:`EvmChainReader` is the poller's :class:`~intentd.indexer.ports.ChainReader`:
   full blocks, ``Transfer`` logs of the chain's tokens with adaptive ``eth_getLogs``
   ranges (a provider's range or size refusal splits the range in halves and the
-  narrower width is remembered, see ``indexer.planning.LogRangeSizer``), and block
-  hashes for the reorg walk-back.
+  narrower width is remembered, see ``indexer.planning.LogRangeSizer``), block
+  hashes for the reorg walk-back, and the receipts of the few transactions that
+  carry native value to a watched address (one batch).
 """
 
 from __future__ import annotations
@@ -351,6 +352,11 @@ class EvmChainReader:
             n: (block["hash"].lower() if block is not None else None)
             for n, block in zip(numbers, blocks, strict=True)
         }
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        calls = [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in tx_hashes]
+        found = await self._client.batch(calls)
+        return {tx_hash.lower(): receipt for tx_hash, receipt in zip(tx_hashes, found, strict=True)}
 
     async def close(self) -> None:
         await self._client.close()

@@ -3,7 +3,8 @@
 Tables (``0001_initial.sql``): ``chain_cursors`` (one row per chain: the last
 processed block), ``chain_blocks`` (the last ``window`` processed blocks, for the
 reorg walk-back) and ``published_deposits`` (deposits published from those blocks,
-to retract them if a reorg orphans them).
+to retract them if a reorg orphans them; an orphan's identity, token and
+``transfer_index``, is read from its stored payload).
 
 One poller per chain works at a time: :class:`ChainLock` (a session advisory lock)
 makes a second one wait as a standby. Behind it, each change of the cursor is one
@@ -19,6 +20,7 @@ import contextlib
 from collections.abc import Sequence
 
 import asyncpg
+import orjson
 import structlog
 
 from intentd.adapters.postgres import Pool
@@ -70,7 +72,7 @@ class PostgresPollerStore:
     async def orphans(self, after: int) -> list[PublishedDeposit]:
         rows = await self._pool.fetch(
             """
-            SELECT block_number, block_hash, tx_hash, log_index, intent_address
+            SELECT block_number, block_hash, tx_hash, log_index, intent_address, payload
             FROM published_deposits WHERE chain = $1 AND block_number > $2
             ORDER BY block_number, tx_hash, log_index
             """,
@@ -84,8 +86,11 @@ class PostgresPollerStore:
                 tx_hash=row["tx_hash"],
                 log_index=row["log_index"],
                 intent_address=row["intent_address"],
+                token=identity.get("token"),
+                transfer_index=identity.get("transfer_index"),
             )
             for row in rows
+            for identity in [orjson.loads(bytes(row["payload"]))]
         ]
 
     async def advance(

@@ -8,6 +8,7 @@ emits commit together or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from intentd.adapters.intent_store import Connection
 from intentd.domain.intent import Deposit, Disposition, PendingAction, RefundReason, SignerKind
@@ -23,51 +24,127 @@ class StoredDeposit:
     disposition: Disposition
     intent_id: int | None
     amount: int
+    transfer_index: int | None
+    """None for a row recorded before identities (migration 0005)."""
+    orphaned: bool
+    """A retraction of it could not be undone; the intent's spending actions are held."""
 
 
-async def find_deposit(
-    conn: Connection, chain: str, tx_hash: str, log_index: int, *, lock: bool = False
-) -> StoredDeposit | None:
-    suffix = " FOR UPDATE" if lock else ""
-    record = await conn.fetchrow(
-        "SELECT id, block_hash, disposition, intent_id, amount FROM deposits"
-        f" WHERE chain = $1 AND tx_hash = $2 AND log_index = $3{suffix}",
-        chain,
-        tx_hash,
-        log_index,
-    )
-    if record is None:
-        return None
+_STORED = (
+    "SELECT id, block_hash, disposition, intent_id, amount, transfer_index,"
+    " orphaned_at IS NOT NULL AS orphaned FROM deposits"
+)
+
+
+def _stored(record: Any) -> StoredDeposit:
     return StoredDeposit(
         id=record["id"],
         block_hash=record["block_hash"],
         disposition=Disposition(record["disposition"]),
         intent_id=record["intent_id"],
         amount=int(record["amount"]),
+        transfer_index=record["transfer_index"],
+        orphaned=record["orphaned"],
     )
+
+
+async def find_deposit(
+    conn: Connection, deposit: Deposit, transfer_index: int | None, *, lock: bool = False
+) -> StoredDeposit | None:
+    """The recorded deposit that is the same transfer as ``deposit``, on any fork.
+
+    The same transfer is the row with the same identity ``(chain, tx_hash, token,
+    transfer_index)``; failing that, the row recorded from the same log of the same
+    block; failing that, a row recorded before identities existed (``transfer_index``
+    NULL) with the same transaction, token, recipient and amount: identical transfers
+    of one transaction are interchangeable, so adopting any one of them is sound. A
+    message without ``transfer_index`` (from a poller before identities) matches by
+    content the same way.
+    """
+    suffix = " FOR UPDATE" if lock else ""
+    record = await conn.fetchrow(
+        f"""{_STORED}
+         WHERE chain = $1 AND tx_hash = $2 AND token = $3
+           AND (transfer_index = $4
+                OR (log_index = $5 AND block_hash = $6)
+                OR ((transfer_index IS NULL OR $4::int IS NULL)
+                    AND to_address = $7 AND amount = $8))
+         ORDER BY CASE WHEN transfer_index = $4 THEN 0
+                       WHEN log_index = $5 AND block_hash = $6 THEN 1 ELSE 2 END, id
+         LIMIT 1{suffix}""",
+        deposit.chain,
+        deposit.tx_hash,
+        deposit.token,
+        transfer_index,
+        deposit.log_index,
+        deposit.block_hash,
+        deposit.to_address,
+        deposit.amount,
+    )
+    return None if record is None else _stored(record)
+
+
+async def find_published(
+    conn: Connection, chain: str, tx_hash: str, block_hash: str, log_index: int
+) -> StoredDeposit | None:
+    """The deposit recorded from log ``log_index`` of block ``block_hash`` (locked).
+
+    A retraction names the block it retracts from: a row the same transfer moved to
+    another block since then is not it.
+    """
+    record = await conn.fetchrow(
+        f"""{_STORED}
+         WHERE chain = $1 AND tx_hash = $2 AND block_hash = $3 AND log_index = $4
+         ORDER BY id LIMIT 1 FOR UPDATE""",
+        chain,
+        tx_hash,
+        block_hash,
+        log_index,
+    )
+    return None if record is None else _stored(record)
 
 
 async def record_deposit(
     conn: Connection,
     deposit: Deposit,
     *,
+    transfer_index: int | None,
     intent_id: int | None,
     disposition: Disposition,
     reason: RefundReason | None,
+    revive: int | None = None,
 ) -> int:
-    """Insert the deposit, or revive a retracted one that a reorg brought back."""
+    """Insert the deposit, or (``revive``: its row id) revive a retracted one a reorg
+    brought back, with the block it is in now."""
+    if revive is not None:
+        await conn.execute(
+            """
+            UPDATE deposits
+               SET block_number = $2, block_hash = $3, block_time = $4, log_index = $5,
+                   transfer_index = $6, amount = $7, intent_id = $8, disposition = $9,
+                   reason = $10, orphaned_at = NULL, hold_alerted_at = NULL,
+                   updated_at = now()
+             WHERE id = $1 AND disposition = 'retracted'
+            """,
+            revive,
+            deposit.block_number,
+            deposit.block_hash,
+            deposit.block_time,
+            deposit.log_index,
+            transfer_index,
+            deposit.amount,
+            intent_id,
+            disposition.value,
+            reason.value if reason else None,
+        )
+        return revive
     deposit_id = await conn.fetchval(
         """
         INSERT INTO deposits (chain, tx_hash, log_index, block_number, block_hash, block_time,
                               token, from_address, to_address, amount, intent_id, disposition,
-                              reason)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-        ON CONFLICT (chain, tx_hash, log_index) DO UPDATE
-           SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash,
-               block_time = EXCLUDED.block_time, amount = EXCLUDED.amount,
-               intent_id = EXCLUDED.intent_id, disposition = EXCLUDED.disposition,
-               reason = EXCLUDED.reason, updated_at = now()
-         WHERE deposits.disposition = 'retracted'
+                              reason, transfer_index)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+        ON CONFLICT DO NOTHING
         RETURNING id
         """,
         deposit.chain,
@@ -83,10 +160,34 @@ async def record_deposit(
         intent_id,
         disposition.value,
         reason.value if reason else None,
+        transfer_index,
     )
     if deposit_id is None:
-        raise RuntimeError(f"deposit {deposit.chain}:{deposit.tx_hash}:{deposit.log_index} exists")
+        raise RuntimeError(
+            f"deposit {deposit.chain}:{deposit.tx_hash}:{deposit.token}:{transfer_index} exists"
+        )
     return int(deposit_id)
+
+
+async def relocate(
+    conn: Connection, stored: StoredDeposit, deposit: Deposit, transfer_index: int | None
+) -> None:
+    """Record where a deposit is now (a reorg moved it), and its identity if it lacked one."""
+    await conn.execute(
+        """
+        UPDATE deposits
+           SET block_number = $2, block_hash = $3, block_time = $4, log_index = $5,
+               transfer_index = COALESCE(transfer_index, $6), orphaned_at = NULL,
+               hold_alerted_at = NULL, updated_at = now()
+         WHERE id = $1
+        """,
+        stored.id,
+        deposit.block_number,
+        deposit.block_hash,
+        deposit.block_time,
+        deposit.log_index,
+        transfer_index,
+    )
 
 
 async def is_own_transaction(conn: Connection, chain: str, tx_hash: str) -> bool:
@@ -99,7 +200,8 @@ async def is_own_transaction(conn: Connection, chain: str, tx_hash: str) -> bool
 
 async def mark_retracted(conn: Connection, deposit_id: int) -> None:
     await conn.execute(
-        "UPDATE deposits SET disposition = 'retracted', updated_at = now() WHERE id = $1",
+        "UPDATE deposits SET disposition = 'retracted', orphaned_at = NULL,"
+        " hold_alerted_at = NULL, updated_at = now() WHERE id = $1",
         deposit_id,
     )
 
@@ -112,7 +214,11 @@ async def create_action(
     address_index: int,
     deposit_id: int | None = None,
 ) -> int:
-    """Record an action as ``ready`` for the executor of its chain."""
+    """Record an action as ``ready`` for the executor of its chain.
+
+    ``held`` instead when it spends from the intent address on a chain where a deposit
+    of the intent is orphaned (``adapters.deposit_holds``).
+    """
     action_id = await conn.fetchval(
         """
         INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, reason,
@@ -120,7 +226,12 @@ async def create_action(
         VALUES ($1, $2,
                 (SELECT COALESCE(MAX(sequence), 0) + 1 FROM actions
                   WHERE intent_id = $1 AND kind = $2),
-                $3, $4, $5, $6, $7, $8, 'ready', $9, $10, $11)
+                $3, $4, $5, $6, $7, $8,
+                CASE WHEN $9 = 'intent' AND EXISTS (
+                         SELECT 1 FROM deposits
+                          WHERE intent_id = $1 AND chain = $3 AND orphaned_at IS NOT NULL)
+                     THEN 'held' ELSE 'ready' END,
+                $9, $10, $11)
         RETURNING id
         """,
         intent_id,

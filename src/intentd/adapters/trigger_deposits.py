@@ -9,11 +9,10 @@ Functions run on the caller's connection and inside the caller's transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from intentd.adapters.intent_store import Connection
 
-__all__ = ["Watched", "move", "open_deposits", "remember", "rewind_scan", "settle"]
+__all__ = ["Watched", "open_deposits", "remember", "rewind_scan", "settle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +21,8 @@ class Watched:
     intent_id: int | None
     tx_hash: str
     log_index: int
+    transfer_index: int | None
+    """The deposit's identity within its transaction (None: recorded before 0005)."""
     block_number: int
     block_hash: str
     token: str
@@ -31,10 +32,11 @@ class Watched:
 
 
 async def remember(
-    conn: Connection, chain: str, tx_hash: str, log_index: int, *, reopen: bool
+    conn: Connection, chain: str, tx_hash: str, token: str, transfer_index: int, *, reopen: bool
 ) -> None:
-    """Watch the deposit ``(chain, tx_hash, log_index)``; ``reopen``: watch it again even
-    if it was settled (it was just recorded anew, say revived after a retraction)."""
+    """Watch the deposit ``(chain, tx_hash, token, transfer_index)`` (its identity);
+    ``reopen``: watch it again even if it was settled (it was just recorded anew, say
+    revived after a retraction)."""
     conflict = (
         "DO UPDATE SET settled_at = NULL, outcome = NULL, updated_at = now()"
         if reopen
@@ -43,12 +45,14 @@ async def remember(
     await conn.execute(
         f"""
         INSERT INTO trigger_deposits (deposit_id, chain)
-        SELECT id, chain FROM deposits WHERE chain = $1 AND tx_hash = $2 AND log_index = $3
+        SELECT id, chain FROM deposits
+         WHERE chain = $1 AND tx_hash = $2 AND token = $3 AND transfer_index = $4
         ON CONFLICT (deposit_id) {conflict}
         """,
         chain,
         tx_hash,
-        log_index,
+        token,
+        transfer_index,
     )
 
 
@@ -56,7 +60,8 @@ async def open_deposits(conn: Connection, chain: str, *, limit: int) -> list[Wat
     """The deposits of ``chain`` still watched, oldest first."""
     rows = await conn.fetch(
         """
-        SELECT d.id AS deposit_id, d.intent_id, d.tx_hash, d.log_index, d.block_number,
+        SELECT d.id AS deposit_id, d.intent_id, d.tx_hash, d.log_index, d.transfer_index,
+               d.block_number,
                d.block_hash, d.token, d.to_address, d.amount, d.disposition
           FROM trigger_deposits t JOIN deposits d ON d.id = t.deposit_id
          WHERE t.chain = $1 AND t.settled_at IS NULL
@@ -76,32 +81,6 @@ async def settle(conn: Connection, deposit_id: int, outcome: str) -> None:
         deposit_id,
         outcome,
     )
-
-
-async def move(
-    conn: Connection,
-    deposit_id: int,
-    *,
-    old_hash: str,
-    block_number: int,
-    block_hash: str,
-    block_time: datetime,
-) -> bool:
-    """Record that the deposit's transfer now lives in another block; False if its
-    record no longer says ``old_hash`` (moved or retracted meanwhile)."""
-    status: str = await conn.execute(
-        """
-        UPDATE deposits SET block_number = $3, block_hash = $4, block_time = $5,
-               updated_at = now()
-         WHERE id = $1 AND block_hash = $2 AND disposition <> 'retracted'
-        """,
-        deposit_id,
-        old_hash,
-        block_number,
-        block_hash,
-        block_time,
-    )
-    return status == "UPDATE 1"
 
 
 async def rewind_scan(conn: Connection, intent_id: int, block_number: int) -> None:

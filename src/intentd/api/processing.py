@@ -8,14 +8,17 @@ For an intent on chain C, created at time T:
    confirmation depth).
 2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
    and decoded with the poller's own code (``EvmChainReader.read_range`` and
-   ``indexer.decoding.find_deposits``, watching only this intent's address). The hash
-   of the last block scanned is stored with the progress; if the chain no longer has
-   that block, a reorg replaced scanned blocks, and the last ``WINDOW`` (256) blocks
-   are scanned again (their new branch may hold a payment the old one did not).
+   ``indexer.range_deposits.range_deposits``, watching only this intent's address:
+   native value counts only with a successful receipt, see ``indexer.tx_types``).
+   The hash of the last block scanned is stored with the progress; if the chain no
+   longer has that block, a reorg replaced scanned blocks, and the last ``WINDOW``
+   (256) blocks are scanned again (their new branch may hold a payment the old one
+   did not).
 3. Each deposit found goes to the lifecycle as the poller's message would
    (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
-   ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
-   call or by a concurrent call is credited once. Events leave through the outbox.
+   its identity ``(chain, tx_hash, token, transfer_index)``, so a deposit seen by the
+   poller, by an earlier call or by a concurrent call is credited once. Events leave
+   through the outbox.
    In the same transaction the deposit is remembered (``trigger_deposits``) for the
    lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
    retracts it if a reorg removes its block (no poller covers it).
@@ -47,9 +50,10 @@ from intentd.adapters.chain import (
 from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
-from intentd.indexer.decoding import InconsistentAnswer, find_deposits
+from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.publishing import deposit_message
+from intentd.indexer.range_deposits import range_deposits
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import Outcome, apply_deposit
@@ -228,7 +232,9 @@ class Processor:
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
-                headers, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                headers, deposits = await range_deposits(
+                    chain.name, reader, raw, blocks, tokens=tokens, watched=watched
+                )
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:
@@ -244,10 +250,11 @@ class Processor:
                         conn,
                         chain.name,
                         deposit.tx_hash,
-                        deposit.log_index,
-                        reopen=outcome is not Outcome.DUPLICATE,
+                        deposit.token,
+                        deposit.transfer_index,
+                        reopen=outcome not in (Outcome.DUPLICATE, Outcome.RELOCATED),
                     )
-                if outcome is not Outcome.DUPLICATE:
+                if outcome not in (Outcome.DUPLICATE, Outcome.RELOCATED):
                     new.add((chain.name, deposit.tx_hash, deposit.log_index))
             await intent_scans.advance(conn, row.id, blocks.last, headers[-1].hash)
         if deposits:

@@ -8,12 +8,21 @@ the watched set before decoding anything else about a transfer.
 What counts as a deposit:
 
 - a transaction whose ``to`` is watched and whose ``value`` is above zero (contract
-  creations have no ``to`` and never count). A plain value transfer to an address
-  without code cannot revert, so no receipt is needed;
+  creations have no ``to`` and never count) is only a *candidate*
+  (:class:`NativeCandidate`): it counts once its receipt says it succeeded, and only
+  for the transaction types whose value really goes to ``to`` (``indexer.tx_types``);
 - a ``Transfer(address,address,uint256)`` log emitted by one of the chain's
   configured tokens (anyone can emit a look-alike from another contract), with the
   recipient watched and an amount above zero. Logs exist only for successful
   transactions.
+
+A deposit's identity is ``(tx_hash, token, transfer_index)``, the same on every fork
+(see :attr:`Deposit.key`): ``transfer_index`` is -1 for the native coin and, for a
+token, the position of the log among the ``Transfer`` logs *of that token contract*
+in its transaction. ``eth_getLogs`` returns every such log of a configured token
+(the filter is the token's address and topic 0), whatever its recipient, so the
+position does not depend on the watched set; and it does not depend on the block,
+unlike the block-wide ``logIndex`` (kept as ``log_index``, where it was seen).
 
 An answer that contradicts itself (a log whose block hash is not the hash of the
 block fetched at that height, a missing or extra block) raises
@@ -37,10 +46,13 @@ __all__ = [
     "TRANSFER_TOPIC",
     "BlockHeader",
     "Deposit",
+    "Found",
     "InconsistentAnswer",
+    "NativeCandidate",
+    "chain_order",
     "decode_headers",
     "find_deposits",
-    "native_deposits",
+    "native_candidates",
     "token_deposits",
 ]
 
@@ -64,7 +76,7 @@ class BlockHeader:
 
 
 class Deposit(NamedTuple):
-    """A transfer to a watched address; ``log_index`` is -1 for the native coin.
+    """A transfer to a watched address; both indexes are -1 for the native coin.
 
     A named tuple rather than a dataclass: a backfill makes tens of thousands a second.
     """
@@ -75,15 +87,35 @@ class Deposit(NamedTuple):
     tx_hash: str
     tx_index: int
     log_index: int
+    """The log's index in its block (-1 native): where it was seen, not who it is."""
     token: str
     from_address: str
     to_address: str
     amount: int
+    transfer_index: int
+    """Position among the token contract's ``Transfer`` logs of the transaction (-1 native)."""
 
     @property
-    def key(self) -> tuple[str, int]:
-        """(tx_hash, log_index): what identifies the transfer on any fork."""
-        return self.tx_hash, self.log_index
+    def key(self) -> tuple[str, str, int]:
+        """(tx_hash, token, transfer_index): what identifies the transfer on any fork."""
+        return self.tx_hash, self.token, self.transfer_index
+
+
+class NativeCandidate(NamedTuple):
+    """A transaction carrying value to a watched address; it counts only with its receipt."""
+
+    deposit: Deposit
+    tx_type: int
+
+
+class Found(NamedTuple):
+    """What a range holds: its headers, token deposits, and native candidates."""
+
+    headers: list[BlockHeader]
+    deposits: list[Deposit]
+    """Token deposits in chain order (block, transaction, log)."""
+    natives: list[NativeCandidate]
+    """To be settled with their receipts (``indexer.tx_types.settle_natives``)."""
 
 
 def decode_headers(
@@ -108,10 +140,10 @@ def decode_headers(
     return headers
 
 
-def native_deposits(
+def native_candidates(
     block: Mapping[str, Any], header: BlockHeader, watched: WatchedAddresses
-) -> list[Deposit]:
-    """Value transfers to watched addresses among the block's transactions."""
+) -> list[NativeCandidate]:
+    """Transactions of the block carrying value to watched addresses (not yet deposits)."""
     transactions = block["transactions"]
     if transactions and not isinstance(transactions[0], Mapping):
         raise InconsistentAnswer(f"block {header.number} came without full transactions")
@@ -123,20 +155,20 @@ def native_deposits(
         amount = int(tx["value"], 16)
         if amount == 0:
             continue
-        found.append(
-            Deposit(
-                block_number=header.number,
-                block_hash=header.hash,
-                block_time=header.timestamp,
-                tx_hash=tx["hash"].lower(),
-                tx_index=int(tx["transactionIndex"], 16),
-                log_index=NATIVE_LOG_INDEX,
-                token=NATIVE,
-                from_address=tx["from"].lower(),
-                to_address=to.lower(),
-                amount=amount,
-            )
+        deposit = Deposit(
+            block_number=header.number,
+            block_hash=header.hash,
+            block_time=header.timestamp,
+            tx_hash=tx["hash"].lower(),
+            tx_index=int(tx["transactionIndex"], 16),
+            log_index=NATIVE_LOG_INDEX,
+            token=NATIVE,
+            from_address=tx["from"].lower(),
+            to_address=to.lower(),
+            amount=amount,
+            transfer_index=NATIVE_LOG_INDEX,
         )
+        found.append(NativeCandidate(deposit, int(tx.get("type") or "0x0", 16)))
     return found
 
 
@@ -153,13 +185,29 @@ def token_deposits(
     """
     found = []
     contains = watched.contains_hex
+    # Position of each log among its transaction's Transfer logs of the same contract.
+    # Nodes answer in block and log order, so a transaction's logs come together; a
+    # transaction seen again after another one, or matched logs out of log order, make
+    # the answer inconsistent (positions would be wrong).
+    tx_hash: str | None = None
+    counts: dict[str, int] = {}
+    finished: set[str] = set()
+    last_index = -1
     for log in logs:
         topics = log["topics"]
-        if (
-            len(topics) != _TRANSFER_TOPICS
-            or topics[0] != TRANSFER_TOPIC
-            or not contains(topics[2])
-        ):
+        if not topics or topics[0] != TRANSFER_TOPIC:
+            continue
+        this_tx = log["transactionHash"]
+        if this_tx != tx_hash:
+            if this_tx in finished:
+                raise InconsistentAnswer(f"logs of transaction {this_tx} are not together")
+            if tx_hash is not None:
+                finished.add(tx_hash)
+            tx_hash, counts, last_index = this_tx, {}, -1
+        address = log["address"]
+        position = counts.get(address, 0)
+        counts[address] = position + 1
+        if len(topics) != _TRANSFER_TOPICS or not contains(topics[2]):
             continue
         number = int(log["blockNumber"], 16)
         header = headers.get(number)
@@ -168,25 +216,30 @@ def token_deposits(
         block_hash = log["blockHash"]
         if (block_hash != header.hash and block_hash.lower() != header.hash) or log.get("removed"):
             raise InconsistentAnswer(f"log of block {number} is from another fork")
-        token = log["address"].lower()
+        token = address.lower()
         data = log["data"]
         if token not in tokens or len(data) != _WORD_HEX:
             continue
         amount = int(data, 16)
         if amount == 0:
             continue
+        log_index = int(log["logIndex"], 16)
+        if log_index <= last_index:
+            raise InconsistentAnswer(f"logs of transaction {this_tx} are not in log order")
+        last_index = log_index
         found.append(
             Deposit(
                 number,
                 header.hash,
                 header.timestamp,
-                log["transactionHash"].lower(),
+                this_tx.lower(),
                 int(log["transactionIndex"], 16),
-                int(log["logIndex"], 16),
+                log_index,
                 token,
                 "0x" + topics[1][-40:].lower(),
                 "0x" + topics[2][-40:].lower(),
                 amount,
+                position,
             )
         )
     return found
@@ -198,15 +251,21 @@ def find_deposits(
     blocks_range: BlockRange,
     tokens: Collection[str],
     watched: WatchedAddresses,
-) -> tuple[list[BlockHeader], list[Deposit]]:
-    """Headers of the range and its deposits in chain order (block, transaction, log)."""
+) -> Found:
+    """Headers of the range, its token deposits and its native candidates."""
     headers = decode_headers(blocks, blocks_range)
-    deposits: list[Deposit] = []
+    natives: list[NativeCandidate] = []
     for block, header in zip(blocks, headers, strict=True):
         if block["transactions"]:
-            deposits.extend(native_deposits(block, header, watched))
+            natives.extend(native_candidates(block, header, watched))
+    deposits: list[Deposit] = []
     if logs:
         by_number = {header.number: header for header in headers}
-        deposits.extend(token_deposits(logs, by_number, tokens, watched))
-    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
-    return headers, deposits
+        deposits = token_deposits(logs, by_number, tokens, watched)
+        deposits.sort(key=chain_order)
+    return Found(headers, deposits, natives)
+
+
+def chain_order(deposit: Deposit) -> tuple[int, int, int]:
+    """Sort key: block, transaction, log (a native transfer before its transaction's logs)."""
+    return deposit.block_number, deposit.tx_index, deposit.log_index

@@ -51,6 +51,7 @@ def find_again(
     found: Sequence[Deposit],
     *,
     tx_hash: str,
+    transfer_index: int | None,
     log_index: int,
     token: str,
     to_address: str,
@@ -58,12 +59,17 @@ def find_again(
 ) -> Deposit | None:
     """The deposit among ``found`` (decoded from the block that now holds the
     transaction) that is the same transfer as the one recorded: same transaction and
-    position, token, recipient and amount. None if the transaction, executed again in
-    the new block, no longer makes that transfer."""
+    identity (``transfer_index``; for a record made before identities existed, the
+    block-wide ``log_index``), token, recipient and amount. None if the transaction,
+    executed again in the new block, no longer makes that transfer."""
     for deposit in found:
         if (
             deposit.tx_hash == tx_hash
-            and deposit.log_index == log_index
+            and (
+                deposit.transfer_index == transfer_index
+                if transfer_index is not None
+                else deposit.log_index == log_index
+            )
             and deposit.token == token
             and deposit.to_address == to_address
             and deposit.amount == amount

@@ -30,10 +30,11 @@ from intentd.adapters.cursor_store import ChainLock, PostgresAddressSource, Post
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.faults import crash_point
-from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer, find_deposits
+from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
 from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
+from intentd.indexer.range_deposits import range_deposits
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import deposits_topic, encode
@@ -192,8 +193,13 @@ class Poller:
         # Refreshed after the blocks were read: every intent committed before that is matched.
         await self._refresh_watched()
         try:
-            headers, deposits = find_deposits(
-                raw.blocks, raw.logs, blocks, self._tokens, self._watched.addresses
+            headers, deposits = await range_deposits(
+                self._chain,
+                self._reader,
+                raw,
+                blocks,
+                tokens=self._tokens,
+                watched=self._watched.addresses,
             )
             linkage = check_linkage(self._cursor, headers)
         except InconsistentAnswer as exc:

@@ -47,6 +47,13 @@ class ChainReader(Protocol):
         """The node's current hash at each height (None where it has no block)."""
         ...
 
+    async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The receipts of ``tx_hashes`` (one batch), by lowercase transaction hash.
+
+        Raises if any is missing after the reader's retries.
+        """
+        ...
+
 
 class PollerStore(Protocol):
     """The poller's durable state for one chain (cursor, recent blocks, published deposits)."""

@@ -23,11 +23,12 @@ def deposit_message(
 ) -> DepositMessage:
     """The validated message of ``deposit`` (see :func:`deposit_payload` for its bytes)."""
     return DepositMessage(
-        id=deposit_id(chain, deposit.tx_hash, deposit.log_index),
+        id=deposit_id(chain, deposit.tx_hash, deposit.token, deposit.transfer_index),
         chain=chain,
         chain_id=chain_id,
         tx_hash=deposit.tx_hash,
         log_index=deposit.log_index,
+        transfer_index=deposit.transfer_index,
         block_number=deposit.block_number,
         block_hash=deposit.block_hash,
         block_time=deposit.block_time,
@@ -44,11 +45,12 @@ def deposit_payload(chain: str, chain_id: int, deposit: Deposit, observed_at_ms:
     return orjson.dumps(
         {
             "kind": "deposit",
-            "id": deposit_id(chain, deposit.tx_hash, deposit.log_index),
+            "id": deposit_id(chain, deposit.tx_hash, deposit.token, deposit.transfer_index),
             "chain": chain,
             "chain_id": chain_id,
             "tx_hash": deposit.tx_hash,
             "log_index": deposit.log_index,
+            "transfer_index": deposit.transfer_index,
             "block_number": deposit.block_number,
             "block_hash": deposit.block_hash,
             "block_time": deposit.block_time,
@@ -63,14 +65,20 @@ def deposit_payload(chain: str, chain_id: int, deposit: Deposit, observed_at_ms:
 
 def retraction_message(chain: str, orphan: PublishedDeposit) -> RetractionMessage:
     """The retraction of ``orphan``; its id is the deposit's id (one transfer, one identity)."""
+    if orphan.token is None or orphan.transfer_index is None:  # published before identities
+        ident = f"{chain}:{orphan.tx_hash}:{orphan.log_index}"
+    else:
+        ident = deposit_id(chain, orphan.tx_hash, orphan.token, orphan.transfer_index)
     return RetractionMessage(
-        id=deposit_id(chain, orphan.tx_hash, orphan.log_index),
+        id=ident,
         chain=chain,
         tx_hash=orphan.tx_hash,
         log_index=orphan.log_index,
         block_number=orphan.block_number,
         block_hash=orphan.block_hash,
         to_address=orphan.intent_address,
+        token=orphan.token,
+        transfer_index=orphan.transfer_index,
     )
 
 
@@ -82,4 +90,6 @@ def published(deposit: Deposit) -> PublishedDeposit:
         deposit.tx_hash,
         deposit.log_index,
         deposit.to_address,
+        deposit.token,
+        deposit.transfer_index,
     )

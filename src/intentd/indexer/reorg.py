@@ -57,11 +57,16 @@ class PublishedDeposit(NamedTuple):
     block_hash: str
     tx_hash: str
     log_index: int
+    """Where it was published: the log's index in ``block_hash`` (-1 native)."""
     intent_address: str
+    token: str | None = None
+    transfer_index: int | None = None
+    """With ``tx_hash`` and ``token``, its identity; None if published before identities."""
 
     @property
-    def key(self) -> tuple[str, int]:
-        return self.tx_hash, self.log_index
+    def key(self) -> tuple[str, str | None, int | None]:
+        """The deposit's identity (``decoding.Deposit.key``)."""
+        return self.tx_hash, self.token, self.transfer_index
 
 
 def check_linkage(cursor: Cursor, headers: Sequence[BlockHeader]) -> Linkage:
@@ -100,11 +105,11 @@ def retractions(
 ) -> list[PublishedDeposit]:
     """Orphaned published deposits that the new canonical blocks do not contain again.
 
-    A transfer re-mined in a new block keeps its identity (transaction hash and log
-    index), so it is republished, not retracted.
+    A transfer re-mined in a new block keeps its identity (transaction hash, token and
+    position in the transaction), so it is republished, not retracted.
     """
-    present = {deposit.key for deposit in replacements}
-    seen: set[tuple[str, int]] = set()
+    present: set[tuple[str, str | None, int | None]] = {d.key for d in replacements}
+    seen: set[tuple[str, str | None, int | None]] = set()
     gone = []
     for orphan in sorted(orphans, key=lambda o: (o.block_number, o.tx_hash, o.log_index)):
         if orphan.key not in present and orphan.key not in seen:

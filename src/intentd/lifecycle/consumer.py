@@ -54,6 +54,7 @@ from intentd.lifecycle.handlers import (
     apply_deposit,
     apply_retraction,
 )
+from intentd.lifecycle.holds import HoldWatch
 from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
@@ -290,6 +291,7 @@ def lifecycle_role(settings: Settings) -> Role:
                 group.create_task(lifecycle.run(consumer, stop))
                 group.create_task(Expiry(settings, pool).run(stop))
                 group.create_task(verifier.run(stop))
+                group.create_task(HoldWatch(pool).run(stop))
         finally:
             await verifier.close()
             await consumer.stop()

@@ -1,9 +1,11 @@
 """Applying facts to intents: one database transaction each; load, decide, save.
 
-Every handler is idempotent. A deposit is unique on ``(chain, tx_hash, log_index)``
-and an action result on its ``id`` (``applied_results``); both are checked under the
-intent's row lock, so a message applied twice (redelivery after a crash between the
-database commit and the offset commit) changes nothing the second time. The intent,
+Every handler is idempotent. A deposit is unique on its identity ``(chain, tx_hash,
+token, transfer_index)``, the same on every fork (a transfer re-mined elsewhere is the
+same deposit, its new block recorded), and an action result on its ``id``
+(``applied_results``); both are checked under the intent's row lock, so a message
+applied twice (redelivery after a crash between the database commit and the offset
+commit) changes nothing the second time. The intent,
 its new deposit, the actions it decided and the events it emitted commit together.
 """
 
@@ -16,7 +18,7 @@ import orjson
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters import intent_store, lifecycle_store
+from intentd.adapters import deposit_holds, intent_store, lifecycle_store
 from intentd.adapters.intent_store import Connection
 from intentd.domain.events import envelope
 from intentd.domain.intent import (
@@ -45,6 +47,7 @@ class Outcome(StrEnum):
     UNMATCHED = "unmatched"
     INTERNAL = "internal"
     DUPLICATE = "duplicate"
+    RELOCATED = "relocated"
     RETRACTED = "retracted"
     RETAINED = "retained"
     RETRACTION_NOOP = "retraction_noop"
@@ -90,20 +93,32 @@ async def apply_deposit(
     deposit = deposit_of(message)
     async with conn.transaction():
         row = await intent_store.get_by_address(conn, deposit.to_address, lock=True)
-        seen = await lifecycle_store.find_deposit(
-            conn, deposit.chain, deposit.tx_hash, deposit.log_index
-        )
+        index = message.transfer_index
+        seen = await lifecycle_store.find_deposit(conn, deposit, index, lock=True)
         if seen is not None and seen.disposition is not Disposition.RETRACTED:
-            return Outcome.DUPLICATE
+            return await _seen_again(conn, seen, deposit, index)
+        revive = seen.id if seen is not None else None
         if row is None:
             await lifecycle_store.record_deposit(
-                conn, deposit, intent_id=None, disposition=Disposition.UNMATCHED, reason=None
+                conn,
+                deposit,
+                transfer_index=index,
+                intent_id=None,
+                disposition=Disposition.UNMATCHED,
+                reason=None,
+                revive=revive,
             )
             log.warning("deposit to an address no intent has", deposit=message.id)
             return _count(deposit, Outcome.UNMATCHED)
         if await lifecycle_store.is_own_transaction(conn, deposit.chain, deposit.tx_hash):
             await lifecycle_store.record_deposit(
-                conn, deposit, intent_id=row.id, disposition=Disposition.INTERNAL, reason=None
+                conn,
+                deposit,
+                transfer_index=index,
+                intent_id=row.id,
+                disposition=Disposition.INTERNAL,
+                reason=None,
+                revive=revive,
             )
             return _count(deposit, Outcome.INTERNAL)
         chain = settings.chains.get(deposit.chain)
@@ -117,9 +132,11 @@ async def apply_deposit(
         deposit_id = await lifecycle_store.record_deposit(
             conn,
             deposit,
+            transfer_index=index,
             intent_id=row.id,
             disposition=decision.disposition,
             reason=decision.reason,
+            revive=revive,
         )
         linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
         await _save(conn, settings, row, intent, now=now, deposit_id=linked)
@@ -140,35 +157,36 @@ async def apply_deposit(
 async def apply_retraction(
     conn: Connection, settings: Settings, message: RetractionMessage, *, now: datetime
 ) -> Outcome:
-    """Undo a deposit whose block a reorg orphaned, if nothing irreversible followed."""
+    """Undo a deposit whose block a reorg orphaned, if nothing irreversible followed.
+
+    If something did, the deposit is marked orphaned and the intent's spending actions
+    on its chain are held (``adapters.deposit_holds``) until the same transfer is seen
+    again, instead of letting a refund spend funds that are, for now, not there.
+    """
     async with conn.transaction():
         row = await intent_store.get_by_address(conn, message.to_address, lock=True)
-        seen = await lifecycle_store.find_deposit(
-            conn, message.chain, message.tx_hash, message.log_index, lock=True
+        seen = await lifecycle_store.find_published(
+            conn, message.chain, message.tx_hash, message.block_hash, message.log_index
         )
-        if (
-            seen is None
-            or seen.block_hash != message.block_hash
-            or seen.disposition is Disposition.RETRACTED
-        ):
+        if seen is None or seen.disposition is Disposition.RETRACTED:
             return Outcome.RETRACTION_NOOP
         if seen.disposition is Disposition.CREDITED:
             assert row is not None
             intent = _load(settings, row)
             was_funded = intent.status is IntentStatus.FUNDED
             if not intent.retract(deposit_of(message, seen.amount)):
-                return _alert(message, row.status.value)
+                return await _hold(conn, message, seen, row.status.value)
             if (
                 was_funded
                 and intent.status is IntentStatus.PENDING
                 and not await lifecycle_store.cancel_prefill(conn, row.id)
             ):
-                return _alert(message, "prefill already signed")
+                return await _hold(conn, message, seen, "prefill already signed")
             await _save(conn, settings, row, intent, now=now)
         elif seen.disposition is Disposition.REFUND_OWED and not (
             await lifecycle_store.cancel_deposit_refund(conn, seen.id)
         ):
-            return _alert(message, "refund already signed")
+            return await _hold(conn, message, seen, "refund already signed")
         await lifecycle_store.mark_retracted(conn, seen.id)
         log.warning("deposit retracted after reorg", deposit=message.id)
         return Outcome.RETRACTED
@@ -325,12 +343,56 @@ async def _save(
         )
 
 
-def _alert(message: RetractionMessage, state: str) -> Outcome:
+async def _seen_again(
+    conn: Connection,
+    seen: lifecycle_store.StoredDeposit,
+    deposit: Deposit,
+    transfer_index: int | None,
+) -> Outcome:
+    """A recorded deposit seen again: a duplicate, or the same transfer re-mined elsewhere.
+
+    A re-mined transfer keeps its record, now with its new block; if a retraction of it
+    could not be undone, the actions held since then are released.
+    """
+    if seen.block_hash == deposit.block_hash and seen.transfer_index is not None:
+        return Outcome.DUPLICATE
+    if seen.amount != deposit.amount:
+        log.error(
+            "a re-mined transfer moved another amount; keeping the recorded one",
+            tx_hash=deposit.tx_hash,
+            recorded=str(seen.amount),
+            seen=str(deposit.amount),
+        )
+    await lifecycle_store.relocate(conn, seen, deposit, transfer_index)
+    if seen.orphaned and seen.intent_id is not None:
+        released = await deposit_holds.release(conn, seen.intent_id, deposit.chain)
+        log.warning(
+            "an orphaned deposit is back on chain; held actions released",
+            intent_id=seen.intent_id,
+            tx_hash=deposit.tx_hash,
+            block_number=deposit.block_number,
+            released=released,
+        )
+    return Outcome.DUPLICATE if seen.block_hash == deposit.block_hash else Outcome.RELOCATED
+
+
+async def _hold(
+    conn: Connection,
+    message: RetractionMessage,
+    seen: lifecycle_store.StoredDeposit,
+    state: str,
+) -> Outcome:
+    """A retraction that cannot be undone: hold the intent's spending actions, alert."""
+    held = 0
+    if seen.intent_id is not None:
+        held = await deposit_holds.hold(conn, seen.id, seen.intent_id, message.chain)
     metrics.UNCREDIT_ALERTS.labels(message.chain).inc()
     log.error(
-        "reorg removed a deposit that can no longer be undone; operator action needed",
+        "reorg removed a deposit that can no longer be undone; the intent's spending"
+        " actions are held until it is back on chain (operator alert if it is not)",
         deposit=message.id,
         state=state,
+        held=held,
     )
     return Outcome.RETRACTION_ALERT
 

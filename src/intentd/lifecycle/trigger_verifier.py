@@ -9,9 +9,10 @@ default):
 
 - the node still has the recorded block: look again next round (or stop, once final);
 - it does not (a reorg orphaned it), and the transaction is now in another block at
-  confirmation depth, succeeded (receipt status 1) and makes the same transfer: the
-  deposit's record moves to that block (still credited once; no event, nothing else
-  changes);
+  confirmation depth, succeeded (receipt status 1) and makes the same transfer (same
+  identity, token, recipient and amount): it is applied again as the poller's deposit
+  would be, so the lifecycle relocates the record to that block (still credited once;
+  no event; actions held for it are released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
   with each other: look again next round;
 - otherwise the transfer is gone: a :class:`~intentd.messages.RetractionMessage` is
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -49,13 +51,15 @@ from intentd.adapters.chain import (
 from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.postgres import Pool
 from intentd.adapters.trigger_deposits import Watched
-from intentd.indexer.decoding import Deposit, InconsistentAnswer, find_deposits
+from intentd.indexer.decoding import Deposit, InconsistentAnswer
 from intentd.indexer.finality import Verdict, find_again, judge
 from intentd.indexer.planning import BlockRange, confirmed_head
+from intentd.indexer.publishing import deposit_message
+from intentd.indexer.range_deposits import range_deposits
 from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle import failures
 from intentd.lifecycle.failures import Failure
-from intentd.lifecycle.handlers import Outcome, apply_retraction
+from intentd.lifecycle.handlers import Outcome, apply_deposit, apply_retraction
 from intentd.messages import RetractionMessage, deposit_id
 from intentd.settings import ChainConfig, Settings
 
@@ -163,32 +167,30 @@ class TriggerVerifier:
             raw = await reader.read_range(blocks)
             tokens = frozenset(t.address.lower() for t in config.tokens)
             watched = WatchedAddresses([deposit.to_address])
-            headers, found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+            headers, found = await range_deposits(
+                config.name, reader, raw, blocks, tokens=tokens, watched=watched
+            )
             if headers[0].hash != str(receipt["blockHash"]).lower():
                 return "waiting"  # the node reorganised between the two reads
             again = find_again(
                 found,
                 tx_hash=deposit.tx_hash,
+                transfer_index=deposit.transfer_index,
                 log_index=deposit.log_index,
                 token=deposit.token,
                 to_address=deposit.to_address,
                 amount=deposit.amount,
             )
             if again is not None:
-                return await self._move(deposit, again)
+                return await self._move(config, deposit, again)
         return await self._retract(config, deposit)
 
-    async def _move(self, deposit: Watched, again: Deposit) -> str:
+    async def _move(self, config: ChainConfig, deposit: Watched, again: Deposit) -> str:
+        """Apply the re-mined transfer as the poller would: the lifecycle relocates it."""
+        message = deposit_message(config.name, config.chain_id, again, time.time_ns() // 10**6)
         async with self._pool.acquire() as conn:
-            moved = await trigger_deposits.move(
-                conn,
-                deposit.deposit_id,
-                old_hash=deposit.block_hash,
-                block_number=again.block_number,
-                block_hash=again.block_hash,
-                block_time=datetime.fromtimestamp(again.block_time, UTC),
-            )
-        if moved:
+            outcome = await apply_deposit(conn, self._settings, message, now=datetime.now(UTC))
+        if outcome is Outcome.RELOCATED:
             log.warning(
                 "reorg moved a trigger-credited deposit to another block",
                 deposit=deposit.deposit_id,
@@ -196,17 +198,26 @@ class TriggerVerifier:
                 orphaned_block=deposit.block_number,
                 block=again.block_number,
             )
-        return "moved" if moved else "changed"
+            return "moved"
+        return "changed" if outcome is Outcome.DUPLICATE else outcome.value
 
     async def _retract(self, config: ChainConfig, deposit: Watched) -> str:
+        index = deposit.transfer_index
         message = RetractionMessage(
-            id=deposit_id(config.name, deposit.tx_hash, deposit.log_index),
+            id=deposit_id(
+                config.name,
+                deposit.tx_hash,
+                deposit.token,
+                deposit.log_index if index is None else index,
+            ),
             chain=config.name,
             tx_hash=deposit.tx_hash,
             log_index=deposit.log_index,
             block_number=deposit.block_number,
             block_hash=deposit.block_hash,
             to_address=deposit.to_address,
+            token=deposit.token,
+            transfer_index=index,
         )
         async with self._pool.acquire() as conn, conn.transaction():
             outcome = await apply_retraction(conn, self._settings, message, now=datetime.now(UTC))
@@ -231,10 +242,17 @@ class TriggerVerifier:
         found = self._readers.get(chain.name)
         if found is None:
             client = JsonRpcClient(
-                chain.name, chain.rpc_urls, timeout=chain.rpc_timeout, attempts=_READ_ATTEMPTS
+                chain.name,
+                chain.rpc_urls,
+                timeout=chain.rpc_timeout,
+                attempts=_READ_ATTEMPTS,
+                chain_id=chain.chain_id,
             )
             reader = EvmChainReader(
-                client, [t.address for t in chain.tokens], max_log_range=chain.max_log_range
+                client,
+                [t.address for t in chain.tokens],
+                max_log_range=chain.max_log_range,
+                head=chain.head,
             )
             found = self._readers[chain.name] = (client, reader)
         return found

@@ -36,6 +36,9 @@ class Transfer:
     amount: int
     token: str | None = None
     nonce: int = 0
+    tx_type: int = 2
+    status: int = 1
+    """The receipt's status (a native transfer's value moves only with 1)."""
 
     @property
     def tx_hash(self) -> str:
@@ -48,6 +51,7 @@ class FakeChain:
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
     logs_by_block: list[list[dict[str, Any]]] = field(default_factory=list)
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
     branch: int = 0
 
     def __post_init__(self) -> None:
@@ -74,8 +78,13 @@ class FakeChain:
                 "hash": transfer.tx_hash, "transactionIndex": hex(index), "from": PAYER,
                 "to": transfer.token or transfer.to,
                 "value": hex(0 if transfer.token else transfer.amount),
+                "type": hex(transfer.tx_type),
             }  # fmt: skip
             txs.append(tx)
+            self.receipts[transfer.tx_hash] = {
+                "transactionHash": transfer.tx_hash, "blockHash": block_hash,
+                "blockNumber": hex(number), "status": hex(transfer.status),
+            }  # fmt: skip
             if transfer.token:
                 logs.append(
                     {
@@ -123,6 +132,7 @@ class FakeReader:
         self.reads: list[BlockRange] = []
         self.before_read: Callable[[BlockRange], None] | None = None
         self.between_blocks_and_logs: Callable[[BlockRange], None] | None = None
+        self.receipt_calls: list[list[str]] = []
 
     async def latest_block(self) -> int:
         return self.chain.head
@@ -142,6 +152,10 @@ class FakeReader:
         return {
             n: (self.chain.blocks[n]["hash"] if n <= self.chain.head else None) for n in numbers
         }
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        self.receipt_calls.append(list(tx_hashes))
+        return {h: self.chain.receipts[h] for h in tx_hashes}
 
 
 class Crash(Exception):

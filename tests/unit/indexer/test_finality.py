@@ -38,6 +38,7 @@ def deposit(**changes: object) -> Deposit:
     fields: dict[str, object] = {
         "block_number": 101, "block_hash": B, "block_time": 5, "tx_hash": TX, "tx_index": 0,
         "log_index": 0, "token": TOKEN, "from_address": TO, "to_address": TO, "amount": 7,
+        "transfer_index": 0,
     }  # fmt: skip
     fields.update(changes)
     return Deposit(**fields)  # type: ignore[arg-type]
@@ -47,15 +48,33 @@ def deposit(**changes: object) -> Deposit:
     ("found", "expected"),
     [
         ([deposit()], 0),
-        ([deposit(log_index=1), deposit()], 1),
+        ([deposit(transfer_index=1), deposit(log_index=9)], 1),  # the log moved in its block
         ([deposit(amount=6)], None),
         ([deposit(token="0x" + "3" * 40)], None),
         ([deposit(to_address="0x" + "4" * 40)], None),
         ([deposit(tx_hash="0x" + "d" * 64)], None),
-        ([deposit(log_index=1)], None),
+        ([deposit(transfer_index=1)], None),
         ([], None),
     ],
 )
-def test_find_again(found: list[Deposit], expected: int | None) -> None:
-    again = find_again(found, tx_hash=TX, log_index=0, token=TOKEN, to_address=TO, amount=7)
+def test_find_again_by_identity(found: list[Deposit], expected: int | None) -> None:
+    again = find_again(
+        found, tx_hash=TX, transfer_index=0, log_index=0, token=TOKEN, to_address=TO, amount=7
+    )
+    assert again is (None if expected is None else found[expected])
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        ([deposit(transfer_index=3)], 0),  # a record made before identities: its log index
+        ([deposit(log_index=1)], None),
+    ],
+)
+def test_find_again_of_a_record_without_identity(
+    found: list[Deposit], expected: int | None
+) -> None:
+    again = find_again(
+        found, tx_hash=TX, transfer_index=None, log_index=0, token=TOKEN, to_address=TO, amount=7
+    )
     assert again is (None if expected is None else found[expected])

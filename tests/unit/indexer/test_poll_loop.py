@@ -116,7 +116,9 @@ async def test_deposits_to_watched_addresses_are_published_in_chain_order() -> N
     native, token, _ = messages
     assert (native["token"], native["log_index"], native["block_number"]) == (NATIVE, -1, 3)
     assert (token["token"], token["log_index"], token["chain_id"]) == (USDC, 0, 84532)
-    assert native["id"] == f"{CHAIN}:{native['tx_hash']}:-1"
+    assert (native["transfer_index"], token["transfer_index"]) == (-1, 0)
+    assert native["id"] == f"{CHAIN}:{native['tx_hash']}:{NATIVE}:-1"
+    assert token["id"] == f"{CHAIN}:{token['tx_hash']}:{USDC}:0"
     assert native["block_time"] == 1_700_000_003
     assert native["observed_at_ms"] == 1_700_000_000_000
     assert [(m.topic, m.key) for m in h.publisher.messages] == [
@@ -223,12 +225,36 @@ async def test_a_reorg_retracts_deposits_the_new_chain_lacks_and_publishes_its_o
     assert [m["kind"] for m in messages] == ["retraction", "deposit", "deposit"]
     retraction = messages[0]
     assert (retraction["tx_hash"], retraction["block_hash"]) == (lost.tx_hash, old_block_4)
-    assert retraction["id"] == f"{CHAIN}:{lost.tx_hash}:-1"
+    assert retraction["id"] == f"{CHAIN}:{lost.tx_hash}:{NATIVE}:-1"
     assert retraction["to_address"] == W1
     assert deposits(messages) == [(W1, 300), (W2, 200)]
     assert messages[2]["block_hash"] == h.chain.blocks[4]["hash"]
     assert reorgs() == before + 1
     assert {p.block_hash for p in h.store.published.values()} == {h.chain.blocks[4]["hash"]}
+
+
+async def test_a_transfer_mined_again_at_another_log_index_keeps_its_identity() -> None:
+    h = Harness()
+    h.chain.mine(count=2)
+    moved = Transfer(W2, 200, token=USDC)
+    h.chain.mine(moved)  # block 3, log 0 of the block
+    h.chain.mine(count=2)
+    poller = await h.catch_up()
+    [first] = h.published()
+
+    h.chain.fork(keep=2)
+    other = Transfer(W1, 5, token=USDC, nonce=1)
+    h.chain.mine(other, Transfer(UNWATCHED, 9, token=USDC), moved)  # now log 2 of block 3
+    h.chain.mine(count=3)
+    h.publisher.messages.clear()
+    await h.catch_up(poller=poller)
+
+    messages = h.published()
+    assert [m["kind"] for m in messages] == ["deposit", "deposit"]  # nothing retracted
+    again = next(m for m in messages if m["tx_hash"] == moved.tx_hash)
+    assert (first["log_index"], again["log_index"]) == (0, 2)
+    assert again["id"] == first["id"] == f"{CHAIN}:{moved.tx_hash}:{USDC}:0"
+    assert again["block_hash"] == h.chain.blocks[3]["hash"] != first["block_hash"]
 
 
 async def test_orphans_left_by_a_crash_after_the_rewind_are_retracted_after_restart() -> None:

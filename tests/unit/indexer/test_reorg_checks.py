@@ -76,22 +76,43 @@ def test_a_fork_below_the_window_is_a_deep_reorg(window_start: int, window: int)
         common_ancestor(stored, canonical)
 
 
-def deposit(tx: str, log_index: int, block: int, tag: str = "b") -> Deposit:
+TOKEN = "0x" + "e" * 40
+
+
+def deposit(
+    tx: str, transfer_index: int, block: int, tag: str = "b", *, log_index: int = 0
+) -> Deposit:
     return Deposit(
         block_number=block, block_hash=h(tag, block), block_time=0, tx_hash=tx,
-        tx_index=0, log_index=log_index, token="0x" + "e" * 40,
+        tx_index=0, log_index=log_index, token=TOKEN,
         from_address="0x" + "1" * 40, to_address="0x" + "2" * 40, amount=1,
+        transfer_index=transfer_index,
     )  # fmt: skip
 
 
-def orphan(tx: str, log_index: int, block: int) -> PublishedDeposit:
-    return PublishedDeposit(block, h("a", block), tx, log_index, "0x" + "2" * 40)
+def orphan(tx: str, transfer_index: int, block: int, *, log_index: int = 0) -> PublishedDeposit:
+    return PublishedDeposit(
+        block, h("a", block), tx, log_index, "0x" + "2" * 40, TOKEN, transfer_index
+    )
 
 
 def test_retractions_spare_transfers_mined_again() -> None:
     orphans = [orphan("0xt1", -1, 11), orphan("0xt2", 3, 12), orphan("0xt3", 0, 12)]
     again = [deposit("0xt2", 3, 13), deposit("0xt3", 1, 12)]  # t3 log 0 is gone, log 1 new
     assert retractions(orphans, again) == [orphans[0], orphans[2]]
+
+
+def test_a_transfer_mined_again_at_another_position_of_its_block_is_not_retracted() -> None:
+    # The block-wide log index differs on the new branch (other transactions came
+    # first); the transfer's position in its transaction does not.
+    orphans = [orphan("0xt1", 0, 12, log_index=3)]
+    again = [deposit("0xt1", 0, 14, log_index=41)]
+    assert retractions(orphans, again) == []
+
+
+def test_an_orphan_published_before_identities_is_retracted() -> None:
+    legacy = PublishedDeposit(12, h("a", 12), "0xt1", 3, "0x" + "2" * 40)
+    assert retractions([legacy], [deposit("0xt1", 0, 14, log_index=3)]) == [legacy]
 
 
 def test_retractions_name_each_transfer_once() -> None:

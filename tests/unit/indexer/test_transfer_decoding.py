@@ -16,6 +16,7 @@ from intentd.indexer.decoding import (
     TRANSFER_TOPIC,
     Deposit,
     InconsistentAnswer,
+    chain_order,
     decode_headers,
     find_deposits,
 )
@@ -39,14 +40,18 @@ def scenario() -> dict[str, Any]:
 
 
 def decode(scenario: dict[str, Any], blocks: Any = None, logs: Any = None) -> Any:
+    """(headers, token deposits and native candidates in chain order): the recorded
+    native transfers are ordinary ones that succeeded (receipts: test_native_receipts)."""
     first, last = scenario["range"]
-    return find_deposits(
+    found = find_deposits(
         load("blocks") if blocks is None else blocks,
         load("logs") if logs is None else logs,
         BlockRange(first, last),
         frozenset(scenario["tokens"]),
         WatchedAddresses(scenario["watched"]),
     )
+    everything = found.deposits + [candidate.deposit for candidate in found.natives]
+    return found.headers, sorted(everything, key=chain_order)
 
 
 def test_transfer_topic_is_the_erc20_event_signature() -> None:
@@ -152,6 +157,7 @@ def test_an_erc721_transfer_of_a_configured_contract_is_not_a_deposit(
     chain_id=st.integers(1, 2**63),
     number=st.integers(0, 2**40),
     log_index=st.integers(-1, 2**20),
+    transfer_index=st.integers(-1, 2**20),
     amount=st.integers(1, 2**256 - 1),
     observed=st.integers(0, 2**50),
     hashes=st.lists(st.binary(min_size=32, max_size=32), min_size=2, max_size=2),
@@ -159,14 +165,15 @@ def test_an_erc721_transfer_of_a_configured_contract_is_not_a_deposit(
 )
 def test_the_fast_payload_is_the_encoded_message(
     *,
-    chain: str, chain_id: int, number: int, log_index: int, amount: int, observed: int,
-    hashes: list[bytes], addresses: list[bytes],
+    chain: str, chain_id: int, number: int, log_index: int, transfer_index: int, amount: int,
+    observed: int, hashes: list[bytes], addresses: list[bytes],
 ) -> None:  # fmt: skip
     block_hash, tx_hash = ("0x" + h.hex() for h in hashes)
     token, sender, to = ("0x" + a.hex() for a in addresses)
     deposit = Deposit(
-        number, block_hash, number * 2, tx_hash, 0, log_index, token, sender, to, amount
-    )
+        number, block_hash, number * 2, tx_hash, 0, log_index, token, sender, to, amount,
+        transfer_index,
+    )  # fmt: skip
     payload = deposit_payload(chain, chain_id, deposit, observed)
     assert payload == encode(deposit_message(chain, chain_id, deposit, observed))
     assert decode_chain_message(payload) == deposit_message(chain, chain_id, deposit, observed)
@@ -177,3 +184,58 @@ def test_recorded_deposits_encode_the_same_both_ways(scenario: dict[str, Any]) -
     for deposit in deposits:
         fast = deposit_payload("BASE_TESTNET", 84532, deposit, 1)
         assert fast == encode(deposit_message("BASE_TESTNET", 84532, deposit, 1))
+
+
+def transfer_log(tx: str, index: int, token: str, to: str, header: dict[str, Any]) -> Any:
+    return {
+        "address": token, "blockNumber": header["number"], "blockHash": header["hash"],
+        "transactionHash": tx, "transactionIndex": "0x0", "logIndex": hex(index),
+        "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + "0" * 24 + to[2:]],
+        "data": f"0x{index + 1:064x}", "removed": False,
+    }  # fmt: skip
+
+
+def test_a_transfer_is_identified_by_its_position_among_its_tokens_logs_in_the_transaction(
+    scenario: dict[str, Any],
+) -> None:
+    block = load("blocks")[0]
+    token, other = scenario["tokens"][0], scenario["unconfigured_token"]
+    watched, unwatched = scenario["watched"][0], "0x" + "3" * 40
+    tx = "0x" + "cd" * 32
+    # logs 7..11 of the block: the position counts every Transfer log of the same
+    # contract in the transaction, whoever receives it, and no other contract's
+    logs = [
+        transfer_log(tx, 7, token, unwatched, block),
+        transfer_log(tx, 8, other, watched, block),
+        transfer_log(tx, 9, token, watched, block),
+        transfer_log(tx, 10, token, watched, block),
+    ]
+    first = int(block["number"], 16)
+    found = find_deposits(
+        [block], logs, BlockRange(first, first), frozenset([token, other]),
+        WatchedAddresses([watched]),
+    )  # fmt: skip
+    assert [(d.token, d.log_index, d.transfer_index) for d in found.deposits] == [
+        (other, 8, 0), (token, 9, 1), (token, 10, 2),
+    ]  # fmt: skip
+    shifted = [{**log, "logIndex": hex(int(log["logIndex"], 16) + 30)} for log in logs]
+    again = find_deposits(
+        [block], shifted, BlockRange(first, first), frozenset([token, other]),
+        WatchedAddresses([watched]),
+    )  # fmt: skip
+    assert [d.key for d in again.deposits] == [d.key for d in found.deposits]
+
+
+def test_logs_of_a_transaction_out_of_order_are_an_inconsistent_answer(
+    scenario: dict[str, Any],
+) -> None:
+    block = load("blocks")[0]
+    token, watched = scenario["tokens"][0], scenario["watched"][0]
+    tx = "0x" + "cd" * 32
+    logs = [transfer_log(tx, 4, token, watched, block), transfer_log(tx, 2, token, watched, block)]
+    first = int(block["number"], 16)
+    with pytest.raises(InconsistentAnswer, match="log order"):
+        find_deposits(
+            [block], logs, BlockRange(first, first), frozenset([token]),
+            WatchedAddresses([watched]),
+        )  # fmt: skip

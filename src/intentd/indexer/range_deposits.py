@@ -1,0 +1,61 @@
+"""The deposits of a block range as read: decode, then settle native candidates by receipt.
+
+The one path from a :class:`~intentd.indexer.ports.RawRange` to deposits, used by the
+poller and by trigger-processing alike. Token deposits need no receipt (logs exist
+only for successful transactions); a native candidate (value to a watched address)
+counts only with a successful receipt and a type that pays its ``to``
+(``indexer.tx_types``). Receipts are fetched in one batch for those candidates only,
+so a range without any costs no extra call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.indexer.decoding import BlockHeader, Deposit, chain_order, find_deposits
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.ports import ChainReader, RawRange
+from intentd.indexer.tx_types import needs_receipt, settle_natives
+from intentd.indexer.watched import WatchedAddresses
+
+__all__ = ["range_deposits"]
+
+log = structlog.get_logger()
+
+
+async def range_deposits(
+    chain: str,
+    reader: ChainReader,
+    raw: RawRange,
+    blocks: BlockRange,
+    *,
+    tokens: Collection[str],
+    watched: WatchedAddresses,
+) -> tuple[list[BlockHeader], list[Deposit]]:
+    """Headers of ``blocks`` and their deposits in chain order (block, transaction, log).
+
+    Raises ``InconsistentAnswer`` when the answers (blocks, logs, receipts) do not fit
+    together; the caller reads the range again.
+    """
+    found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+    if not found.natives:
+        return found.headers, found.deposits
+    hashes = [c.deposit.tx_hash for c in found.natives if needs_receipt(c)]
+    receipts = await reader.receipts(hashes) if hashes else {}
+    natives, refused = settle_natives(found.natives, receipts)
+    for candidate in refused:
+        metrics.NATIVE_REFUSED.labels(chain, hex(candidate.tx_type)).inc()
+        log.warning(
+            "value to a watched address not credited (failed, or a type that does not pay its to)",
+            tx_hash=candidate.deposit.tx_hash,
+            tx_type=hex(candidate.tx_type),
+            to_address=candidate.deposit.to_address,
+            amount=str(candidate.deposit.amount),
+            block_number=candidate.deposit.block_number,
+        )
+    if not natives:
+        return found.headers, found.deposits
+    return found.headers, sorted(found.deposits + natives, key=chain_order)
