@@ -90,11 +90,15 @@ async def chain(
         await asyncio.to_thread(anvil.stop)
 
 
+RELAYER = "0x" + "5e" * 20
+
+
 def section(chain_id: int, urls: list[str], usdc: str, usdt: str, **extra: Any) -> dict[str, Any]:
     token = {"name": "Test token", "decimals": 6, "category": "stablecoin"}
     return {
         "chain_id": chain_id, "network": "test", "rpc_urls": urls, "confirmations": 1,
         "poll_interval": 0.1, "batch_size": 50, "start_block": 0, "rpc_timeout": 2.0,
+        "relayer": RELAYER,  # every chain a route can reach needs one; none is paid here
         "tokens": [{**token, "address": usdc, "symbol": "USDC"},
                    {**token, "address": usdt, "symbol": "USDT"}],
         **extra,
