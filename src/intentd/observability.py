@@ -75,6 +75,16 @@ RETRACTIONS = Counter(
 RPC_ERRORS = Counter("intentd_rpc_errors_total", "Failed RPC calls", ["chain", "method"])
 RPC_FAILOVERS = Counter("intentd_rpc_failovers_total", "Switches to another RPC URL", ["chain"])
 WATCHED_ADDRESSES = Gauge("intentd_watched_addresses", "Intent addresses watched", ["chain"])
+RECONCILED_ADDRESSES = Gauge(
+    "intentd_reconciled_addresses",
+    "Native-coin intent addresses balance-reconciled in the last batch",
+    ["chain"],
+)
+RECONCILIATION = Counter(
+    "intentd_balance_reconciliation_total",
+    "Balance reconciliation findings: internal_deposit, unexplained_decrease",
+    ["chain", "finding"],
+)
 
 # --- lifecycle ----------------------------------------------------------------------
 MESSAGES = Counter(

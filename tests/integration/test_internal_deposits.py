@@ -29,6 +29,7 @@ from intentd.api.processing import Processor
 from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.devinfra.contracts import forwarder_artifact
 from intentd.devinfra.kafka_mock import create_topics
+from intentd.indexer.decoding import NATIVE
 from intentd.indexer.poller import poller_role
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import apply_deposit
@@ -127,7 +128,7 @@ async def forget_the_cursor(pool: Pool, chain: str) -> None:
     """What a crash after publishing and before the cursor commit leaves: nothing stored."""
     async with pool.acquire() as conn, conn.transaction():
         for table in ("chain_cursors", "chain_blocks", "published_deposits"):
-            await conn.execute(f"DELETE FROM {table} WHERE chain = $1", chain)  # noqa: S608
+            await conn.execute(f"DELETE FROM {table} WHERE chain = $1", chain)
 
 
 async def published_to(chain: Chain, address: str) -> list[DepositMessage]:
@@ -183,7 +184,8 @@ async def test_a_forwarded_payment_is_credited_once_by_poller_restart_and_trigge
     assert len(published) == 2  # the same deposit twice (republished), one id
     assert len({m.id for m in published}) == 1
     [message] = published[:1]
-    assert (message.amount, message.token, message.log_index) == (row.total_due, "0x" + "e" * 40, -1)
+    assert (message.amount, message.token) == (row.total_due, NATIVE)
+    assert message.log_index == -1
     assert outcome.new == frozenset()  # trigger-processing found the same deposit
     assert await recorded(pool, row) == (row.total_due, [(row.total_due, "credited")])
 

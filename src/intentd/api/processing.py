@@ -13,6 +13,9 @@ For an intent on chain C, created at time T:
    (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
    ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
    call or by a concurrent call is credited once. Events leave through the outbox.
+   For an intent whose ``tokenIn`` is the native coin, the ETH that reached the address
+   through a contract is found as the poller finds it (``indexer.internal``, balance
+   reconciliation): the same deposit, with the same id and amount.
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
 
@@ -38,15 +41,18 @@ from intentd.adapters.chain import (
     RpcError,
     RpcTransportError,
 )
+from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
+from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import InconsistentAnswer, find_deposits
+from intentd.indexer.internal import InternalDeposits
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.publishing import deposit_message
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import Outcome, apply_deposit
-from intentd.settings import ChainConfig, Settings
+from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
 __all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
 
@@ -176,6 +182,13 @@ class Processor:
         async with self._pool.acquire() as conn:
             return await intent_scans.start(conn, row.id, chain.name, first)
 
+    def _internal(self, row: IntentRow, chain: ChainConfig) -> InternalDeposits | None:
+        """The balance reconciliation of a native-coin intent's address, else None."""
+        if row.token_in.lower() != NATIVE_TOKEN.lower() or row.source_chain != chain.name:
+            return None
+        client, _ = self._reader(chain)
+        return InternalDeposits(chain.name, EvmChainState(client))
+
     async def _scan(
         self,
         row: IntentRow,
@@ -186,10 +199,16 @@ class Processor:
     ) -> set[tuple[str, str, int]]:
         tokens = frozenset(t.address.lower() for t in chain.tokens)
         watched = WatchedAddresses([row.intent_address])
+        internal = self._internal(row, chain)
+        window = Reconciled.of_intent(
+            row.intent_address, int(row.created_at.timestamp()), int(row.expires_at.timestamp())
+        )
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
-                _, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                headers, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+                if internal is not None:
+                    deposits.extend(await internal.find(headers, raw.blocks, [window]))
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:

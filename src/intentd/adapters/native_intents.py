@@ -1,0 +1,86 @@
+"""Which intent addresses the balance reconciliation of a chain covers (PostgreSQL).
+
+:class:`PostgresOpenNativeIntents` is the poller's
+:class:`~intentd.indexer.internal.OpenNativeIntents`: the intents whose source chain
+is the chain and whose ``tokenIn`` is the native coin, and whose reconciliation window
+(:meth:`intentd.indexer.balances.Reconciled.of_intent`) meets the batch's block times.
+The poller knows no states, so the window is what makes an intent "open": from a little
+before its creation to a while after its expiry (both fixed when it is created).
+
+The set is kept in memory and refreshed before every answer, incrementally by intent id
+with the watched set's gap tracking (``indexer.watched.IntentIdTracker``): an intent
+committed before the call is in the answer, and a refresh costs one indexed query that
+returns only the intents added since the last one. Windows that ended a day before the
+newest block asked about are forgotten (a rewind never goes back that far).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from intentd.adapters.postgres import Pool
+from intentd.indexer.balances import Reconciled
+from intentd.indexer.watched import IntentIdTracker
+from intentd.settings import NATIVE_TOKEN
+
+__all__ = ["PostgresOpenNativeIntents"]
+
+_NATIVE = NATIVE_TOKEN.lower()
+_KEEP = 86_400
+"""Seconds a window is kept after it ended (measured in block time)."""
+
+
+class PostgresOpenNativeIntents:
+    def __init__(
+        self,
+        pool: Pool,
+        chain: str,
+        *,
+        page: int = 50_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._pool = pool
+        self._chain = chain
+        self._page = page
+        self._clock = clock
+        self._ids = IntentIdTracker()
+        self._open: dict[str, Reconciled] = {}
+
+    async def reconciled(self, first_time: int, last_time: int) -> list[Reconciled]:
+        await self._refresh()
+        self._open = {
+            address: window
+            for address, window in self._open.items()
+            if window.last_time >= last_time - _KEEP
+        }
+        return [
+            window
+            for window in self._open.values()
+            if window.first_time <= last_time and first_time <= window.last_time
+        ]
+
+    async def _refresh(self) -> None:
+        while True:
+            now = self._clock()
+            rows = await self._pool.fetch(
+                """
+                SELECT id, intent_address, source_chain, lower(token_in) AS token_in,
+                       created_at, expires_at
+                  FROM intents WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
+                """,
+                self._ids.last_id,
+                self._ids.gaps(now),
+                self._page,
+            )
+            for row in rows:
+                if row["source_chain"] == self._chain and row["token_in"] == _NATIVE:
+                    window = Reconciled.of_intent(
+                        row["intent_address"],
+                        int(row["created_at"].timestamp()),
+                        int(row["expires_at"].timestamp()),
+                    )
+                    self._open[window.address] = window
+            self._ids.saw((row["id"] for row in rows), now)
+            if len(rows) < self._page:
+                return
