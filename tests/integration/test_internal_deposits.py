@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,8 +32,13 @@ from intentd.devinfra.kafka_mock import create_topics
 from intentd.indexer.decoding import NATIVE
 from intentd.indexer.poller import poller_role
 from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import apply_deposit
-from intentd.messages import DepositMessage, decode_chain_message, deposits_topic
+from intentd.lifecycle.handlers import apply_deposit, apply_retraction
+from intentd.messages import (
+    DepositMessage,
+    RetractionMessage,
+    decode_chain_message,
+    deposits_topic,
+)
 from intentd.settings import NATIVE_TOKEN, Settings
 
 pytestmark = pytest.mark.integration
@@ -131,18 +136,27 @@ async def forget_the_cursor(pool: Pool, chain: str) -> None:
             await conn.execute(f"DELETE FROM {table} WHERE chain = $1", chain)
 
 
-async def published_to(chain: Chain, address: str) -> list[DepositMessage]:
+async def messages_to(chain: Chain, address: str) -> list[DepositMessage | RetractionMessage]:
     async with TopicReader(chain.settings.kafka.bootstrap_servers, chain.topic) as reader:
         await reader.drain(1.0)
         messages = [decode_chain_message(m.value) for m in reader.messages]
-    return [m for m in messages if isinstance(m, DepositMessage) and m.to_address == address]
+    return [m for m in messages if m.to_address == address]
 
 
-async def apply_all(pool: Pool, chain: Chain, messages: list[DepositMessage]) -> None:
+async def published_to(chain: Chain, address: str) -> list[DepositMessage]:
+    return [m for m in await messages_to(chain, address) if isinstance(m, DepositMessage)]
+
+
+async def apply_all(
+    pool: Pool, chain: Chain, messages: Sequence[DepositMessage | RetractionMessage]
+) -> None:
     now = datetime.now(UTC)
     async with pool.acquire() as conn:
         for message in messages:
-            await apply_deposit(conn, chain.settings, message, now=now)
+            if isinstance(message, DepositMessage):
+                await apply_deposit(conn, chain.settings, message, now=now)
+            else:
+                await apply_retraction(conn, chain.settings, message, now=now)
 
 
 async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str]]]:
@@ -247,4 +261,43 @@ async def test_a_direct_and_a_forwarded_payment_in_one_block_are_credited_once_e
     assert await recorded(pool, row) == (
         row.total_due,
         sorted([(direct_1, "credited"), (direct_2, "credited"), (forwarded, "credited")]),
+    )
+
+
+async def test_a_reorg_retracts_an_internal_deposit_and_credits_the_new_branchs(
+    chain: Chain, pool: Pool
+) -> None:
+    row = await native_intent(pool, chain)
+    address, rpc = row.intent_address, chain.rpc
+    await rpc.mine(3)
+    snapshot = await rpc.snapshot()
+    await rpc.receipt(
+        await rpc.send(chain.payer, chain.forwarder, value=10**15, data=forward_data(address))
+    )
+    await rpc.mine(2)
+    await poll_until(chain, pool)
+
+    await rpc.revert(snapshot)  # the forwarding block is gone; another one pays 2e15
+    await rpc.mine(1)
+    await rpc.receipt(
+        await rpc.send(chain.payer, chain.forwarder, value=2 * 10**15, data=forward_data(address))
+    )
+    await rpc.mine(5)
+    await poll_until(chain, pool)
+    messages = await messages_to(chain, address)
+    await apply_all(pool, chain, messages)
+
+    assert [(m.kind, m.block_number) for m in messages][:2] == [
+        ("deposit", messages[0].block_number),
+        ("retraction", messages[0].block_number),
+    ]
+    orphaned, retraction, replacement = messages
+    assert retraction.id == orphaned.id and retraction.block_hash == orphaned.block_hash
+    assert isinstance(replacement, DepositMessage) and replacement.id != orphaned.id
+    assert replacement.amount == 2 * 10**15
+    canonical = await rpc.rpc("eth_getBlockByNumber", hex(replacement.block_number), False)
+    assert replacement.block_hash == canonical["hash"]
+    assert await recorded(pool, row) == (
+        2 * 10**15,
+        [(10**15, "retracted"), (2 * 10**15, "credited")],
     )

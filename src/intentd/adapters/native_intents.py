@@ -63,18 +63,24 @@ class PostgresOpenNativeIntents:
     async def _refresh(self) -> None:
         while True:
             now = self._clock()
+            # Every id comes back (the gap tracking needs them); the rest only for ours.
             rows = await self._pool.fetch(
                 """
-                SELECT id, intent_address, source_chain, lower(token_in) AS token_in,
-                       created_at, expires_at
-                  FROM intents WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
+                SELECT id, ours.* FROM intents
+                  LEFT JOIN LATERAL (
+                      SELECT intent_address, created_at, expires_at
+                       WHERE source_chain = $4 AND lower(token_in) = $5
+                  ) AS ours ON TRUE
+                 WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
                 """,
                 self._ids.last_id,
                 self._ids.gaps(now),
                 self._page,
+                self._chain,
+                _NATIVE,
             )
             for row in rows:
-                if row["source_chain"] == self._chain and row["token_in"] == _NATIVE:
+                if row["intent_address"] is not None:
                     window = Reconciled.of_intent(
                         row["intent_address"],
                         int(row["created_at"].timestamp()),
