@@ -8,7 +8,7 @@ batches to anvil, decoding, publishing to Kafka, cursor transactions in PostgreS
 over each part from a cold start of its loop. Figures are printed, nothing asserted.
 
 The poll loop includes the balance reconciliation of open native-coin intents
-(``indexer.internal``); ``--native N`` makes N of the watched intents native-coin
+(``indexer.reconciliation``); ``--native N`` makes N of the watched intents native-coin
 intents of the bench chain, open over the whole run, and counts the extra JSON-RPC
 calls it makes (anvil then keeps the state of old blocks: no ``--prune-history``).
 """
@@ -32,8 +32,8 @@ from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
 from intentd.devinfra.anvil import start_anvil
-from intentd.indexer.internal import InternalDeposits
 from intentd.indexer.poller import Poller
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.observability import configure_logging
 from intentd.settings import NATIVE_TOKEN, ChainConfig, KafkaConfig
@@ -69,7 +69,7 @@ class CountingState(EvmChainState):
         return await super().receipts(tx_hashes)
 
 
-class CountingInternal(InternalDeposits):
+class CountingReconciliation(Reconciliation):
     batches = 0
 
     async def find(self, headers: Any, blocks: Any, reconciled: Any = None) -> Any:
@@ -141,7 +141,7 @@ async def run_part(
         client, [t.address for t in config.tokens], max_log_range=config.max_log_range
     )
     state = CountingState(client)
-    internal = CountingInternal(CHAIN, state, PostgresOpenNativeIntents(pool, CHAIN))
+    reconciliation = CountingReconciliation(CHAIN, state, PostgresOpenNativeIntents(pool, CHAIN))
     sent = 0
     original = publisher.publish_all
 
@@ -160,7 +160,7 @@ async def run_part(
             publisher=publisher,
             watched=WatchedIntents(PostgresAddressSource(pool)),
             topic=topic,
-            internal=internal,
+            reconciliation=reconciliation,
         )
         loaded = time.perf_counter()
         await poller.start()
@@ -177,7 +177,7 @@ async def run_part(
         seconds = time.perf_counter() - started
         stop.set()
         await task
-        return Part(name, target - first, 0, seconds, sent, internal.batches, state.calls)
+        return Part(name, target - first, 0, seconds, sent, reconciliation.batches, state.calls)
     finally:
         await reader.close()
         await publisher.stop()

@@ -1,5 +1,5 @@
 """Balances and receipts over JSON-RPC, for the balance reconciliation
-(:class:`~intentd.indexer.internal.ChainState`).
+(:class:`~intentd.indexer.reconciliation.ChainState`).
 
 Balances are read at a block hash (EIP-1898 ``{"blockHash": ...}``), so they belong to
 the blocks the caller decoded; a node that no longer has that block answers with an
@@ -17,7 +17,7 @@ __all__ = ["EvmChainState"]
 
 
 class EvmChainState:
-    """:class:`~intentd.indexer.internal.ChainState` through a :class:`JsonRpcClient`.
+    """:class:`~intentd.indexer.reconciliation.ChainState` through a :class:`JsonRpcClient`.
 
     Does not own the client: closing it is its creator's business.
     """

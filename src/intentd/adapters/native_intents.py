@@ -1,7 +1,7 @@
 """Which intent addresses the balance reconciliation of a chain covers (PostgreSQL).
 
 :class:`PostgresOpenNativeIntents` is the poller's
-:class:`~intentd.indexer.internal.OpenNativeIntents`: the intents whose source chain
+:class:`~intentd.indexer.reconciliation.OpenNativeIntents`: the intents whose source chain
 is the chain and whose ``tokenIn`` is the native coin, and whose reconciliation window
 (:meth:`intentd.indexer.balances.Reconciled.of_intent`) meets the batch's block times.
 The poller knows no states, so the window is what makes an intent "open": from a little

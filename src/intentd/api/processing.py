@@ -14,7 +14,7 @@ For an intent on chain C, created at time T:
    ``(chain, tx_hash, log_index)``, so a deposit seen by the poller, by an earlier
    call or by a concurrent call is credited once. Events leave through the outbox.
    For an intent whose ``tokenIn`` is the native coin, the ETH that reached the address
-   through a contract is found as the poller finds it (``indexer.internal``, balance
+   through a contract is found as the poller finds it (``indexer.reconciliation``, balance
    reconciliation): the same deposit, with the same id and amount.
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
@@ -46,9 +46,9 @@ from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
 from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import InconsistentAnswer, find_deposits
-from intentd.indexer.internal import InternalDeposits
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.publishing import deposit_message
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import Outcome, apply_deposit
@@ -182,12 +182,12 @@ class Processor:
         async with self._pool.acquire() as conn:
             return await intent_scans.start(conn, row.id, chain.name, first)
 
-    def _internal(self, row: IntentRow, chain: ChainConfig) -> InternalDeposits | None:
+    def _reconciliation(self, row: IntentRow, chain: ChainConfig) -> Reconciliation | None:
         """The balance reconciliation of a native-coin intent's address, else None."""
         if row.token_in.lower() != NATIVE_TOKEN.lower() or row.source_chain != chain.name:
             return None
         client, _ = self._reader(chain)
-        return InternalDeposits(chain.name, EvmChainState(client))
+        return Reconciliation(chain.name, EvmChainState(client))
 
     async def _scan(
         self,
@@ -199,7 +199,7 @@ class Processor:
     ) -> set[tuple[str, str, int]]:
         tokens = frozenset(t.address.lower() for t in chain.tokens)
         watched = WatchedAddresses([row.intent_address])
-        internal = self._internal(row, chain)
+        reconciliation = self._reconciliation(row, chain)
         window = Reconciled.of_intent(
             row.intent_address, int(row.created_at.timestamp()), int(row.expires_at.timestamp())
         )
@@ -207,8 +207,8 @@ class Processor:
             raw = await reader.read_range(blocks)
             try:
                 headers, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
-                if internal is not None:
-                    deposits.extend(await internal.find(headers, raw.blocks, [window]))
+                if reconciliation is not None:
+                    deposits.extend(await reconciliation.find(headers, raw.blocks, [window]))
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:

@@ -13,10 +13,10 @@ address is an externally owned account without code, so its balance changes only
 
 So over any block, ``balance after - balance before - what the block's top-level
 transactions explain`` is the value that arrived by other means. This module computes
-that remainder per block and makes each positive one an *internal deposit*:
+that remainder per block and makes each positive one a *reconciled deposit*:
 
 - its id is stable and deterministic: the synthetic transaction hash
-  :func:`internal_tx_hash` of (address, block hash), ``log_index`` -1. The same block
+  :func:`reconciled_tx_hash` of (address, block hash), ``log_index`` -1. The same block
   always gives the same deposit with the same amount, whatever batch it was read in, by
   the poller or by trigger-processing; a block orphaned by a reorg takes its deposit
   with it (the poller's retraction mechanism retracts it like any other);
@@ -43,27 +43,27 @@ from intentd.messages import NATIVE_LOG_INDEX
 
 __all__ = [
     "AFTER_EXPIRY",
+    "AFTER_TRANSACTIONS",
     "BEFORE_CREATION",
-    "INTERNAL_SENDER",
-    "INTERNAL_TX_INDEX",
+    "UNKNOWN_SENDER",
     "Movement",
     "Reconciled",
     "explained_change",
     "fee",
-    "internal_deposits",
-    "internal_tx_hash",
     "movements",
+    "reconciled_deposits",
+    "reconciled_tx_hash",
 ]
 
 BEFORE_CREATION = 300
 """Seconds before an intent's creation its address is reconciled from (clock skew)."""
 AFTER_EXPIRY = 3600
 """Seconds after an intent's expiry its address is still reconciled (late payments)."""
-INTERNAL_SENDER = "0x" + "0" * 40
-"""``from_address`` of an internal deposit: a balance shows no sender."""
-INTERNAL_TX_INDEX = 2**31 - 1
-"""Sort position of an internal deposit: after the block's transactions."""
-_DOMAIN = b"intentd internal deposit\x00"
+UNKNOWN_SENDER = "0x" + "0" * 40
+"""``from_address`` of an reconciled deposit: a balance shows no sender."""
+AFTER_TRANSACTIONS = 2**31 - 1
+"""Sort position of an reconciled deposit: after the block's transactions."""
+_DOMAIN = b"intentd reconciled deposit\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +150,8 @@ def explained_change(movement: Movement, receipt: Mapping[str, Any]) -> int:
     return change
 
 
-def internal_tx_hash(address: str, block_hash: str) -> str:
-    """The synthetic transaction hash of the internal deposit to ``address`` in a block.
+def reconciled_tx_hash(address: str, block_hash: str) -> str:
+    """The synthetic transaction hash of the reconciled deposit to ``address`` in a block.
 
     Not a transaction on chain: an identity, the same for the same block on every read.
     """
@@ -159,13 +159,13 @@ def internal_tx_hash(address: str, block_hash: str) -> str:
     return "0x" + hashlib.sha256(material).hexdigest()
 
 
-def internal_deposits(
+def reconciled_deposits(
     reconciled: Reconciled,
     headers: Sequence[BlockHeader],
     balances: Sequence[int],
     explained: Mapping[int, int],
 ) -> list[Deposit]:
-    """The internal deposits to ``reconciled.address`` in ``headers``.
+    """The reconciled deposits to ``reconciled.address`` in ``headers``.
 
     ``balances[0]`` is the address's balance before the first block, ``balances[i + 1]``
     after block ``headers[i]``; ``explained`` is what the block's top-level transactions
@@ -182,11 +182,11 @@ def internal_deposits(
                     block_number=header.number,
                     block_hash=header.hash,
                     block_time=header.timestamp,
-                    tx_hash=internal_tx_hash(reconciled.address, header.hash),
-                    tx_index=INTERNAL_TX_INDEX,
+                    tx_hash=reconciled_tx_hash(reconciled.address, header.hash),
+                    tx_index=AFTER_TRANSACTIONS,
                     log_index=NATIVE_LOG_INDEX,
                     token=NATIVE,
-                    from_address=INTERNAL_SENDER,
+                    from_address=UNKNOWN_SENDER,
                     to_address=reconciled.address,
                     amount=amount,
                 )

@@ -9,7 +9,7 @@ Guarantees (see ``docs/indexer.md``):
   are one database transaction. A crash in between publishes the batch again;
   consumers dedupe by message id.
 - ETH that reaches an open native-coin intent's address through a contract is found by
-  balance reconciliation (``indexer.internal``) and published with the batch, with an
+  balance reconciliation (``indexer.reconciliation``) and published with the batch, with an
   id of its block, so a republished batch republishes it under the same id.
 - A batch that does not extend the cursor makes the poller walk back to the common
   ancestor, rewind, and retract the published deposits the new chain lacks (before
@@ -36,10 +36,10 @@ from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer, find_deposits
-from intentd.indexer.internal import InternalDeposits
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
 from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import deposits_topic, encode
@@ -79,7 +79,7 @@ class Poller:
         publisher: Publisher,
         watched: WatchedIntents,
         topic: str,
-        internal: InternalDeposits | None = None,
+        reconciliation: Reconciliation | None = None,
         idle_refresh: float = IDLE_REFRESH,
         torn_backoff: float = 0.05,
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
@@ -91,7 +91,7 @@ class Poller:
         self._publisher = publisher
         self._watched = watched
         self._topic = topic
-        self._internal = internal
+        self._reconciliation = reconciliation
         self._tokens = frozenset(token.address.lower() for token in config.tokens)
         self._idle_refresh = idle_refresh
         self._torn_backoff = torn_backoff
@@ -204,8 +204,8 @@ class Poller:
                 raw.blocks, raw.logs, blocks, self._tokens, self._watched.addresses
             )
             linkage = check_linkage(self._cursor, headers)
-            if linkage is Linkage.LINKED and self._internal is not None:
-                deposits.extend(await self._internal.find(headers, raw.blocks))
+            if linkage is Linkage.LINKED and self._reconciliation is not None:
+                deposits.extend(await self._reconciliation.find(headers, raw.blocks))
                 deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
         except InconsistentAnswer as exc:
             await self._torn(blocks, str(exc))
@@ -310,13 +310,13 @@ def poller_role(
     pool: Pool | None = None,
     publisher: Publisher | None = None,
     reader: ChainReader | None = None,
-    internal: InternalDeposits | None = None,
+    reconciliation: Reconciliation | None = None,
 ) -> Role:
     """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
 
     ``pool``, ``publisher`` and ``reader`` may be given (tests); those are not closed.
     Without a ``reader``, the balance reconciliation reads through the role's own RPC
-    client; with one, only if ``internal`` is given.
+    client; with one, only if ``reconciliation`` is given.
     """
     config = settings.chain(chain)
 
@@ -343,7 +343,7 @@ def poller_role(
                     await kafka.start()
                     resources.push_async_callback(kafka.stop)
                     out = kafka
-                chain_reader, reconcile = reader, internal
+                chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
                     client = JsonRpcClient(chain, config.rpc_urls, timeout=config.rpc_timeout)
                     evm = EvmChainReader(
@@ -354,7 +354,7 @@ def poller_role(
                     resources.push_async_callback(evm.close)
                     chain_reader = evm
                     if reconcile is None:
-                        reconcile = InternalDeposits(
+                        reconcile = Reconciliation(
                             chain, EvmChainState(client), PostgresOpenNativeIntents(db, chain)
                         )
                 poller = Poller(
@@ -364,7 +364,7 @@ def poller_role(
                     publisher=out,
                     watched=WatchedIntents(PostgresAddressSource(db)),
                     topic=deposits_topic(settings.kafka.topic_prefix, chain),
-                    internal=reconcile,
+                    reconciliation=reconcile,
                 )
                 await poller.start()
                 READINESS.ready(ready_name)

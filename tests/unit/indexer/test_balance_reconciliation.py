@@ -18,14 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentd.indexer.balances import (
-    INTERNAL_SENDER,
+    UNKNOWN_SENDER,
     Movement,
     Reconciled,
     explained_change,
     fee,
-    internal_deposits,
-    internal_tx_hash,
     movements,
+    reconciled_deposits,
+    reconciled_tx_hash,
 )
 from intentd.indexer.decoding import NATIVE, BlockHeader
 from intentd.messages import HASH_PATTERN
@@ -119,13 +119,13 @@ ALWAYS = Reconciled(ADDRESS, 0, 10**12)
 @given(blocks_strategy)
 def test_exactly_the_internal_value_of_each_block_is_found(blocks: list[SimBlock]) -> None:
     headers, balances, explained = simulate(blocks)
-    found = internal_deposits(ALWAYS, headers, balances, explained)
+    found = reconciled_deposits(ALWAYS, headers, balances, explained)
     expected = [(h.number, b.internal) for h, b in zip(headers, blocks, strict=True) if b.internal]
     assert [(d.block_number, d.amount) for d in found] == expected
     for deposit in found:
         assert (deposit.token, deposit.to_address, deposit.log_index) == (NATIVE, ADDRESS, -1)
-        assert deposit.from_address == INTERNAL_SENDER
-        assert deposit.tx_hash == internal_tx_hash(ADDRESS, deposit.block_hash)
+        assert deposit.from_address == UNKNOWN_SENDER
+        assert deposit.tx_hash == reconciled_tx_hash(ADDRESS, deposit.block_hash)
 
 
 @given(blocks_strategy)
@@ -134,7 +134,7 @@ def test_a_fee_the_receipt_does_not_show_can_only_make_a_credit_smaller(
 ) -> None:
     headers, balances, explained = simulate(blocks, show_l1_fee=False)
     found = {
-        d.block_number: d.amount for d in internal_deposits(ALWAYS, headers, balances, explained)
+        d.block_number: d.amount for d in reconciled_deposits(ALWAYS, headers, balances, explained)
     }
     for head, block in zip(headers, blocks, strict=True):
         assert 0 <= found.get(head.number, 0) <= block.internal
@@ -146,11 +146,11 @@ def test_any_split_into_batches_finds_the_same_deposits(
 ) -> None:
     """A batch read again after a crash may cover other blocks: same deposits, same ids."""
     headers, balances, explained = simulate(blocks)
-    whole = internal_deposits(ALWAYS, headers, balances, explained)
+    whole = reconciled_deposits(ALWAYS, headers, balances, explained)
     edges = sorted({0, len(headers), *(c for c in cuts if c < len(headers))})
     parts = []
     for first, last in itertools.pairwise(edges):
-        parts += internal_deposits(
+        parts += reconciled_deposits(
             ALWAYS, headers[first:last], balances[first : last + 1], explained
         )
     assert parts == whole
@@ -162,7 +162,7 @@ def test_only_blocks_inside_the_window_are_credited(
 ) -> None:
     headers, balances, explained = simulate(blocks)
     window = Reconciled(ADDRESS, 1_000 + 12 * (100 + first), 1_000 + 12 * (100 + first + span))
-    found = internal_deposits(window, headers, balances, explained)
+    found = reconciled_deposits(window, headers, balances, explained)
     assert all(window.covers(d.block_time) for d in found)
     inside = [h.number for h, b in zip(headers, blocks, strict=True) if b.internal]
     assert [d.block_number for d in found] == [
@@ -209,16 +209,16 @@ def test_movements_are_the_transactions_to_or_from_the_addresses() -> None:
 
 
 def test_the_synthetic_hash_is_a_hash_per_address_and_block() -> None:
-    one = internal_tx_hash(ADDRESS, "0x" + "1" * 64)
+    one = reconciled_tx_hash(ADDRESS, "0x" + "1" * 64)
     assert re.match(HASH_PATTERN, one)
-    assert one == internal_tx_hash(ADDRESS, "0x" + "1" * 64)
-    assert one != internal_tx_hash(OTHER, "0x" + "1" * 64)
-    assert one != internal_tx_hash(ADDRESS, "0x" + "2" * 64)
+    assert one == reconciled_tx_hash(ADDRESS, "0x" + "1" * 64)
+    assert one != reconciled_tx_hash(OTHER, "0x" + "1" * 64)
+    assert one != reconciled_tx_hash(ADDRESS, "0x" + "2" * 64)
 
 
 def test_balances_must_frame_the_blocks() -> None:
     with pytest.raises(ValueError, match="need 3 balances"):
-        internal_deposits(ALWAYS, [header(1), header(2)], [0, 1], {})
+        reconciled_deposits(ALWAYS, [header(1), header(2)], [0, 1], {})
 
 
 def test_the_window_of_an_intent_starts_before_creation_and_ends_after_expiry() -> None:

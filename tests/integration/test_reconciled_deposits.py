@@ -264,7 +264,7 @@ async def test_a_direct_and_a_forwarded_payment_in_one_block_are_credited_once_e
     )
 
 
-async def test_a_reorg_retracts_an_internal_deposit_and_credits_the_new_branchs(
+async def test_a_reorg_retracts_a_reconciled_deposit_and_credits_the_new_branchs(
     chain: Chain, pool: Pool
 ) -> None:
     row = await native_intent(pool, chain)

@@ -1,4 +1,4 @@
-"""What :class:`InternalDeposits` reads per batch: bounded, batched, consistent."""
+"""What :class:`Reconciliation` reads per batch: bounded, batched, consistent."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from intentd.indexer.balances import Reconciled, internal_tx_hash
+from intentd.indexer.balances import Reconciled, reconciled_tx_hash
 from intentd.indexer.decoding import BlockHeader, InconsistentAnswer
-from intentd.indexer.internal import InternalDeposits
+from intentd.indexer.reconciliation import Reconciliation
 
 A = "0x" + "a" * 40
 B = "0x" + "b" * 40
@@ -65,11 +65,11 @@ def set_balances(state: FakeState, address: str, by_block: dict[int, int]) -> No
 
 async def test_a_quiet_batch_costs_one_batched_balance_read_per_address_once_following() -> None:
     state = FakeState()
-    internal = InternalDeposits("C", state, Open(everywhere(A), everywhere(B)))
+    reconciliation = Reconciliation("C", state, Open(everywhere(A), everywhere(B)))
     first = [header(n) for n in range(10, 20)]
-    assert await internal.find(first, [full_block(h.number) for h in first]) == []
+    assert await reconciliation.find(first, [full_block(h.number) for h in first]) == []
     second = [header(n) for n in range(20, 30)]
-    assert await internal.find(second, [full_block(h.number) for h in second]) == []
+    assert await reconciliation.find(second, [full_block(h.number) for h in second]) == []
     assert state.balance_calls == [4, 2]  # before and after; then after only
     assert state.receipt_calls == []
 
@@ -87,12 +87,12 @@ async def test_an_unexplained_increase_is_located_by_one_more_read_of_the_batch(
     set_balances(state, A, {13: 112, 14: 112})
     headers = [header(n) for n in range(10, 15)]
     blocks = [full_block(h.number, [payment] if h.number == 13 else []) for h in headers]
-    internal = InternalDeposits("C", state, Open(everywhere(A)))
+    reconciliation = Reconciliation("C", state, Open(everywhere(A)))
 
-    found = await internal.find(headers, blocks)
+    found = await reconciliation.find(headers, blocks)
 
     assert [(d.block_number, d.amount, d.tx_hash) for d in found] == [
-        (12, 100, internal_tx_hash(A, block_hash(12)))
+        (12, 100, reconciled_tx_hash(A, block_hash(12)))
     ]  # the top-level payment of 7 in block 13 is explained, not credited again
     assert state.balance_calls == [2, 4]
     assert state.receipt_calls == [1]
@@ -100,9 +100,9 @@ async def test_an_unexplained_increase_is_located_by_one_more_read_of_the_batch(
 
 async def test_addresses_outside_their_window_are_not_read() -> None:
     state = FakeState()
-    internal = InternalDeposits("C", state, Open(Reconciled(A, 0, 500)))
+    reconciliation = Reconciliation("C", state, Open(Reconciled(A, 0, 500)))
     headers = [header(n) for n in range(10, 12)]
-    assert await internal.find(headers, [full_block(h.number) for h in headers]) == []
+    assert await reconciliation.find(headers, [full_block(h.number) for h in headers]) == []
     assert state.balance_calls == []
 
 
@@ -116,15 +116,15 @@ async def test_a_receipt_from_another_block_is_an_inconsistent_answer() -> None:
         "blockHash": block_hash(99),
     }
     headers = [header(10)]
-    internal = InternalDeposits("C", state, Open(everywhere(A)))
+    reconciliation = Reconciliation("C", state, Open(everywhere(A)))
     with pytest.raises(InconsistentAnswer, match="not from block 10"):
-        await internal.find(headers, [full_block(10, [payment])])
+        await reconciliation.find(headers, [full_block(10, [payment])])
 
 
 async def test_given_addresses_need_no_source() -> None:
     state = FakeState()
     set_balances(state, A, {10: 3})
-    found = await InternalDeposits("C", state).find([header(10)], [full_block(10)], [everywhere(A)])
+    found = await Reconciliation("C", state).find([header(10)], [full_block(10)], [everywhere(A)])
     assert [(d.block_number, d.amount) for d in found] == [(10, 3)]
     with pytest.raises(ValueError, match="no source"):
-        await InternalDeposits("C", state).find([header(10)], [full_block(10)])
+        await Reconciliation("C", state).find([header(10)], [full_block(10)])

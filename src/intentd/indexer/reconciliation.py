@@ -1,6 +1,6 @@
-"""Finding internal deposits in a batch of blocks: the reads around ``indexer.balances``.
+"""Finding reconciled deposits in a batch of blocks: the reads around ``indexer.balances``.
 
-:class:`InternalDeposits` is used by the poller (for every open native-coin intent of
+:class:`Reconciliation` is used by the poller (for every open native-coin intent of
 its chain) and by trigger-processing (for the one intent it scans); both get the same
 deposits, with the same ids and amounts, for the same blocks.
 
@@ -34,12 +34,12 @@ from intentd.indexer.balances import (
     Movement,
     Reconciled,
     explained_change,
-    internal_deposits,
     movements,
+    reconciled_deposits,
 )
 from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
 
-__all__ = ["ChainState", "InternalDeposits", "OpenNativeIntents"]
+__all__ = ["ChainState", "OpenNativeIntents", "Reconciliation"]
 
 log = structlog.get_logger()
 
@@ -60,8 +60,8 @@ class OpenNativeIntents(Protocol):
         ...
 
 
-class InternalDeposits:
-    """Internal deposits to native-coin intent addresses, one batch at a time.
+class Reconciliation:
+    """Reconciled deposits to native-coin intent addresses, one batch at a time.
 
     Keeps the balances after the last batch (to read one balance per address, not two,
     while following the head); nothing else, so a restart or a rewind costs one read.
@@ -81,7 +81,7 @@ class InternalDeposits:
         blocks: Sequence[Mapping[str, Any]],
         reconciled: Sequence[Reconciled] | None = None,
     ) -> list[Deposit]:
-        """Internal deposits in ``blocks`` (full, decoded into ``headers``), chain order.
+        """Reconciled deposits in ``blocks`` (full, decoded into ``headers``), chain order.
 
         ``reconciled``: the addresses to reconcile; by default the open native-coin
         intents of the chain (the ``intents`` source given at construction).
@@ -111,7 +111,7 @@ class InternalDeposits:
         for n, address in enumerate(short):
             per_block = answers[n * len(inner) : (n + 1) * len(inner)]
             balances = [before[address], *per_block, after[address]]
-            deposits = internal_deposits(targets[address], headers, balances, explained[address])
+            deposits = reconciled_deposits(targets[address], headers, balances, explained[address])
             found.extend(deposits)
             unexplained = after[address] - before[address] - sum(explained[address].values())
             if unexplained < 0:
@@ -124,9 +124,9 @@ class InternalDeposits:
                     unexplained=str(unexplained),
                 )
         if found:
-            metrics.RECONCILIATION.labels(self._chain, "internal_deposit").inc(len(found))
+            metrics.RECONCILIATION.labels(self._chain, "reconciled_deposit").inc(len(found))
             log.info(
-                "internal deposits found by balance reconciliation",
+                "deposits found by balance reconciliation",
                 deposits=[f"{d.to_address}@{d.block_number}:{d.amount}" for d in found],
             )
         found.sort(key=lambda d: (d.block_number, d.to_address))
