@@ -9,8 +9,8 @@ Per batch, for the reconciled addresses whose window overlaps the batch:
 1. their balances before the batch (the parent of its first block) and after it (its
    last block), one JSON-RPC batch; the balance after the previous batch is reused
    when the new one extends it;
-2. the receipts of the batch's top-level transactions to (with value) or from those
-   addresses, one JSON-RPC batch (none when there are none);
+2. at the same time, the receipts of the batch's top-level transactions to (with
+   value) or from those addresses, one JSON-RPC batch (none when there are none);
 3. only for an address whose balance change the transactions do not explain in full:
    its balance after each block of the batch, one JSON-RPC batch, and a deposit for
    each block with an unexplained increase.
@@ -23,6 +23,7 @@ those blocks (an archive node, or a batch within the node's state window).
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -88,21 +89,25 @@ class Reconciliation:
         """
         if not headers:
             return []
+        own_source = reconciled is None
         if reconciled is None:
             if self._intents is None:
                 raise ValueError("no reconciled addresses and no source of them")
             reconciled = await self._intents.reconciled(headers[0].timestamp, headers[-1].timestamp)
         targets = {r.address: r for r in reconciled if r.overlaps(headers)}
-        metrics.RECONCILED_ADDRESSES.labels(self._chain).set(len(targets))
+        if own_source:
+            metrics.RECONCILED_ADDRESSES.labels(self._chain).set(len(targets))
         if not targets:
             self._after.clear()
             return []
-        before, after = await self._edges(headers, sorted(targets))
-        explained = await self._explained(headers, blocks, targets)
+        (before, after), explained = await asyncio.gather(
+            self._edges(headers, sorted(targets)), self._explained(headers, blocks, targets)
+        )
         self._after = {a: (headers[-1].hash, after[a]) for a in targets}
-        short = [
-            a for a in sorted(targets) if after[a] - before[a] - sum(explained[a].values()) != 0
-        ]
+        unexplained = {
+            a: after[a] - before[a] - sum(explained[a].values()) for a in sorted(targets)
+        }
+        short = [a for a, amount in unexplained.items() if amount != 0]
         if not short:
             return []
         inner = headers[:-1]
@@ -113,15 +118,14 @@ class Reconciliation:
             balances = [before[address], *per_block, after[address]]
             deposits = reconciled_deposits(targets[address], headers, balances, explained[address])
             found.extend(deposits)
-            unexplained = after[address] - before[address] - sum(explained[address].values())
-            if unexplained < 0:
+            if unexplained[address] < 0:
                 metrics.RECONCILIATION.labels(self._chain, "unexplained_decrease").inc()
                 log.warning(
                     "an intent address lost more than its transactions explain"
                     " (a fee the receipts do not show?)",
                     address=address,
                     blocks=f"{headers[0].number}..{headers[-1].number}",
-                    unexplained=str(unexplained),
+                    unexplained=str(unexplained[address]),
                 )
         if found:
             metrics.RECONCILIATION.labels(self._chain, "reconciled_deposit").inc(len(found))
