@@ -209,6 +209,7 @@ class Processor:
                 headers, deposits = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
                 if reconciliation is not None:
                     deposits.extend(await reconciliation.find(headers, raw.blocks, [window]))
+                    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:
