@@ -52,13 +52,14 @@ class Part:
     batches: int = 0
     state_calls: int = 0
     """JSON-RPC calls of the balance reconciliation (balances and receipts)."""
+    reconciling: float = 0.0
+    """Seconds the poll loop spent in the balance reconciliation."""
 
 
 class CountingState(EvmChainState):
-    """Counts the reconciliation's calls and the batches it saw."""
+    """Counts the reconciliation's JSON-RPC calls."""
 
     calls = 0
-    batches = 0
 
     async def balances(self, queries: Any) -> list[int]:
         self.calls += len(queries)
@@ -70,11 +71,18 @@ class CountingState(EvmChainState):
 
 
 class CountingReconciliation(Reconciliation):
+    """Counts the batches the reconciliation saw and the time it took."""
+
     batches = 0
+    seconds = 0.0
 
     async def find(self, headers: Any, blocks: Any, reconciled: Any = None) -> Any:
         self.batches += 1
-        return await super().find(headers, blocks, reconciled)
+        started = time.perf_counter()
+        try:
+            return await super().find(headers, blocks, reconciled)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 async def build_sparse(chain: DevChain, blocks: int) -> None:
@@ -141,7 +149,8 @@ async def run_part(
         client, [t.address for t in config.tokens], max_log_range=config.max_log_range
     )
     state = CountingState(client)
-    reconciliation = CountingReconciliation(CHAIN, state, PostgresOpenNativeIntents(pool, CHAIN))
+    source = PostgresOpenNativeIntents(pool, CHAIN)
+    reconciliation = CountingReconciliation(CHAIN, state, source)
     sent = 0
     original = publisher.publish_all
 
@@ -167,6 +176,10 @@ async def run_part(
         first = poller.cursor.number
         seconds = time.perf_counter() - loaded
         print(f"  {name}: watched set loaded in {seconds:.2f} s; blocks {first + 1}..{target}")
+        loaded = time.perf_counter()
+        await source.reconciled(0, 0)  # what the first batch would load
+        seconds = time.perf_counter() - loaded
+        print(f"  {name}: open native-coin intents loaded in {seconds:.2f} s")
         stop = asyncio.Event()
         started = time.perf_counter()
         task = asyncio.create_task(poller.run(stop))
@@ -177,7 +190,16 @@ async def run_part(
         seconds = time.perf_counter() - started
         stop.set()
         await task
-        return Part(name, target - first, 0, seconds, sent, reconciliation.batches, state.calls)
+        return Part(
+            name,
+            target - first,
+            0,
+            seconds,
+            sent,
+            reconciliation.batches,
+            state.calls,
+            reconciliation.seconds,
+        )
     finally:
         await reader.close()
         await publisher.stop()
@@ -191,12 +213,13 @@ def report(part: Part, transfers: int) -> None:
         rate = part.published / part.seconds
         line += f"; {part.published} deposits published = {rate:,.0f} matched transfers/s"
     print(line)
-    if part.state_calls:
-        per_batch = part.state_calls / max(part.batches, 1)
-        print(
-            f"    reconciliation: {part.state_calls} calls in {part.batches} batches"
-            f" = {per_batch:.1f} per batch"
-        )
+    per_batch = part.state_calls / max(part.batches, 1)
+    print(
+        f"    reconciliation: {part.reconciling * 1000:.0f} ms in {part.batches} batches"
+        f" ({part.reconciling * 1000 / max(part.batches, 1):.2f} ms a batch,"
+        f" {100 * part.reconciling / part.seconds:.1f} % of the part);"
+        f" {part.state_calls} JSON-RPC calls = {per_batch:.1f} a batch"
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
