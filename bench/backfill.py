@@ -228,7 +228,9 @@ async def main(args: argparse.Namespace) -> None:
     prefix = f"bench{secrets.token_hex(3)}"
     topic = bench_topic(env, prefix, CHAIN)
     kafka = KafkaConfig(bootstrap_servers=env["INTENTD_KAFKA_BOOTSTRAP"], topic_prefix=prefix)
-    anvil = start_anvil(CHAIN_ID, extra_args=[] if args.native else ["--prune-history"])
+    # With open native-coin intents, balances are read at old blocks: keep their states.
+    keep = ["--prune-history", "100000"] if args.native else ["--prune-history"]
+    anvil = start_anvil(CHAIN_ID, extra_args=keep)
     try:
         async with DevChain(anvil.url) as chain, bench_database(env, args.watched) as url:
             if args.native:
