@@ -10,7 +10,7 @@ over each part from a cold start of its loop. Figures are printed, nothing asser
 The poll loop includes the balance reconciliation of open native-coin intents
 (``indexer.reconciliation``); ``--native N`` makes N of the watched intents native-coin
 intents of the bench chain, open over the whole run, and counts the extra JSON-RPC
-calls it makes (anvil then keeps the state of old blocks: no ``--prune-history``).
+calls it makes (anvil then keeps the states of old blocks in memory).
 """
 
 from __future__ import annotations
