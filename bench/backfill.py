@@ -27,7 +27,7 @@ from bench.devchain import MINT, DevChain, call_data, disperse_data, tx
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
 from intentd.adapters.chain_state import EvmChainState
-from intentd.adapters.cursor_store import PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
@@ -167,7 +167,7 @@ async def run_part(
             reader=reader,
             store=PostgresPollerStore(pool, CHAIN),
             publisher=publisher,
-            watched=WatchedIntents(PostgresAddressSource(pool)),
+            watched=WatchedIntents(source),
             topic=topic,
             reconciliation=reconciliation,
         )
@@ -176,10 +176,6 @@ async def run_part(
         first = poller.cursor.number
         seconds = time.perf_counter() - loaded
         print(f"  {name}: watched set loaded in {seconds:.2f} s; blocks {first + 1}..{target}")
-        loaded = time.perf_counter()
-        await source.reconciled(0, 0)  # what the first batch would load
-        seconds = time.perf_counter() - loaded
-        print(f"  {name}: open native-coin intents loaded in {seconds:.2f} s")
         stop = asyncio.Event()
         started = time.perf_counter()
         task = asyncio.create_task(poller.run(stop))

@@ -33,6 +33,7 @@ from intentd.devinfra.kafka_mock import create_topics
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
 from intentd.indexer.decoding import NATIVE
 from intentd.indexer.poller import poller_role
+from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import apply_deposit, apply_retraction
 from intentd.messages import (
@@ -308,19 +309,26 @@ async def test_a_reorg_retracts_a_reconciled_deposit_and_credits_the_new_branchs
 async def test_only_open_native_coin_intents_of_the_chain_are_reconciled(
     chain: Chain, pool: Pool
 ) -> None:
+    """The watched set reads every intent through the source; it keeps the open ones."""
     native = await native_intent(pool, chain)
     elsewhere, token = await native_intent(pool, chain), await native_intent(pool, chain)
     moved = "UPDATE intents SET source_chain = 'BASE_TESTNET' WHERE id = $1"
     await pool.execute(moved, elsewhere.id)  # a native-coin intent of another chain
     await pool.execute("UPDATE intents SET token_in = $2 WHERE id = $1", token.id, "0x" + "9" * 40)
     source = PostgresOpenNativeIntents(pool, chain.name)
+    watched = WatchedIntents(source)
+    await watched.refresh()
     created = int(native.created_at.timestamp())
     expires = int(native.expires_at.timestamp())
 
+    for row in (native, elsewhere, token):  # every intent is watched
+        assert watched.addresses.contains_hex(row.intent_address)
     [window] = await source.reconciled(created, created + 10)
     assert window == Reconciled.of_intent(native.intent_address, created, expires)
     assert await source.reconciled(expires + AFTER_EXPIRY + 1, expires + AFTER_EXPIRY + 9) == []
     assert await source.reconciled(created - 10_000, created - BEFORE_CREATION - 1) == []
-    later = await native_intent(pool, chain)  # committed after the first refresh
+    later = await native_intent(pool, chain)
+    assert len(await source.reconciled(created, created + 10)) == 1  # not refreshed yet
+    await watched.refresh()
     found = await source.reconciled(created, created + 10)
     assert {w.address for w in found} == {native.intent_address, later.intent_address}

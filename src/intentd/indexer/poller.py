@@ -30,7 +30,7 @@ import structlog
 from intentd import observability as metrics
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
 from intentd.adapters.chain_state import EvmChainState
-from intentd.adapters.cursor_store import ChainLock, PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
@@ -343,6 +343,7 @@ def poller_role(
                     await kafka.start()
                     resources.push_async_callback(kafka.stop)
                     out = kafka
+                intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
                 chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
                     client = JsonRpcClient(chain, config.rpc_urls, timeout=config.rpc_timeout)
@@ -354,15 +355,13 @@ def poller_role(
                     resources.push_async_callback(evm.close)
                     chain_reader = evm
                     if reconcile is None:
-                        reconcile = Reconciliation(
-                            chain, EvmChainState(client), PostgresOpenNativeIntents(db, chain)
-                        )
+                        reconcile = Reconciliation(chain, EvmChainState(client), intents)
                 poller = Poller(
                     config,
                     reader=chain_reader,
                     store=PostgresPollerStore(db, chain),
                     publisher=out,
-                    watched=WatchedIntents(PostgresAddressSource(db)),
+                    watched=WatchedIntents(intents),
                     topic=deposits_topic(settings.kafka.topic_prefix, chain),
                     reconciliation=reconcile,
                 )
