@@ -6,6 +6,11 @@ broker; it starts its own anvil). It builds a chain of ``--sparse`` empty blocks
 ``--watched`` intents in a scratch database, and times the real poll loop (JSON-RPC
 batches to anvil, decoding, publishing to Kafka, cursor transactions in PostgreSQL)
 over each part from a cold start of its loop. Figures are printed, nothing asserted.
+
+The poll loop includes the balance reconciliation of open native-coin intents
+(``indexer.reconciliation``); ``--native N`` makes N of the watched intents native-coin
+intents of the bench chain, open over the whole run, and counts the extra JSON-RPC
+calls it makes (anvil then keeps the states of old blocks in memory).
 """
 
 from __future__ import annotations
@@ -21,14 +26,17 @@ from typing import Any
 from bench.devchain import MINT, DevChain, call_data, disperse_data, tx
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
-from intentd.adapters.cursor_store import PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
 from intentd.devinfra.anvil import start_anvil
 from intentd.indexer.poller import Poller
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.observability import configure_logging
-from intentd.settings import ChainConfig, KafkaConfig
+from intentd.settings import NATIVE_TOKEN, ChainConfig, KafkaConfig
 
 CHAIN = "BENCH"
 CHAIN_ID = 31_999
@@ -41,6 +49,40 @@ class Part:
     transfers: int
     seconds: float
     published: int
+    batches: int = 0
+    state_calls: int = 0
+    """JSON-RPC calls of the balance reconciliation (balances and receipts)."""
+    reconciling: float = 0.0
+    """Seconds the poll loop spent in the balance reconciliation."""
+
+
+class CountingState(EvmChainState):
+    """Counts the reconciliation's JSON-RPC calls."""
+
+    calls = 0
+
+    async def balances(self, queries: Any) -> list[int]:
+        self.calls += len(queries)
+        return await super().balances(queries)
+
+    async def receipts(self, tx_hashes: Any) -> Any:
+        self.calls += len(tx_hashes)
+        return await super().receipts(tx_hashes)
+
+
+class CountingReconciliation(Reconciliation):
+    """Counts the batches the reconciliation saw and the time it took."""
+
+    batches = 0
+    seconds = 0.0
+
+    async def find(self, headers: Any, blocks: Any, reconciled: Any = None) -> Any:
+        self.batches += 1
+        started = time.perf_counter()
+        try:
+            return await super().find(headers, blocks, reconciled)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 async def build_sparse(chain: DevChain, blocks: int) -> None:
@@ -102,17 +144,21 @@ async def run_part(
     pool = await create_pool(url, max_size=3)
     publisher = KafkaPublisher(kafka, client_suffix="-bench")
     await publisher.start()
+    client = JsonRpcClient(
+        CHAIN,
+        config.rpc_urls,
+        timeout=config.rpc_timeout,
+        max_calls=max_calls,
+        chain_id=config.chain_id,
+    )
     reader = EvmChainReader(
-        JsonRpcClient(
-            CHAIN,
-            config.rpc_urls,
-            timeout=config.rpc_timeout,
-            max_calls=max_calls,
-            chain_id=config.chain_id,
-        ),
+        client,
         [t.address for t in config.tokens],
         max_log_range=config.max_log_range,
     )
+    state = CountingState(client)
+    source = PostgresOpenNativeIntents(pool, CHAIN)
+    reconciliation = CountingReconciliation(CHAIN, state, source)
     sent = 0
     original = publisher.publish_all
 
@@ -129,8 +175,9 @@ async def run_part(
             reader=reader,
             store=PostgresPollerStore(pool, CHAIN),
             publisher=publisher,
-            watched=WatchedIntents(PostgresAddressSource(pool)),
+            watched=WatchedIntents(source),
             topic=topic,
+            reconciliation=reconciliation,
         )
         loaded = time.perf_counter()
         await poller.start()
@@ -147,7 +194,16 @@ async def run_part(
         seconds = time.perf_counter() - started
         stop.set()
         await task
-        return Part(name, target - first, 0, seconds, sent)
+        return Part(
+            name,
+            target - first,
+            0,
+            seconds,
+            sent,
+            reconciliation.batches,
+            state.calls,
+            reconciliation.seconds,
+        )
     finally:
         await reader.close()
         await publisher.stop()
@@ -161,6 +217,13 @@ def report(part: Part, transfers: int) -> None:
         rate = part.published / part.seconds
         line += f"; {part.published} deposits published = {rate:,.0f} matched transfers/s"
     print(line)
+    per_batch = part.state_calls / max(part.batches, 1)
+    print(
+        f"    reconciliation: {part.reconciling * 1000:.0f} ms in {part.batches} batches"
+        f" ({part.reconciling * 1000 / max(part.batches, 1):.2f} ms a batch,"
+        f" {100 * part.reconciling / part.seconds:.1f} % of the part);"
+        f" {part.state_calls} JSON-RPC calls = {per_batch:.1f} a batch"
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -169,9 +232,13 @@ async def main(args: argparse.Namespace) -> None:
     prefix = f"bench{secrets.token_hex(3)}"
     topic = bench_topic(env, prefix, CHAIN)
     kafka = KafkaConfig(bootstrap_servers=env["INTENTD_KAFKA_BOOTSTRAP"], topic_prefix=prefix)
-    anvil = start_anvil(CHAIN_ID, extra_args=["--prune-history"])
+    # With open native-coin intents, balances are read at old blocks: keep their states.
+    keep = ["--prune-history", "100000"] if args.native else ["--prune-history"]
+    anvil = start_anvil(CHAIN_ID, extra_args=keep)
     try:
         async with DevChain(anvil.url) as chain, bench_database(env, args.watched) as url:
+            if args.native:
+                await open_native_intents(url, args.native)
             deployer = (await chain.accounts())[0]
             token = await chain.deploy_token(deployer, "Bench USD", "BUSD", 6)
             print(f"chain: anvil at {anvil.url}; building {args.sparse} sparse blocks ...")
@@ -221,6 +288,24 @@ async def main(args: argparse.Namespace) -> None:
             print(f"  WARNING: {sent} transfers sent, {part.published} deposits published")
 
 
+async def open_native_intents(url: str, count: int) -> None:
+    """Make the first ``count`` intents native-coin intents of the bench chain, open."""
+    pool = await create_pool(url, max_size=1)
+    try:
+        await pool.execute(
+            """
+            UPDATE intents SET source_chain = $1, token_in = $2,
+                   created_at = now() - interval '1 day', expires_at = now() + interval '30 days'
+             WHERE id <= $3
+            """,
+            CHAIN,
+            NATIVE_TOKEN,
+            count,
+        )
+    finally:
+        await pool.close()
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench backfill", description=__doc__.splitlines()[0]
@@ -233,6 +318,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=1000, help="blocks per batch, sparse part")
     p.add_argument("--dense-batch-size", type=int, default=100, help="blocks per batch, dense part")
     p.add_argument("--max-calls", type=int, default=50, help="JSON-RPC calls per HTTP POST")
+    p.add_argument(
+        "--native", type=int, default=0, help="open native-coin intents among the watched"
+    )
     return p
 
 

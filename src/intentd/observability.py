@@ -89,6 +89,16 @@ RPC_WRONG_CHAIN = Counter(
     "intentd_rpc_wrong_chain_total", "RPC URLs refused: eth_chainId is another chain", ["chain"]
 )
 WATCHED_ADDRESSES = Gauge("intentd_watched_addresses", "Intent addresses watched", ["chain"])
+RECONCILED_ADDRESSES = Gauge(
+    "intentd_reconciled_addresses",
+    "Native-coin intent addresses balance-reconciled in the last batch",
+    ["chain"],
+)
+RECONCILIATION = Counter(
+    "intentd_balance_reconciliation_total",
+    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease",
+    ["chain", "finding"],
+)
 
 # --- lifecycle ----------------------------------------------------------------------
 MESSAGES = Counter(

@@ -22,6 +22,9 @@ For an intent on chain C, created at time T:
    In the same transaction the deposit is remembered (``trigger_deposits``) for the
    lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
    retracts it if a reorg removes its block (no poller covers it).
+   For an intent whose ``tokenIn`` is the native coin, the ETH that reached the address
+   through a contract is found as the poller finds it (``indexer.reconciliation``, balance
+   reconciliation): the same deposit, with the same id and amount.
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
 
@@ -47,17 +50,20 @@ from intentd.adapters.chain import (
     RpcError,
     RpcTransportError,
 )
+from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
 from intentd.adapters.postgres import Pool
+from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.publishing import deposit_message
 from intentd.indexer.range_deposits import range_deposits
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import Outcome, apply_deposit
-from intentd.settings import ChainConfig, Settings
+from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
 __all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
 
@@ -218,6 +224,13 @@ class Processor:
         )
         return rewound
 
+    def _reconciliation(self, row: IntentRow, chain: ChainConfig) -> Reconciliation | None:
+        """The balance reconciliation of a native-coin intent's address, else None."""
+        if row.token_in.lower() != NATIVE_TOKEN.lower() or row.source_chain != chain.name:
+            return None
+        client, _ = self._reader(chain)
+        return Reconciliation(chain.name, EvmChainState(client))
+
     async def _scan(
         self,
         row: IntentRow,
@@ -229,12 +242,19 @@ class Processor:
         """Credit the deposits of ``blocks``; return the new ones and the last block's hash."""
         tokens = frozenset(t.address.lower() for t in chain.tokens)
         watched = WatchedAddresses([row.intent_address])
+        reconciliation = self._reconciliation(row, chain)
+        window = Reconciled.of_intent(
+            row.intent_address, int(row.created_at.timestamp()), int(row.expires_at.timestamp())
+        )
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
                 headers, deposits = await range_deposits(
                     chain.name, reader, raw, blocks, tokens=tokens, watched=watched
                 )
+                if reconciliation is not None:
+                    deposits.extend(await reconciliation.find(headers, raw.blocks, [window]))
+                    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:

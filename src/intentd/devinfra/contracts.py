@@ -1,4 +1,7 @@
-"""The test ERC-20 (``contracts/TestToken.sol``): compiling it, deploying it, minting it.
+"""The test contracts: compiling them (``contracts/*.sol``), deploying and minting the ERC-20.
+
+``contracts/TestToken.sol`` is the test ERC-20; ``contracts/Forwarder.sol`` forwards ETH
+through an internal call (tests of deposits that arrive through a contract).
 
 Compilation uses solc-js from npm (``npm ci``) and is cached in ``.local/build/``, keyed by
 the source, the compiler version and the settings. Chain calls use web3.py synchronously:
@@ -27,12 +30,19 @@ from intentd.devinfra.layout import Layout, find_layout
 COMPONENT: Final = "contracts"
 SOURCE: Final = "contracts/TestToken.sol"
 CONTRACT: Final = "TestToken"
-_SETTINGS: Final = {
-    "optimizer": {"enabled": True, "runs": 200},
-    # Cancun is what every chain we target (and anvil) runs; newer opcodes are not needed.
-    "evmVersion": "cancun",
-    "outputSelection": {"*": {CONTRACT: ["abi", "evm.bytecode.object"]}},
-}
+FORWARDER_SOURCE: Final = "contracts/Forwarder.sol"
+FORWARDER: Final = "Forwarder"
+
+
+def _settings(contract: str) -> dict[str, Any]:
+    return {
+        "optimizer": {"enabled": True, "runs": 200},
+        # Cancun is what every chain we target (and anvil) runs; newer opcodes are not needed.
+        "evmVersion": "cancun",
+        "outputSelection": {"*": {contract: ["abi", "evm.bytecode.object"]}},
+    }
+
+
 # Reads standard JSON on stdin and writes solc's standard JSON output on stdout.
 _COMPILE_SCRIPT: Final = """
 const solc = require('solc');
@@ -73,15 +83,26 @@ class Artifact:
 
 def token_artifact(layout: Layout | None = None) -> Artifact:
     """The compiled TestToken, from the cache in ``.local/build/`` or compiled now."""
+    return compiled(SOURCE, CONTRACT, layout)
+
+
+def forwarder_artifact(layout: Layout | None = None) -> Artifact:
+    """The compiled Forwarder (``forward(address)`` sends ``msg.value`` on by a call)."""
+    return compiled(FORWARDER_SOURCE, FORWARDER, layout)
+
+
+def compiled(path: str, contract: str, layout: Layout | None = None) -> Artifact:
+    """``contract`` of the source file ``path`` (relative to the repository), compiled
+    with the project's solc-js and cached in ``.local/build/``."""
     layout = layout or find_layout()
-    source = (layout.root / SOURCE).read_text()
-    key = _cache_key(source, _solc_version(layout))
-    cached = layout.build / f"{CONTRACT}.json"
+    source = (layout.root / path).read_text()
+    key = _cache_key(source, _solc_version(layout), contract)
+    cached = layout.build / f"{contract}.json"
     if cached.exists():
         stored = json.loads(cached.read_text())
         if stored.get("key") == key:
             return Artifact(cast(ABI, stored["abi"]), HexStr(stored["bytecode"]))
-    artifact = _compile(layout, source)
+    artifact = _compile(layout, path, contract, source)
     layout.build.mkdir(parents=True, exist_ok=True)
     record = {"key": key, "abi": artifact.abi, "bytecode": artifact.bytecode}
     tmp = cached.with_suffix(".tmp")
@@ -98,17 +119,17 @@ def _solc_version(layout: Layout) -> str:
         raise InfraError(COMPONENT, f"{manifest} is missing: run `make install`") from None
 
 
-def _cache_key(source: str, solc_version: str) -> str:
-    material = json.dumps([source, solc_version, _SETTINGS], sort_keys=True)
+def _cache_key(source: str, solc_version: str, contract: str) -> str:
+    material = json.dumps([source, solc_version, _settings(contract)], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _compile(layout: Layout, source: str) -> Artifact:
+def _compile(layout: Layout, path: str, contract: str, source: str) -> Artifact:
     node = shutil.which("node")
     if node is None:
         raise InfraError(COMPONENT, "node is not on PATH: install Node.js, then `make install`")
-    request = {"language": "Solidity", "sources": {SOURCE: {"content": source}}}
-    request["settings"] = _SETTINGS
+    request = {"language": "Solidity", "sources": {path: {"content": source}}}
+    request["settings"] = _settings(contract)
     completed = subprocess.run(
         [node, "-e", _COMPILE_SCRIPT],
         input=json.dumps(request),
@@ -124,11 +145,9 @@ def _compile(layout: Layout, source: str) -> Artifact:
     errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
     if errors:
         text = "; ".join(e.get("formattedMessage", e.get("message", "?")) for e in errors)
-        raise InfraError(COMPONENT, f"{SOURCE} does not compile: {text}")
-    compiled = output["contracts"][SOURCE][CONTRACT]
-    return Artifact(
-        cast(ABI, compiled["abi"]), HexStr("0x" + compiled["evm"]["bytecode"]["object"])
-    )
+        raise InfraError(COMPONENT, f"{path} does not compile: {text}")
+    found = output["contracts"][path][contract]
+    return Artifact(cast(ABI, found["abi"]), HexStr("0x" + found["evm"]["bytecode"]["object"]))
 
 
 @contextlib.contextmanager

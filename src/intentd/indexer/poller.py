@@ -8,6 +8,9 @@ Guarantees (see ``docs/indexer.md``):
   past it, and the cursor move, the remembered blocks and the published deposits
   are one database transaction. A crash in between publishes the batch again;
   consumers dedupe by message id.
+- ETH that reaches an open native-coin intent's address through a contract is found by
+  balance reconciliation (``indexer.reconciliation``) and published with the batch, with an
+  id of its block, so a republished batch republishes it under the same id.
 - A batch that does not extend the cursor makes the poller walk back to the common
   ancestor, rewind, and retract the published deposits the new chain lacks (before
   publishing the new chain's deposits). A reorg deeper than the remembered window
@@ -26,8 +29,10 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
-from intentd.adapters.cursor_store import ChainLock, PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
+from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
@@ -35,6 +40,7 @@ from intentd.indexer.planning import BlockRange, confirmed_head, first_block, ne
 from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
 from intentd.indexer.range_deposits import range_deposits
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import deposits_topic, encode
@@ -74,6 +80,7 @@ class Poller:
         publisher: Publisher,
         watched: WatchedIntents,
         topic: str,
+        reconciliation: Reconciliation | None = None,
         idle_refresh: float = IDLE_REFRESH,
         torn_backoff: float = 0.05,
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
@@ -85,6 +92,7 @@ class Poller:
         self._publisher = publisher
         self._watched = watched
         self._topic = topic
+        self._reconciliation = reconciliation
         self._tokens = frozenset(token.address.lower() for token in config.tokens)
         self._idle_refresh = idle_refresh
         self._torn_backoff = torn_backoff
@@ -202,6 +210,9 @@ class Poller:
                 watched=self._watched.addresses,
             )
             linkage = check_linkage(self._cursor, headers)
+            if linkage is Linkage.LINKED and self._reconciliation is not None:
+                deposits.extend(await self._reconciliation.find(headers, raw.blocks))
+                deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
         except InconsistentAnswer as exc:
             await self._torn(blocks, str(exc))
             return False
@@ -305,10 +316,13 @@ def poller_role(
     pool: Pool | None = None,
     publisher: Publisher | None = None,
     reader: ChainReader | None = None,
+    reconciliation: Reconciliation | None = None,
 ) -> Role:
     """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
 
     ``pool``, ``publisher`` and ``reader`` may be given (tests); those are not closed.
+    Without a ``reader``, the balance reconciliation reads through the role's own RPC
+    client; with one, only if ``reconciliation`` is given.
     """
     config = settings.chain(chain)
 
@@ -335,28 +349,33 @@ def poller_role(
                     await kafka.start()
                     resources.push_async_callback(kafka.stop)
                     out = kafka
-                chain_reader = reader
+                intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
+                chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
+                    client = JsonRpcClient(
+                        chain,
+                        config.rpc_urls,
+                        timeout=config.rpc_timeout,
+                        chain_id=config.chain_id,
+                    )
                     evm = EvmChainReader(
-                        JsonRpcClient(
-                            chain,
-                            config.rpc_urls,
-                            timeout=config.rpc_timeout,
-                            chain_id=config.chain_id,
-                        ),
+                        client,
                         [token.address for token in config.tokens],
                         max_log_range=config.max_log_range,
                         head=config.head,
                     )
                     resources.push_async_callback(evm.close)
                     chain_reader = evm
+                    if reconcile is None:
+                        reconcile = Reconciliation(chain, EvmChainState(client), intents)
                 poller = Poller(
                     config,
                     reader=chain_reader,
                     store=PostgresPollerStore(db, chain),
                     publisher=out,
-                    watched=WatchedIntents(PostgresAddressSource(db)),
+                    watched=WatchedIntents(intents),
                     topic=deposits_topic(settings.kafka.topic_prefix, chain),
+                    reconciliation=reconcile,
                 )
                 await poller.start()
                 READINESS.ready(ready_name)

@@ -1,0 +1,130 @@
+"""What :class:`Reconciliation` reads per batch: bounded, batched, consistent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from intentd.indexer.balances import Reconciled, reconciled_tx_hash
+from intentd.indexer.decoding import BlockHeader, InconsistentAnswer
+from intentd.indexer.reconciliation import Reconciliation
+
+A = "0x" + "a" * 40
+B = "0x" + "b" * 40
+PAYER = "0x" + "c" * 40
+
+
+def block_hash(n: int) -> str:
+    return f"0x{n:064x}"
+
+
+def header(n: int) -> BlockHeader:
+    return BlockHeader(n, block_hash(n), block_hash(n - 1), 1_000 + n)
+
+
+def full_block(n: int, txs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    return {"number": hex(n), "transactions": list(txs)}
+
+
+class FakeState:
+    """Balances by (address, block hash); receipts by hash; counts the calls."""
+
+    def __init__(self) -> None:
+        self.balance: dict[tuple[str, str], int] = {}
+        self.receipt: dict[str, dict[str, Any]] = {}
+        self.balance_calls: list[int] = []  # calls per JSON-RPC batch
+        self.receipt_calls: list[int] = []
+
+    async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
+        self.balance_calls.append(len(queries))
+        return [self.balance.get(q, 0) for q in queries]
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> list[Mapping[str, Any]]:
+        self.receipt_calls.append(len(tx_hashes))
+        return [self.receipt[h] for h in tx_hashes]
+
+
+class Open:
+    def __init__(self, *windows: Reconciled) -> None:
+        self.windows = list(windows)
+
+    async def reconciled(self, first_time: int, last_time: int) -> list[Reconciled]:
+        return self.windows
+
+
+def everywhere(address: str) -> Reconciled:
+    return Reconciled(address, 0, 10**9)
+
+
+def set_balances(state: FakeState, address: str, by_block: dict[int, int]) -> None:
+    for n, value in by_block.items():
+        state.balance[(address, block_hash(n))] = value
+
+
+async def test_a_quiet_batch_costs_one_batched_balance_read_per_address_once_following() -> None:
+    state = FakeState()
+    reconciliation = Reconciliation("C", state, Open(everywhere(A), everywhere(B)))
+    first = [header(n) for n in range(10, 20)]
+    assert await reconciliation.find(first, [full_block(h.number) for h in first]) == []
+    second = [header(n) for n in range(20, 30)]
+    assert await reconciliation.find(second, [full_block(h.number) for h in second]) == []
+    assert state.balance_calls == [4, 2]  # before and after; then after only
+    assert state.receipt_calls == []
+
+
+async def test_an_unexplained_increase_is_located_by_one_more_read_of_the_batch() -> None:
+    state = FakeState()
+    set_balances(state, A, {9: 5, 10: 5, 11: 5, 12: 105, 13: 105, 14: 105})
+    payment = {"from": PAYER, "to": A, "value": hex(7), "hash": "0x" + "1" * 64}
+    state.receipt["0x" + "1" * 64] = {
+        "status": "0x1",
+        "gasUsed": "0x5208",
+        "effectiveGasPrice": "0x1",
+        "blockHash": block_hash(13),
+    }
+    set_balances(state, A, {13: 112, 14: 112})
+    headers = [header(n) for n in range(10, 15)]
+    blocks = [full_block(h.number, [payment] if h.number == 13 else []) for h in headers]
+    reconciliation = Reconciliation("C", state, Open(everywhere(A)))
+
+    found = await reconciliation.find(headers, blocks)
+
+    assert [(d.block_number, d.amount, d.tx_hash) for d in found] == [
+        (12, 100, reconciled_tx_hash(A, block_hash(12)))
+    ]  # the top-level payment of 7 in block 13 is explained, not credited again
+    assert state.balance_calls == [2, 4]
+    assert state.receipt_calls == [1]
+
+
+async def test_addresses_outside_their_window_are_not_read() -> None:
+    state = FakeState()
+    reconciliation = Reconciliation("C", state, Open(Reconciled(A, 0, 500)))
+    headers = [header(n) for n in range(10, 12)]
+    assert await reconciliation.find(headers, [full_block(h.number) for h in headers]) == []
+    assert state.balance_calls == []
+
+
+async def test_a_receipt_from_another_block_is_an_inconsistent_answer() -> None:
+    state = FakeState()
+    payment = {"from": PAYER, "to": A, "value": hex(7), "hash": "0x" + "1" * 64}
+    state.receipt["0x" + "1" * 64] = {
+        "status": "0x1",
+        "gasUsed": "0x0",
+        "effectiveGasPrice": "0x0",
+        "blockHash": block_hash(99),
+    }
+    headers = [header(10)]
+    reconciliation = Reconciliation("C", state, Open(everywhere(A)))
+    with pytest.raises(InconsistentAnswer, match="not from block 10"):
+        await reconciliation.find(headers, [full_block(10, [payment])])
+
+
+async def test_given_addresses_need_no_source() -> None:
+    state = FakeState()
+    set_balances(state, A, {10: 3})
+    found = await Reconciliation("C", state).find([header(10)], [full_block(10)], [everywhere(A)])
+    assert [(d.block_number, d.amount) for d in found] == [(10, 3)]
+    with pytest.raises(ValueError, match="no source"):
+        await Reconciliation("C", state).find([header(10)], [full_block(10)])
