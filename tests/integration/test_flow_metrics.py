@@ -34,7 +34,7 @@ def payment(settings: Settings, to: str, amount: int, *, age: float) -> DepositM
     usdc = next(t.address for t in settings.chains[CHAIN].tokens if t.symbol == "USDC")
     tx = "0x" + secrets.token_hex(32)
     return DepositMessage(
-        id=deposit_id(CHAIN, tx, 0),
+        id=deposit_id(CHAIN, tx, usdc.lower(), 0),
         chain=CHAIN,
         chain_id=settings.chains[CHAIN].chain_id,
         tx_hash=tx,
@@ -46,6 +46,7 @@ def payment(settings: Settings, to: str, amount: int, *, age: float) -> DepositM
         from_address="0x" + "2" * 40,
         to_address=to.lower(),
         amount=amount,
+        transfer_index=0,
     )
 
 
