@@ -198,8 +198,18 @@ async def test_prometheus_scrapes_every_role_and_sees_the_key_series(
             await until(completed, 120, logs["execute"])
 
             # What an operator's Prometheus must see: every target, every role's signals.
-            up = {s["metric"]["job"]: s["value"][1] for s in await query(http, url, "up")}
-            assert up == {f"intentd-{role}": "1" for role in ROLES}
+            # The first scrape of a target can come after the intent completed (a fast run):
+            # wait for every target's first scrape, then require each to be up.
+            targets = {f"intentd-{role}" for role in ROLES}
+
+            async def up_now() -> dict[str, str]:
+                return {s["metric"]["job"]: s["value"][1] for s in await query(http, url, "up")}
+
+            async def every_target_scraped() -> bool:
+                return set(await up_now()) == targets
+
+            await until(every_target_scraped, 20, tmp_path / "prometheus.log")
+            assert await up_now() == dict.fromkeys(targets, "1")
             expected = {
                 f'intentd_poller_block{{job="intentd-poll",chain="{SOURCE}"}} > 0': 1,
                 f'count(intentd_blocks_behind_head{{job="intentd-poll",chain="{SOURCE}"}})': 1,

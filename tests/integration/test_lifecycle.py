@@ -107,7 +107,11 @@ async def test_any_order_and_duplication_credits_each_deposit_once(
     assert len(stored) == len(messages)
     credited = sum(int(r["amount"]) for r in stored if r["disposition"] == "credited")
     owed = sum(int(r["amount"]) for r in stored if r["disposition"] == "refund_owed")
-    assert credited + owed == sum(amounts)  # nothing lost
+    kept = [int(r["amount"]) for r in stored if r["disposition"] == "retained"]
+    assert credited + owed + sum(kept) == sum(amounts)  # nothing lost
+    usdc = settings.chains[intent.source_chain].token(intent.token_in)
+    assert usdc is not None
+    assert all(amount < usdc.min_sweep_units for amount in kept)  # only dust is kept
     assert row.received == credited
     refunds = await pool.fetchval(
         "SELECT COALESCE(SUM(amount), 0) FROM actions"
