@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 import orjson
@@ -36,6 +36,9 @@ from tenacity import (
 )
 
 from intentd import observability as metrics
+
+if TYPE_CHECKING:
+    from intentd.settings import ChainConfig
 from intentd.config_guards import redact_url, redact_urls_in
 from intentd.indexer.decoding import TRANSFER_TOPIC
 from intentd.indexer.planning import BlockRange, LogRangeSizer
@@ -390,3 +393,26 @@ class EvmChainReader:
             logs.extend(found)
             first = part.last + 1
         return logs
+
+
+def open_chain(
+    config: ChainConfig, *, attempts: int = 8, max_calls: int = 50
+) -> tuple[JsonRpcClient, EvmChainReader]:
+    """The RPC client of one configured chain (every URL's ``eth_chainId`` checked, see
+    :class:`JsonRpcClient`) and a reader over it that counts from the chain's trusted
+    head; the caller closes the reader (which closes the client)."""
+    client = JsonRpcClient(
+        config.name,
+        config.rpc_urls,
+        timeout=config.rpc_timeout,
+        attempts=attempts,
+        max_calls=max_calls,
+        chain_id=config.chain_id,
+    )
+    reader = EvmChainReader(
+        client,
+        [token.address for token in config.tokens],
+        max_log_range=config.max_log_range,
+        head=config.head,
+    )
+    return client, reader

@@ -49,6 +49,7 @@ from intentd.adapters.chain import (
     MissingResult,
     RpcError,
     RpcTransportError,
+    open_chain,
 )
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import WINDOW
@@ -120,20 +121,7 @@ class Processor:
     def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
         found = self._readers.get(chain.name)
         if found is None:
-            client = JsonRpcClient(
-                chain.name,
-                chain.rpc_urls,
-                timeout=chain.rpc_timeout,
-                attempts=_READ_ATTEMPTS,
-                chain_id=chain.chain_id,
-            )
-            reader = EvmChainReader(
-                client,
-                [t.address for t in chain.tokens],
-                max_log_range=chain.max_log_range,
-                head=chain.head,
-            )
-            found = self._readers[chain.name] = (client, reader)
+            found = self._readers[chain.name] = open_chain(chain, attempts=_READ_ATTEMPTS)
         return found
 
     async def trigger(self, row: IntentRow, *, now: datetime) -> TriggerOutcome:

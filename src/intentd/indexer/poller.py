@@ -28,7 +28,7 @@ from contextlib import AsyncExitStack
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.chain import EvmChainReader, JsonRpcClient
+from intentd.adapters.chain import open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
@@ -352,18 +352,7 @@ def poller_role(
                 intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
                 chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
-                    client = JsonRpcClient(
-                        chain,
-                        config.rpc_urls,
-                        timeout=config.rpc_timeout,
-                        chain_id=config.chain_id,
-                    )
-                    evm = EvmChainReader(
-                        client,
-                        [token.address for token in config.tokens],
-                        max_log_range=config.max_log_range,
-                        head=config.head,
-                    )
+                    client, evm = open_chain(config)
                     resources.push_async_callback(evm.close)
                     chain_reader = evm
                     if reconcile is None:
