@@ -21,6 +21,7 @@ from intentd.domain.status import IntentStatus
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.handlers import (
     Outcome,
+    Unappliable,
     apply_action_result,
     apply_deposit,
     apply_retraction,
@@ -261,3 +262,29 @@ async def test_a_hold_that_outlasts_its_bound_alerts_once(pool: Pool, settings: 
     assert {a["kind"]: a["status"] for a in await actions(pool, row.id)}["relayer_refund"] == (
         "held"
     )
+
+
+async def test_an_orphaned_deposit_whose_block_comes_back_releases_its_hold(
+    pool: Pool, settings: Settings
+) -> None:
+    row, top_up = await completed_with_top_up(pool, settings)
+    assert await retract(pool, settings, top_up) is Outcome.RETRACTION_ALERT
+    # a flip-flop: the orphaned block is canonical again, the same transfer published again
+    await deposit(pool, settings, top_up)
+    statuses = {a["kind"]: a["status"] for a in await actions(pool, row.id)}
+    assert statuses["relayer_refund"] == "ready"
+    assert [d["orphaned"] for d in await deposit_rows(pool, row.id)] == [False, False]
+
+
+async def test_a_transaction_re_mined_with_another_transfer_does_not_release_the_hold(
+    pool: Pool, settings: Settings
+) -> None:
+    row, top_up = await completed_with_top_up(pool, settings)
+    assert await retract(pool, settings, top_up) is Outcome.RETRACTION_ALERT
+    # the same transaction, re-mined, now moves 1 unit at that position: not the top-up
+    smaller = moved(top_up, block=104, log_index=17).model_copy(update={"amount": 1})
+    with pytest.raises(Unappliable, match="another transfer"):
+        await deposit(pool, settings, smaller)
+    statuses = {a["kind"]: a["status"] for a in await actions(pool, row.id)}
+    assert statuses["relayer_refund"] == "held"  # still nothing spent against the missing 4
+    assert [d["orphaned"] for d in await deposit_rows(pool, row.id)] == [False, True]

@@ -88,6 +88,7 @@ class PostgresPollerStore:
                 intent_address=row["intent_address"],
                 token=identity.get("token"),
                 transfer_index=identity.get("transfer_index"),
+                amount=int(identity["amount"]) if "amount" in identity else None,
             )
             for row in rows
             for identity in [orjson.loads(bytes(row["payload"]))]

@@ -24,6 +24,7 @@ class StoredDeposit:
     disposition: Disposition
     intent_id: int | None
     amount: int
+    to_address: str
     transfer_index: int | None
     """None for a row recorded before identities (migration 0005)."""
     orphaned: bool
@@ -31,7 +32,7 @@ class StoredDeposit:
 
 
 _STORED = (
-    "SELECT id, block_hash, disposition, intent_id, amount, transfer_index,"
+    "SELECT id, block_hash, disposition, intent_id, amount, to_address, transfer_index,"
     " orphaned_at IS NOT NULL AS orphaned FROM deposits"
 )
 
@@ -43,6 +44,7 @@ def _stored(record: Any) -> StoredDeposit:
         disposition=Disposition(record["disposition"]),
         intent_id=record["intent_id"],
         amount=int(record["amount"]),
+        to_address=record["to_address"],
         transfer_index=record["transfer_index"],
         orphaned=record["orphaned"],
     )

@@ -21,7 +21,11 @@ class Verdict(StrEnum):
     FINAL = "final"
     """The node still has it, ``final_depth`` or more blocks deep: stop watching."""
     ORPHANED = "orphaned"
-    """The node has another block at that height, or none: a reorg removed it."""
+    """The node has another block at that height: a reorg removed the recorded one."""
+    UNSEEN = "unseen"
+    """The node has no block at that height (it lags behind, say a load-balanced backend
+    or the next URL after a failover, or a new branch is still shorter): nothing is
+    decided on that; look again later."""
 
 
 def judge(
@@ -40,7 +44,9 @@ def judge(
     """
     if final_depth < 1:
         raise ValueError(f"final_depth must be positive, not {final_depth}")
-    if canonical_hash is None or canonical_hash.lower() != recorded_hash.lower():
+    if canonical_hash is None:
+        return Verdict.UNSEEN
+    if canonical_hash.lower() != recorded_hash.lower():
         return Verdict.ORPHANED
     if latest - block_number >= final_depth:
         return Verdict.FINAL

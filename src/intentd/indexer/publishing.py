@@ -92,4 +92,5 @@ def published(deposit: Deposit) -> PublishedDeposit:
         deposit.to_address,
         deposit.token,
         deposit.transfer_index,
+        deposit.amount,
     )

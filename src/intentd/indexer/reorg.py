@@ -62,11 +62,23 @@ class PublishedDeposit(NamedTuple):
     token: str | None = None
     transfer_index: int | None = None
     """With ``tx_hash`` and ``token``, its identity; None if published before identities."""
+    amount: int | None = None
+    """What was published (None if remembered before amounts were)."""
 
     @property
     def key(self) -> tuple[str, str | None, int | None]:
         """The deposit's identity (``decoding.Deposit.key``)."""
         return self.tx_hash, self.token, self.transfer_index
+
+    def made_again_by(self, deposit: Deposit) -> bool:
+        """``deposit`` (from the new branch) is this transfer again: same identity, same
+        recipient and, where known, same amount. A transaction re-mined elsewhere can
+        make another transfer at the same position; that one is a new deposit."""
+        return (
+            deposit.key == self.key
+            and deposit.to_address == self.intent_address
+            and (self.amount is None or deposit.amount == self.amount)
+        )
 
 
 def check_linkage(cursor: Cursor, headers: Sequence[BlockHeader]) -> Linkage:
@@ -106,13 +118,17 @@ def retractions(
     """Orphaned published deposits that the new canonical blocks do not contain again.
 
     A transfer re-mined in a new block keeps its identity (transaction hash, token and
-    position in the transaction), so it is republished, not retracted.
+    position in the transaction), so it is republished, not retracted, as long as it
+    pays the same recipient the same amount (:meth:`PublishedDeposit.made_again_by`).
     """
-    present: set[tuple[str, str | None, int | None]] = {d.key for d in replacements}
+    present: dict[tuple[str, str | None, int | None], list[Deposit]] = {}
+    for deposit in replacements:
+        present.setdefault(deposit.key, []).append(deposit)
     seen: set[tuple[str, str | None, int | None]] = set()
     gone = []
     for orphan in sorted(orphans, key=lambda o: (o.block_number, o.tx_hash, o.log_index)):
-        if orphan.key not in present and orphan.key not in seen:
+        again = any(orphan.made_again_by(d) for d in present.get(orphan.key, ()))
+        if not again and orphan.key not in seen:
             seen.add(orphan.key)
             gone.append(orphan)
     return gone

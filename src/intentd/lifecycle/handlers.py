@@ -352,16 +352,31 @@ async def _seen_again(
     """A recorded deposit seen again: a duplicate, or the same transfer re-mined elsewhere.
 
     A re-mined transfer keeps its record, now with its new block; if a retraction of it
-    could not be undone, the actions held since then are released.
+    could not be undone, the actions held since then are released (also when its very
+    block is canonical again). A transaction re-mined elsewhere that makes another
+    transfer at the same position (another amount or recipient) is not that deposit:
+    it is refused (dead-lettered with its reason) and releases nothing.
     """
-    if seen.block_hash == deposit.block_hash and seen.transfer_index is not None:
+    if (
+        seen.block_hash == deposit.block_hash
+        and seen.transfer_index is not None
+        and not seen.orphaned
+    ):
         return Outcome.DUPLICATE
-    if seen.amount != deposit.amount:
+    if seen.amount != deposit.amount or seen.to_address != deposit.to_address:
+        metrics.UNCREDIT_ALERTS.labels(deposit.chain).inc()
         log.error(
-            "a re-mined transfer moved another amount; keeping the recorded one",
+            "a re-mined transaction made another transfer at a recorded deposit's position;"
+            " operator action needed",
             tx_hash=deposit.tx_hash,
-            recorded=str(seen.amount),
-            seen=str(deposit.amount),
+            recorded=f"{seen.amount} to {seen.to_address}",
+            seen=f"{deposit.amount} to {deposit.to_address}",
+            orphaned=seen.orphaned,
+        )
+        raise Unappliable(
+            f"deposit {deposit.chain}:{deposit.tx_hash}: the transaction now makes another"
+            f" transfer ({deposit.amount} to {deposit.to_address}) than the one recorded"
+            f" ({seen.amount} to {seen.to_address})"
         )
     await lifecycle_store.relocate(conn, seen, deposit, transfer_index)
     if seen.orphaned and seen.intent_id is not None:

@@ -8,7 +8,9 @@ block is final (``final_depth`` blocks below the head; the poller's window of 25
 default):
 
 - the node still has the recorded block: look again next round (or stop, once final);
-- it does not (a reorg orphaned it), and the transaction is now in another block at
+- the node has no block at that height (it lags, or the new branch is shorter): look
+  again next round; only another block at that height counts as a reorg;
+- it has another one (a reorg orphaned it), and the transaction is now in another block at
   confirmation depth, succeeded (receipt status 1) and makes the same transfer (same
   identity, token, recipient and amount): it is applied again as the poller's deposit
   would be, so the lifecycle relocates the record to that block (still credited once;

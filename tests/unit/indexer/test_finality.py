@@ -22,7 +22,11 @@ TO, TOKEN = "0x" + "1" * 40, "0x" + "2" * 40
         (A.upper().replace("0X", "0x"), 100, 200, Verdict.FINAL),
         (B, 100, 101, Verdict.ORPHANED),
         (B, 100, 500, Verdict.ORPHANED),  # orphaned is orphaned, however deep
-        (None, 100, 99, Verdict.ORPHANED),  # the new branch is shorter
+        # No block at that height: a node that lags (a load-balanced backend, a failover)
+        # or a shorter new branch. Nothing is decided on it; a lagging node must not
+        # un-credit a real payment.
+        (None, 100, 99, Verdict.UNSEEN),
+        (None, 100, 300, Verdict.UNSEEN),
     ],
 )
 def test_judge(canonical: str | None, block: int, latest: int, expected: Verdict) -> None:

@@ -118,3 +118,15 @@ def test_an_orphan_published_before_identities_is_retracted() -> None:
 def test_retractions_name_each_transfer_once() -> None:
     orphans = [orphan("0xt1", 0, 11), orphan("0xt1", 0, 12)]
     assert retractions(orphans, []) == [orphans[0]]
+
+
+def test_a_transfer_mined_again_for_another_amount_or_recipient_is_retracted() -> None:
+    # The same transaction re-mined on the new branch can make another transfer at the
+    # same position (its code read the block, a balance...): that is not the deposit
+    # that was published, so the published one is retracted and the new one stands alone.
+    published = orphan("0xt1", 0, 12)._replace(amount=1)
+    less = deposit("0xt1", 0, 14)._replace(amount=0)
+    elsewhere = deposit("0xt1", 0, 14)._replace(to_address="0x" + "3" * 40)
+    assert retractions([published], [less]) == [published]
+    assert retractions([published], [elsewhere]) == [published]
+    assert retractions([published], [deposit("0xt1", 0, 14)]) == []
