@@ -376,6 +376,9 @@ class ExecutionConfig(_Model):
     """Seconds before the second attempt; doubled for each further one."""
     topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
     """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+    unconfirmed_alert_after: float = Field(default=900.0, ge=0, le=86_400)
+    """Seconds a prefill may wait for the second provider to confirm its deposits
+    before an operator alert (it keeps waiting after it)."""
 
 
 class Settings(_Model):

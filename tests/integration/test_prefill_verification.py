@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from bench.devchain import MINT, TRANSFER, DevChain, call_data
+from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
@@ -75,7 +77,7 @@ class Env:
             },
             relayer_key=Path(self.infra["INTENTD_RELAYER_KEY_FILE"]).read_text().strip(),
             gas_tank_key=Path(self.infra["INTENTD_GAS_TANK_KEY_FILE"]).read_text().strip(),
-            execution={"poll_interval": 0.2, "retry_backoff": 0.0},
+            execution={"poll_interval": 0.2, "retry_backoff": 0.0, "unconfirmed_alert_after": 3},
         )  # fmt: skip
 
 
@@ -170,6 +172,13 @@ async def run_executor(env: Env, settings: Settings, action_id: int, until: floa
     return await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
 
 
+OVERDUE = "intentd_prefills_unconfirmed_overdue_total"
+
+
+def metric(name: str) -> float:
+    return REGISTRY.get_sample_value(name, {"chain": DESTINATION}) or 0.0
+
+
 async def recipient_balance(env: Env) -> int:
     data = "0x70a08231" + "00" * 12 + RECIPIENT[2:]
     return int(await env.dst.rpc("eth_call", {"to": env.dst_usdc, "data": data}, "latest"), 16)
@@ -178,7 +187,21 @@ async def recipient_balance(env: Env) -> int:
 async def test_a_second_provider_without_the_deposit_holds_the_prefill(env: Env) -> None:
     settings = env.settings(verify_above="10", verify_url=env.fork.url)
     action_id = await deposit_and_prefill(env, settings)
-    row = await run_executor(env, settings, action_id, until=6.0)
+    held, overdue = metric("intentd_prefills_unconfirmed_total"), metric(OVERDUE)
+    with capture_logs() as logs:
+        row = await run_executor(env, settings, action_id, until=4.0)
+        await env.pool.execute(  # the bound passes: next try alerts, once
+            "UPDATE actions SET not_before = now(), created_at = now() - interval '1 hour'"
+            " WHERE id = $1",
+            action_id,
+        )
+        row = await run_executor(env, settings, action_id, until=2.0)
+
+    assert metric("intentd_prefills_unconfirmed_total") - held >= 2
+    assert metric(OVERDUE) - overdue == 1
+    alerts = [e for e in logs if e["log_level"] == "error"]
+    assert len(alerts) == 1 and "operator action needed" in alerts[0]["event"]
+    assert "is 0x" in alerts[0]["reasons"][0]  # the fork has another block at that height
 
     assert row["status"] == "ready"  # held, not failed, not dropped
     assert "not confirmed by the second provider" in row["last_error"]

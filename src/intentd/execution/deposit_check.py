@@ -19,8 +19,9 @@ chain's ``confirmations``:
   the block hash minus balance at its parent hash).
 
 Anything else (missing, other block, other amount, not deep enough) is *unconfirmed*:
-the prefill waits (:func:`retry_delay`), and after :data:`ALERT_AFTER` an operator
-alert is raised. Nothing is ever paid on an unconfirmed deposit, nor dropped.
+the prefill waits (:func:`retry_delay`), and after ``execution.unconfirmed_alert_after``
+an operator alert is raised (the executor). Nothing is ever paid on an unconfirmed
+deposit, nor dropped.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from typing import Any
 from intentd.execution.planning import NATIVE
 
 __all__ = [
-    "ALERT_AFTER",
     "TRANSFER_TOPIC",
     "Credited",
     "check_balance",
@@ -44,8 +44,6 @@ __all__ = [
 
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 """keccak256("Transfer(address,address,uint256)")."""
-ALERT_AFTER = 900.0
-"""Seconds a prefill may wait for its deposits' confirmation before an operator alert."""
 _FIRST_WAIT = 5.0
 _LONGEST_WAIT = 120.0
 

@@ -32,7 +32,7 @@ from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTr
 from intentd.adapters.chain_writer import EstimateReverted, EvmChainWriter, FeeInputs, SendOutcome
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring, sign
-from intentd.execution.deposit_check import ALERT_AFTER, retry_delay
+from intentd.execution.deposit_check import retry_delay
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.gas import (
     NATIVE_TRANSFER_GAS,
@@ -104,7 +104,6 @@ class Executor:
         keyring: Keyring,
         topic_prefix: str,
         verifier: DepositVerifier | None = None,
-        confirm_alert_after: float = ALERT_AFTER,
     ) -> None:
         self._chain = chain
         self._name = chain.name
@@ -116,7 +115,6 @@ class Executor:
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
         self._reconciled: set[str] = set()
         self._verifier = verifier
-        self._confirm_alert_after = confirm_alert_after
         self._alerted: set[int] = set()
         """Prefills whose unconfirmed deposits were alerted on (once per process)."""
 
@@ -179,7 +177,7 @@ class Executor:
         )
         metrics.PREFILLS_UNCONFIRMED.labels(self._name).inc()
         error = "deposits not confirmed by the second provider: " + "; ".join(reasons)
-        if waited >= self._confirm_alert_after and action.id not in self._alerted:
+        if waited >= self._config.unconfirmed_alert_after and action.id not in self._alerted:
             self._alerted.add(action.id)
             metrics.PREFILLS_UNCONFIRMED_OVERDUE.labels(self._name).inc()
             log.error(
