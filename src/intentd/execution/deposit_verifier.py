@@ -92,7 +92,14 @@ class DepositVerifier:
         self._providers = dict(providers)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DepositVerifier:
+    def from_settings(cls, settings: Settings) -> DepositVerifier | None:
+        """The verifier of ``settings``, or None when no token sets ``verify_above``."""
+        if not any(
+            token.verify_above is not None
+            for chain in settings.chains.values()
+            for token in (chain.native, *chain.tokens)
+        ):
+            return None
         return cls(
             settings,
             {

@@ -662,8 +662,9 @@ def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -
                     JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
                 )
                 resources.push_async_callback(writer.close)
-                verifier = DepositVerifier.from_settings(settings)
-                resources.push_async_callback(verifier.close)
+                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
+                if verifier is not None:
+                    resources.push_async_callback(verifier.close)
                 executor = Executor(
                     config,
                     settings.execution,
