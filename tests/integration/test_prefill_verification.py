@@ -77,7 +77,7 @@ class Env:
             },
             relayer_key=Path(self.infra["INTENTD_RELAYER_KEY_FILE"]).read_text().strip(),
             gas_tank_key=Path(self.infra["INTENTD_GAS_TANK_KEY_FILE"]).read_text().strip(),
-            execution={"poll_interval": 0.2, "retry_backoff": 0.0, "unconfirmed_alert_after": 3},
+            execution={"poll_interval": 0.2, "retry_backoff": 0.0, "unconfirmed_alert_after": 60},
         )  # fmt: skip
 
 
