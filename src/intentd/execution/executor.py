@@ -13,6 +13,9 @@ Guarantees (see ``docs/execution.md``):
   mined wins, the others are dropped.
 - Results (``sent`` once per action, then ``confirmed`` or ``failed``) go through the
   outbox in the transaction of the change they report.
+- A prefill whose intent's deposits are above the source token's ``verify_above`` is
+  signed only once a second provider confirms each of them; until then it stays
+  ``ready``, unsigned, postponed with backoff (``execution.deposit_verifier``).
 """
 
 from __future__ import annotations

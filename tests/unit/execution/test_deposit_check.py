@@ -17,7 +17,7 @@ from intentd.execution.deposit_check import (
     needs_check,
     retry_delay,
 )
-from intentd.execution.deposit_verifier import confirm
+from intentd.execution.deposit_verifier import DepositVerifier, confirm
 from intentd.execution.planning import NATIVE
 from intentd.indexer.balances import reconciled_tx_hash
 from intentd.settings import ChainConfig, ConfigError, load_settings
@@ -230,3 +230,11 @@ def test_a_threshold_with_a_second_provider_is_read_in_base_units(tmp_path: Path
     assert chain.tokens[0].verify_above_units == 1_000_500_000
     assert chain.native.verify_above_units is None
     assert "key2" not in repr(chain)
+
+
+def test_without_any_threshold_there_is_no_verifier(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIG.format(extra="").replace('verify_above = "1000.5"\n', ""))
+    assert DepositVerifier.from_settings(load_settings(path, {})) is None
+    path.write_text(CONFIG.format(extra='verify_rpc_urls = ["https://other.example/key2"]'))
+    assert DepositVerifier.from_settings(load_settings(path, {})) is not None
