@@ -75,6 +75,16 @@ NATIVE_REFUSED = Counter(
     ["chain", "tx_type"],
 )
 REORGS = Counter("intentd_reorgs_total", "Reorgs detected (rewinds)", ["chain"])
+PREFILLS_UNCONFIRMED = Counter(
+    "intentd_prefills_unconfirmed_total",
+    "Prefill attempts held because the second provider did not confirm a deposit",
+    ["chain"],
+)
+PREFILLS_UNCONFIRMED_OVERDUE = Counter(
+    "intentd_prefills_unconfirmed_overdue_total",
+    "Prefills whose deposits stayed unconfirmed by the second provider past the bound",
+    ["chain"],
+)
 REORG_HOLDS_OVERDUE = Counter(
     "intentd_reorg_holds_overdue_total",
     "Deposits removed by a reorg, not undoable, and not back on chain within the bound",

@@ -99,6 +99,27 @@ class _SweptToken(_Model):
     moves out of an intent address; a smaller one is retained there. Default: 0.1 for
     a stablecoin, 0.00005 for a major token; a volatile token must set it."""
 
+    verify_above: str | None = None
+    """Above this sum of an intent's credited deposits of the token (whole units, a
+    decimal string), each of them is confirmed by the chain's ``verify_rpc_urls``
+    before the prefill is signed (docs/execution.md). Unset: never."""
+
+    @model_validator(mode="after")
+    def _verify_above(self) -> _SweptToken:
+        if self.verify_above is not None:
+            try:
+                parse_amount(self.verify_above, self.decimals, allow_zero=True)
+            except AmountError as exc:
+                raise ValueError(f"verify_above of {self.symbol}: {exc}") from None
+        return self
+
+    @property
+    def verify_above_units(self) -> int | None:
+        """``verify_above`` in base units, or None."""
+        if self.verify_above is None:
+            return None
+        return parse_amount(self.verify_above, self.decimals, allow_zero=True)
+
     @model_validator(mode="after")
     def _min_sweep(self) -> _SweptToken:
         text = self.min_sweep or MIN_SWEEP_DEFAULTS.get(self.category)
@@ -168,8 +189,11 @@ class ChainConfig(_Model):
     bridger: Address | Literal[""] = ""
     max_fee_per_gas: int = Field(default=500 * 10**9, gt=0)
     """Cap of the executor's EIP-1559 ``maxFeePerGas``, wei; above it, actions wait."""
+    verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
+    """A second, independent provider that confirms large deposits before their prefill
+    (a token's ``verify_above``); required when a token sets it. Shown only redacted."""
 
-    @field_validator("rpc_urls")
+    @field_validator("rpc_urls", "verify_rpc_urls")
     @classmethod
     def _urls(cls, urls: list[str]) -> list[str]:
         for url in urls:
@@ -184,6 +208,23 @@ class ChainConfig(_Model):
             if token.address.lower() in seen or token.address == NATIVE_TOKEN:
                 raise ValueError(f"token {token.address} is listed twice or is the native token")
             seen.add(token.address.lower())
+        return self
+
+    @model_validator(mode="after")
+    def _verifier_given(self) -> ChainConfig:
+        checked = [t.symbol for t in (self.native, *self.tokens) if t.verify_above is not None]
+        if checked and not self.verify_rpc_urls:
+            raise ValueError(
+                f"chains.{self.name}.verify_rpc_urls is empty but {', '.join(checked)} set"
+                " verify_above: large deposits would be paid unconfirmed; give a second"
+                " provider's URLs"
+            )
+        overlap = set(self.verify_rpc_urls) & set(self.rpc_urls)
+        if overlap:
+            raise ValueError(
+                f"chains.{self.name}.verify_rpc_urls repeats an rpc_urls entry: the second"
+                " provider must be another one"
+            )
         return self
 
     def token(self, address: str) -> TokenConfig | NativeTokenConfig | None:
@@ -335,6 +376,9 @@ class ExecutionConfig(_Model):
     """Seconds before the second attempt; doubled for each further one."""
     topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
     """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+    unconfirmed_alert_after: float = Field(default=900.0, ge=0, le=86_400)
+    """Seconds a prefill may wait for the second provider to confirm its deposits
+    before an operator alert (it keeps waiting after it)."""
 
 
 class Settings(_Model):
@@ -593,7 +637,7 @@ def secret_from_env(env: Mapping[str, str], name: str) -> str | None:
 
 
 _SECRET_FIELDS = frozenset({"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key"})
-_URL_FIELDS = frozenset({"rpc_urls"})
+_URL_FIELDS = frozenset({"rpc_urls", "verify_rpc_urls"})
 
 
 def _describe(exc: ValidationError, data: Mapping[str, Any], path: Path) -> str:

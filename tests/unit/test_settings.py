@@ -45,6 +45,8 @@ def test_example_config_is_valid() -> None:
     assert settings.chains["BASE_TESTNET"].chain_id == 84532
     assert settings.chains["ARBITRUM_TESTNET"].chain_id == 421614
     assert settings.chains["BASE"].tokens[0].address == USDC
+    assert settings.chains["BASE"].tokens[0].verify_above_units == 1_000 * 10**6
+    assert settings.chains["BASE"].verify_rpc_urls  # a threshold ships with its provider
 
 
 def test_local_config_reads_infra_env(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ Guarantees (see ``docs/execution.md``):
   mined wins, the others are dropped.
 - Results (``sent`` once per action, then ``confirmed`` or ``failed``) go through the
   outbox in the transaction of the change they report.
+- A prefill whose intent's deposits are above the source token's ``verify_above`` is
+  signed only once a second provider confirms each of them; until then it stays
+  ``ready``, unsigned, postponed with backoff (``execution.deposit_verifier``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTr
 from intentd.adapters.chain_writer import EstimateReverted, EvmChainWriter, FeeInputs, SendOutcome
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring, sign
+from intentd.execution.deposit_check import retry_delay
+from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.gas import (
     NATIVE_TRANSFER_GAS,
     AmountBelowGas,
@@ -101,6 +106,7 @@ class Executor:
         writer: EvmChainWriter,
         keyring: Keyring,
         topic_prefix: str,
+        verifier: DepositVerifier | None = None,
     ) -> None:
         self._chain = chain
         self._name = chain.name
@@ -111,6 +117,9 @@ class Executor:
         self._prefix = topic_prefix
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
         self._reconciled: set[str] = set()
+        self._verifier = verifier
+        self._alerted: set[int] = set()
+        """Prefills whose unconfirmed deposits were alerted on (once per process)."""
 
     async def run(self, stop: asyncio.Event, lease: ExecutorLease) -> None:
         """Work until ``stop``; a transaction in hand is recorded before returning."""
@@ -144,14 +153,46 @@ class Executor:
                 action = await store.claim_ready(conn, self._name)
                 if action is None:
                     return started
-                fees = fees or await self._writer.fee_inputs()
                 with structlog.contextvars.bound_contextvars(
                     intent_id=action.intent_id, action_id=action.id
                 ):
+                    if not await self._deposits_confirmed(conn, action):
+                        continue
+                    fees = fees or await self._writer.fee_inputs()
                     recorded = await self._begin(conn, action, fees)
             if recorded is not None:
                 started += 1
                 await self._after_record(recorded)
+
+    async def _deposits_confirmed(self, conn: store.Connection, action: Action) -> bool:
+        """Whether the action may be signed: a prefill waits (postponed, with backoff)
+        while the second provider does not confirm its intent's deposits."""
+        if action.kind != "prefill" or self._verifier is None:
+            return True
+        reasons = await self._verifier.unconfirmed(conn, action.intent_id)
+        if not reasons:
+            return True
+        waited = float(
+            await conn.fetchval(
+                "SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM actions WHERE id = $1",
+                action.id,
+            )
+        )
+        metrics.PREFILLS_UNCONFIRMED.labels(self._name).inc()
+        error = "deposits not confirmed by the second provider: " + "; ".join(reasons)
+        if waited >= self._config.unconfirmed_alert_after and action.id not in self._alerted:
+            self._alerted.add(action.id)
+            metrics.PREFILLS_UNCONFIRMED_OVERDUE.labels(self._name).inc()
+            log.error(
+                "a prefill's deposits are still not confirmed by the second provider;"
+                " the prefill stays unsent; operator action needed",
+                reasons=reasons,
+                waited=round(waited),
+            )
+        else:
+            log.warning("prefill waits for its deposits' confirmation", reasons=reasons)
+        await store.postpone(conn, action.id, delay=retry_delay(waited), error=error)
+        return False
 
     async def _begin(
         self, conn: store.Connection, action: Action, fees: FeeInputs
@@ -624,6 +665,9 @@ def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -
                     JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
                 )
                 resources.push_async_callback(writer.close)
+                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
+                if verifier is not None:
+                    resources.push_async_callback(verifier.close)
                 executor = Executor(
                     config,
                     settings.execution,
@@ -631,6 +675,7 @@ def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -
                     writer=writer,
                     keyring=keyring,
                     topic_prefix=settings.kafka.topic_prefix,
+                    verifier=verifier,
                 )
                 READINESS.ready(ready_name)
                 started = time.monotonic()

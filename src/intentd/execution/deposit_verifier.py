@@ -1,0 +1,187 @@
+"""Confirming a prefill's deposits with a second provider before it is signed (I/O).
+
+:meth:`DepositVerifier.unconfirmed` reads the intent's credited deposits on its source
+chain (the caller's transaction) and, when the source token's ``verify_above`` is
+exceeded, asks that chain's second provider (``verify_rpc_urls``) about each of them;
+the rules are in :mod:`intentd.execution.deposit_check`. It answers the reasons the
+deposits are not confirmed (empty: the prefill may be signed). A provider that fails
+to answer is a reason too: the check fails closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTransportError
+from intentd.adapters.execution_store import Connection
+from intentd.execution.deposit_check import (
+    Credited,
+    check_balance,
+    check_receipt,
+    deep_enough,
+    needs_check,
+)
+from intentd.execution.planning import NATIVE
+from intentd.indexer.balances import reconciled_tx_hash
+from intentd.settings import ChainConfig, Settings
+
+__all__ = ["DepositVerifier", "RpcSecondProvider", "SecondProvider"]
+
+
+class SecondProvider(Protocol):
+    """What the check reads from a chain's second provider."""
+
+    async def head(self, tag: str) -> int: ...
+    async def block_hash(self, number: int) -> str | None: ...
+    async def parent_hash(self, block_hash: str) -> str | None: ...
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None: ...
+    async def transaction(self, tx_hash: str) -> dict[str, Any] | None: ...
+    async def balance(self, address: str, block_hash: str) -> int: ...
+    async def close(self) -> None: ...
+
+
+class RpcSecondProvider:
+    """:class:`SecondProvider` over JSON-RPC (``eth_chainId`` checked per URL)."""
+
+    def __init__(self, chain: ChainConfig) -> None:
+        self._rpc = JsonRpcClient(
+            chain.name,
+            chain.verify_rpc_urls,
+            timeout=chain.rpc_timeout,
+            attempts=2,
+            chain_id=chain.chain_id,
+        )
+
+    async def head(self, tag: str) -> int:
+        block = await self._rpc.call("eth_getBlockByNumber", [tag, False])
+        return int(block["number"], 16)
+
+    async def block_hash(self, number: int) -> str | None:
+        block = await self._rpc.call("eth_getBlockByNumber", [hex(number), False], allow_null=True)
+        return None if block is None else str(block["hash"]).lower()
+
+    async def parent_hash(self, block_hash: str) -> str | None:
+        block = await self._rpc.call("eth_getBlockByHash", [block_hash, False], allow_null=True)
+        return None if block is None else str(block["parentHash"]).lower()
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = await self._rpc.call(
+            "eth_getTransactionReceipt", [tx_hash], allow_null=True
+        )
+        return found
+
+    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = await self._rpc.call(
+            "eth_getTransactionByHash", [tx_hash], allow_null=True
+        )
+        return found
+
+    async def balance(self, address: str, block_hash: str) -> int:
+        return int(await self._rpc.call("eth_getBalance", [address, {"blockHash": block_hash}]), 16)
+
+    async def close(self) -> None:
+        await self._rpc.close()
+
+
+class DepositVerifier:
+    """Confirms prefills' deposits on their source chains' second providers."""
+
+    def __init__(self, settings: Settings, providers: Mapping[str, SecondProvider]) -> None:
+        self._settings = settings
+        self._providers = dict(providers)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DepositVerifier | None:
+        """The verifier of ``settings``, or None when no token sets ``verify_above``."""
+        if not any(
+            token.verify_above is not None
+            for chain in settings.chains.values()
+            for token in (chain.native, *chain.tokens)
+        ):
+            return None
+        return cls(
+            settings,
+            {
+                name: RpcSecondProvider(chain)
+                for name, chain in settings.chains.items()
+                if chain.verify_rpc_urls
+            },
+        )
+
+    async def close(self) -> None:
+        for provider in self._providers.values():
+            await provider.close()
+
+    async def unconfirmed(self, conn: Connection, intent_id: int) -> list[str]:
+        """Why the intent's credited deposits do not allow its prefill yet ([]: they do)."""
+        intent = await conn.fetchrow(
+            "SELECT source_chain, token_in FROM intents WHERE id = $1", intent_id
+        )
+        if intent is None:
+            return [f"intent {intent_id} not found"]
+        chain = self._settings.chains.get(intent["source_chain"])
+        token = None if chain is None else chain.token(intent["token_in"])
+        if chain is None or token is None:
+            return [f"source {intent['source_chain']} {intent['token_in']} is not configured"]
+        rows = await conn.fetch(
+            "SELECT tx_hash, token, transfer_index, to_address, amount, block_number, block_hash"
+            " FROM deposits WHERE intent_id = $1 AND chain = $2 AND disposition = 'credited'"
+            " ORDER BY id",
+            intent_id,
+            chain.name,
+        )
+        deposits = [
+            Credited(
+                tx_hash=r["tx_hash"].lower(),
+                token=r["token"].lower(),
+                transfer_index=r["transfer_index"],
+                to_address=r["to_address"].lower(),
+                amount=int(r["amount"]),
+                block_number=r["block_number"],
+                block_hash=r["block_hash"].lower(),
+            )
+            for r in rows
+        ]
+        if not needs_check(deposits, token.verify_above_units):
+            return []
+        provider = self._providers.get(chain.name)
+        if provider is None:  # settings refuse this; never pay unconfirmed
+            return [f"chains.{chain.name}.verify_rpc_urls is not configured"]
+        try:
+            return await confirm(deposits, provider, chain)
+        except (RpcError, RpcTransportError, MissingResult, KeyError, ValueError) as exc:
+            return [f"second provider of {chain.name} did not answer: {exc}"]
+
+
+async def confirm(
+    deposits: list[Credited], provider: SecondProvider, chain: ChainConfig
+) -> list[str]:
+    """The reasons ``provider`` does not confirm ``deposits`` (one per deposit)."""
+    head = await provider.head(chain.head)
+    reasons = []
+    for deposit in deposits:
+        reason = await _confirm_one(deposit, provider, head, chain.confirmations)
+        if reason is not None:
+            reasons.append(f"{deposit.tx_hash}: {reason}")
+    return reasons
+
+
+async def _confirm_one(
+    deposit: Credited, provider: SecondProvider, head: int, confirmations: int
+) -> str | None:
+    if not deep_enough(deposit, head, confirmations):
+        return f"block {deposit.block_number} not {confirmations} deep at {head}"
+    found = await provider.block_hash(deposit.block_number)
+    if found != deposit.block_hash:
+        return f"block {deposit.block_number} is {found}, not {deposit.block_hash}"
+    if deposit.tx_hash == reconciled_tx_hash(deposit.to_address, deposit.block_hash):
+        parent = await provider.parent_hash(deposit.block_hash)
+        if parent is None:
+            return "no parent block"
+        before = await provider.balance(deposit.to_address, parent)
+        after = await provider.balance(deposit.to_address, deposit.block_hash)
+        return check_balance(deposit, before, after)
+    receipt = await provider.receipt(deposit.tx_hash)
+    tx = await provider.transaction(deposit.tx_hash) if deposit.token == NATIVE else None
+    return check_receipt(deposit, receipt, tx)

@@ -1,0 +1,232 @@
+"""A prefill waits until a second provider confirms its intent's deposits (real anvils).
+
+Each test has its own database (``own_stack``) and its own anvils: the source chain,
+the destination chain the executor pays on, and, as the disagreeing second provider,
+a fork of the source taken before the deposit (it has the source's history, then a
+block of its own at the deposit's height, without the deposit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.devchain import MINT, TRANSFER, DevChain, call_data
+from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
+from tests.support import new_intent
+
+from intentd.adapters.postgres import Pool
+from intentd.devinfra.accounts import Role, dev_account
+from intentd.devinfra.anvil import AnvilProcess, start_anvil
+from intentd.execution.executor import executor_role
+from intentd.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+UNIT = 10**6
+DEPOSIT = 50 * UNIT
+PREFILL = 49 * UNIT
+RECIPIENT = "0x" + "5a" * 20
+SRC_ID, DST_ID = 992_001, 992_002
+
+
+@dataclass
+class Env:
+    own: Settings
+    pool: Pool
+    infra: dict[str, str]
+    make_settings: Callable[..., Settings]
+    source: AnvilProcess
+    fork: AnvilProcess
+    destination: AnvilProcess
+    src_usdc: str
+    dst_usdc: str
+    dst: DevChain
+
+    def settings(self, *, verify_above: str | None, verify_url: str) -> Settings:
+        relayer = dev_account(Role.RELAYER).address
+
+        def usdc(address: str, **extra: Any) -> dict[str, Any]:
+            return {"address": address, "symbol": "USDC", "name": "Test USD Coin",
+                    "decimals": 6, "category": "stablecoin", **extra}  # fmt: skip
+
+        checked = {} if verify_above is None else {"verify_above": verify_above}
+        return self.make_settings(
+            hd_mnemonic=self.own.mnemonic(),
+            database={"url": self.own.database.url.get_secret_value()},
+            kafka=self.own.kafka.model_dump(),
+            chains={
+                SOURCE: {
+                    "chain_id": SRC_ID, "network": "test", "rpc_urls": [self.source.url],
+                    "verify_rpc_urls": [verify_url], "confirmations": 1, "rpc_timeout": 5.0,
+                    "relayer": relayer, "tokens": [usdc(self.src_usdc, **checked)],
+                },
+                DESTINATION: {
+                    "chain_id": DST_ID, "network": "test", "rpc_urls": [self.destination.url],
+                    "confirmations": 1, "rpc_timeout": 5.0, "relayer": relayer,
+                    "tokens": [usdc(self.dst_usdc)],
+                },
+            },
+            relayer_key=Path(self.infra["INTENTD_RELAYER_KEY_FILE"]).read_text().strip(),
+            gas_tank_key=Path(self.infra["INTENTD_GAS_TANK_KEY_FILE"]).read_text().strip(),
+            execution={"poll_interval": 0.2, "retry_backoff": 0.0, "unconfirmed_alert_after": 60},
+        )  # fmt: skip
+
+
+SOURCE = f"VSRC_{os.getpid()}"
+DESTINATION = f"VDST_{os.getpid()}"
+
+
+@pytest.fixture
+async def env(
+    own_stack: tuple[Settings, Pool], infra: dict[str, str], make_settings: Callable[..., Settings]
+) -> AsyncIterator[Env]:
+    own, pool = own_stack
+    started: list[AnvilProcess] = []
+    try:
+        source = await asyncio.to_thread(start_anvil, SRC_ID)
+        started.append(source)
+        destination = await asyncio.to_thread(start_anvil, DST_ID)
+        started.append(destination)
+        async with DevChain(source.url) as src, DevChain(destination.url) as dst:
+            funder = (await src.accounts())[0]
+            src_usdc = await src.deploy_token(funder, "Test USD Coin", "USDC", 6)
+            minted = call_data(MINT, funder, DEPOSIT)
+            await src.receipt(await src.send(funder, src_usdc, data=minted))
+            before = await src.block_number()
+            fork = await asyncio.to_thread(
+                start_anvil, SRC_ID, None, None,
+                ["--fork-url", source.url, "--fork-block-number", str(before)],
+            )  # fmt: skip
+            started.append(fork)
+            dst_funder = (await dst.accounts())[0]
+            dst_usdc = await dst.deploy_token(dst_funder, "Test USD Coin", "USDC", 6)
+            relayer = dev_account(Role.RELAYER).address.lower()
+            await dst.receipt(
+                await dst.send(dst_funder, dst_usdc, data=call_data(MINT, relayer, 1_000 * UNIT))
+            )
+            env = Env(own, pool, infra, make_settings, source, fork, destination, src_usdc,
+                      dst_usdc, dst)  # fmt: skip
+            yield env
+    finally:
+        for anvil in started:
+            await asyncio.to_thread(anvil.stop)
+
+
+async def deposit_and_prefill(env: Env, settings: Settings) -> int:
+    """A real USDC deposit on the source, credited as the lifecycle records it, and the
+    intent's ready prefill on the destination; returns the action id."""
+    intent = await new_intent(env.pool, settings, amount="50", chain=SOURCE)
+    async with DevChain(env.source.url) as src:
+        payer = (await src.accounts())[0]
+        data = call_data(TRANSFER, intent.intent_address, DEPOSIT)
+        receipt = await src.receipt(await src.send(payer, env.src_usdc, data=data))
+        async with DevChain(env.fork.url) as fork:
+            await fork.mine(2)  # the fork's own blocks at the deposit's height, and on top
+        await src.mine(1)
+    [log] = receipt["logs"]
+    await env.pool.execute(
+        """
+        INSERT INTO deposits (chain, tx_hash, log_index, transfer_index, block_number, block_hash,
+                              block_time, token, from_address, to_address, amount, intent_id,
+                              disposition)
+        VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $8, $9, $10, $11, 'credited')
+        """,
+        SOURCE, receipt["transactionHash"], int(log["logIndex"], 16),
+        int(receipt["blockNumber"], 16), receipt["blockHash"], datetime.now(UTC),
+        env.src_usdc.lower(), payer.lower(), intent.intent_address.lower(), DEPOSIT, intent.id,
+    )  # fmt: skip
+    action_id = await env.pool.fetchval(
+        """
+        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
+                             signer_kind)
+        VALUES ($1, 'prefill', 1, $2, $3, $4, $5, 'ready', 'relayer') RETURNING id
+        """,
+        intent.id, DESTINATION, env.dst_usdc.lower(), PREFILL, RECIPIENT,
+    )  # fmt: skip
+    return int(action_id)
+
+
+async def run_executor(env: Env, settings: Settings, action_id: int, until: float) -> Any:
+    """Run the destination's executor until the action is confirmed or ``until`` s pass."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(executor_role(settings, DESTINATION, pool=env.pool)(stop))
+    deadline = time.monotonic() + until
+    try:
+        while time.monotonic() < deadline and not task.done():
+            row = await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+            if row["status"] == "confirmed":
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+    return await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+
+
+OVERDUE = "intentd_prefills_unconfirmed_overdue_total"
+
+
+def metric(name: str) -> float:
+    return REGISTRY.get_sample_value(name, {"chain": DESTINATION}) or 0.0
+
+
+async def recipient_balance(env: Env) -> int:
+    data = "0x70a08231" + "00" * 12 + RECIPIENT[2:]
+    return int(await env.dst.rpc("eth_call", {"to": env.dst_usdc, "data": data}, "latest"), 16)
+
+
+async def test_a_second_provider_without_the_deposit_holds_the_prefill(env: Env) -> None:
+    settings = env.settings(verify_above="10", verify_url=env.fork.url)
+    action_id = await deposit_and_prefill(env, settings)
+    held, overdue = metric("intentd_prefills_unconfirmed_total"), metric(OVERDUE)
+    with capture_logs() as logs:
+        row = await run_executor(env, settings, action_id, until=4.0)
+        await env.pool.execute(  # the bound passes: next try alerts, once
+            "UPDATE actions SET not_before = now(), created_at = now() - interval '1 hour'"
+            " WHERE id = $1",
+            action_id,
+        )
+        row = await run_executor(env, settings, action_id, until=2.0)
+
+    assert metric("intentd_prefills_unconfirmed_total") - held >= 2
+    assert metric(OVERDUE) - overdue == 1
+    alerts = [e for e in logs if e["log_level"] == "error"]
+    assert len(alerts) == 1 and "operator action needed" in alerts[0]["event"]
+    assert "is 0x" in alerts[0]["reasons"][0]  # the fork has another block at that height
+
+    assert row["status"] == "ready"  # held, not failed, not dropped
+    assert "not confirmed by the second provider" in row["last_error"]
+    assert row["not_before"] > datetime.now(UTC)
+    txs = await env.pool.fetchval(
+        "SELECT count(*) FROM chain_transactions WHERE action_id = $1", action_id
+    )
+    assert txs == 0
+    assert await recipient_balance(env) == 0
+
+
+async def test_below_the_threshold_the_prefill_is_not_checked(env: Env) -> None:
+    settings = env.settings(verify_above="50", verify_url=env.fork.url)  # 50 is not above 50
+    action_id = await deposit_and_prefill(env, settings)
+    row = await run_executor(env, settings, action_id, until=30.0)
+
+    assert row["status"] == "confirmed"
+    assert await recipient_balance(env) == PREFILL
+
+
+async def test_a_second_provider_that_agrees_lets_the_prefill_out(env: Env) -> None:
+    # the source itself under another URL: an independent provider that sees the same chain
+    settings = env.settings(verify_above="10", verify_url=env.source.url + "/?second")
+    action_id = await deposit_and_prefill(env, settings)
+    row = await run_executor(env, settings, action_id, until=30.0)
+
+    assert row["status"] == "confirmed"
+    assert await recipient_balance(env) == PREFILL
