@@ -96,23 +96,27 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
         assert found is not None
         return found
 
-    async def tx(action_id: int, purpose: str, status: str, value: int, burned: int) -> None:
+    async def tx(
+        action_id: int, purpose: str, status: str, value: int, burned: int, *, l1_fee: int = 0
+    ) -> None:
         signer, to = ("0x" + "7" * 40, address) if purpose == "gas_topup" else (address, RECIPIENT)
         await pool.execute(
             """
             INSERT INTO chain_transactions (action_id, purpose, chain, signer, nonce, tx_hash,
                 raw_tx, to_address, value, gas_limit, max_fee_per_gas, max_priority_fee_per_gas,
-                status, gas_used, effective_gas_price)
-            VALUES ($1, $2, $3, $4, 0, $5, '\\x00', $6, $7, 60000, 10, 1, $8, $9, 1)
+                status, gas_used, effective_gas_price, l1_fee)
+            VALUES ($1, $2, $3, $4, 0, $5, '\\x00', $6, $7, 60000, 10, 1, $8, $9, 1, $10)
             """,
             action_id, purpose, chain, signer, "0x" + secrets.token_hex(32), to, value, status,
-            burned,
+            burned, l1_fee,
         )  # fmt: skip
 
     token = "0x" + "ab" * 20
     done = await action(token, "confirmed")
     await tx(done.id, "gas_topup", "confirmed", 1_000, 0)
-    await tx(done.id, "transfer", "confirmed", 0, 300)
+    await tx(
+        done.id, "transfer", "confirmed", 0, 300, l1_fee=50
+    )  # and 50 of L1 data fee (OP stack)
     retried = await action(token, "ready")  # its first attempt reverted, burning 200
     await tx(retried.id, "gas_topup", "confirmed", 900, 0)
     await tx(retried.id, "transfer", "reverted", 0, 200)
@@ -120,7 +124,8 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
     sweep = await action(NATIVE, "confirmed")  # a native sweep pays its gas from its amount
     await tx(sweep.id, "transfer", "confirmed", 10**15, 21_000)
     async with pool.acquire() as conn:
-        assert await execution_store.gas_credit(conn, retried, address) == 1_000 - 300 + 900 - 200
+        credit = await execution_store.gas_credit(conn, retried, address)
+        assert credit == 1_000 - 300 - 50 + 900 - 200
         other = await action(token, "submitted")
         assert await execution_store.gas_credit(conn, retried, address) is None
-        assert await execution_store.gas_credit(conn, other, address) == 1_400  # not busy itself
+        assert await execution_store.gas_credit(conn, other, address) == 1_350  # not busy itself

@@ -140,4 +140,5 @@ def _receipt(answer: Any) -> Receipt | None:
         succeeded=int(answer.get("status", "0x0"), 16) == 1,
         gas_used=int(answer["gasUsed"], 16),
         effective_gas_price=int(answer.get("effectiveGasPrice") or "0x0", 16),
+        l1_fee=int(answer.get("l1Fee") or "0x0", 16),
     )

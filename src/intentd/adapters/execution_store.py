@@ -154,10 +154,11 @@ async def history(conn: Connection, action_id: int) -> list[Tx]:
 
 async def gas_credit(conn: Connection, action: Action, address: str) -> int | None:
     """The gas tank's coin at the intent address ``address`` that signs ``action``: every
-    top-up it confirmed there, less the gas burned by every final ERC-20 transfer the
-    address signed. It is ours (never a user's deposit; native sweeps pay their gas out
-    of their own amount). None while another ERC-20 action of the address is in flight:
-    its transfer may be spending that coin, so the caller must not count on it."""
+    top-up it confirmed there, less the gas (and OP-stack L1 data fee) burned by every
+    final ERC-20 transfer the address signed. It is ours (never a user's deposit; native
+    sweeps pay their gas out of their own amount). None while another ERC-20 action of
+    the address is in flight: its transfer may be spending that coin, so the caller must
+    not count on it."""
     row = await conn.fetchrow(
         """
         SELECT EXISTS (
@@ -169,7 +170,8 @@ async def gas_credit(conn: Connection, action: Action, address: str) -> int | No
                     WHERE chain = $1 AND purpose = 'gas_topup' AND to_address = $5
                       AND status = 'confirmed'), 0)
                - COALESCE((
-                   SELECT SUM(t.gas_used * t.effective_gas_price) FROM chain_transactions t
+                   SELECT SUM(t.gas_used * t.effective_gas_price + COALESCE(t.l1_fee, 0))
+                     FROM chain_transactions t
                      JOIN actions a ON a.id = t.action_id
                     WHERE t.chain = $1 AND t.purpose = 'transfer' AND t.signer = $5
                       AND t.status IN ('confirmed', 'reverted') AND a.token <> $4), 0) AS held
@@ -303,7 +305,7 @@ async def set_tx_status(
         """
         UPDATE chain_transactions
            SET status = $2, block_number = $4, block_hash = $5, gas_used = $6,
-               effective_gas_price = $7, updated_at = now()
+               effective_gas_price = $7, l1_fee = $8, updated_at = now()
          WHERE id = $1 AND status = ANY($3::text[])
         """,
         tx_id,
@@ -313,6 +315,7 @@ async def set_tx_status(
         receipt.block_hash if receipt else None,
         receipt.gas_used if receipt else None,
         receipt.effective_gas_price if receipt else None,
+        (receipt.l1_fee or None) if receipt else None,
     )
     return bool(status == "UPDATE 1")
 

@@ -460,7 +460,7 @@ class Executor:
                 await self._failed_attempt(conn, locked, f"transaction {winner.tx_hash} reverted")
             elif winner.purpose is Purpose.TRANSFER:
                 amount_sent = winner.value if action.native else action.amount
-                cost = gas_cost(receipt.gas_used, receipt.effective_gas_price)
+                cost = gas_cost(receipt.gas_used, receipt.effective_gas_price, receipt.l1_fee)
                 await store.confirm_action(
                     conn, action.id, tx_hash=winner.tx_hash, amount_sent=amount_sent, gas_cost=cost
                 )

@@ -126,9 +126,10 @@ def affordable_fee(budget: int, gas_limit: int) -> int:
     return budget // gas_limit
 
 
-def gas_cost(gas_used: int, effective_gas_price: int) -> int:
-    """What a mined transaction paid for gas, wei."""
-    return gas_used * effective_gas_price
+def gas_cost(gas_used: int, effective_gas_price: int, l1_fee: int = 0) -> int:
+    """What a mined transaction cost its sender beyond its value, wei: its gas, plus the
+    L1 data fee an OP-stack chain charges on top (``l1_fee``, 0 elsewhere)."""
+    return gas_used * effective_gas_price + l1_fee
 
 
 def gas_limit_with_margin(estimate: int, margin_bps: int = 2_500) -> int:

@@ -91,6 +91,9 @@ class Receipt:
     succeeded: bool
     gas_used: int
     effective_gas_price: int
+    l1_fee: int = 0
+    """The OP-stack L1 data fee the sender paid on top of gas (receipt ``l1Fee``); 0
+    on chains that charge none."""
 
 
 @dataclass(frozen=True, slots=True)

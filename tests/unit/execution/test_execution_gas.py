@@ -140,3 +140,8 @@ def test_a_topup_after_credit_plus_the_credit_covers_the_need(need: int, credit:
     assert sent + credit >= need
     assert 0 <= sent <= need
     assert sent == 0 or sent + credit == need  # never more than what is missing
+
+
+def test_an_op_stack_transaction_costs_its_l1_data_fee_on_top_of_gas() -> None:
+    assert gas_cost(21_000, 10) == 210_000
+    assert gas_cost(21_000, 10, l1_fee=5_000) == 215_000

@@ -160,3 +160,21 @@ def test_plans() -> None:
     dust = action(NATIVE, SignerKind.INTENT, gas_from_amount=True)
     with pytest.raises(AmountBelowGas):
         plan_transfer(dust, 21_000, Fees(10**12, 0))
+
+
+def test_a_receipt_carries_the_op_stack_l1_data_fee_when_the_chain_charges_one() -> None:
+    from intentd.adapters.chain_writer import _receipt  # the parser of eth_getTransactionReceipt
+
+    answer = {
+        "transactionHash": "0x" + "AB" * 32,
+        "blockNumber": "0x10",
+        "blockHash": "0x" + "cd" * 32,
+        "status": "0x1",
+        "gasUsed": "0x5208",
+        "effectiveGasPrice": "0xa",
+    }
+    plain = _receipt(answer)
+    on_base = _receipt({**answer, "l1Fee": "0x1388"})
+    assert plain is not None and on_base is not None
+    assert (plain.l1_fee, on_base.l1_fee) == (0, 5_000)
+    assert on_base.tx_hash == "0x" + "ab" * 32
