@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
@@ -34,6 +34,7 @@ from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
 from intentd.api.openapi_links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
+from intentd.api.query import single_valued_query
 from intentd.intents.validation import IntentRequestError
 from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource, StaticPrices
@@ -93,6 +94,7 @@ def create_app(
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
         lifespan=lifespan,
+        dependencies=[Depends(single_valued_query)],
     )
     for router in (routes_quotes.router, routes_intents.router, routes_sessions.router):
         app.include_router(router)

@@ -339,3 +339,19 @@ async def test_openapi_document_is_served(api: Api) -> None:
     )
     assert PROBLEM in create["responses"]["422"]["content"]
     assert "IntentCreate" in document["components"]["schemas"]
+
+
+async def test_a_query_parameter_given_twice_is_refused_unless_it_is_a_list(
+    api: Api, test_key: str
+) -> None:
+    # Found by schemathesis: `amount=574296&amount=false&amount=574296` was answered 200
+    # with whichever value came last. A single-valued parameter takes one value.
+    base = [("destinationChain", "ARBITRUM_TESTNET"), ("tokenOut", usdc(api))]
+    twice = [*base, ("amount", "100"), ("amount", "false")]
+    status, data, response = await api.call("GET", "/quotes/multi-source", test_key, params=twice)
+    assert_problem(status, data, response, 422, "repeated_parameter")
+    assert data["field"] == "amount"
+    lists = [*base, ("amount", "100"), ("excludeChains", "BASE"), ("excludeChains", "BASE_TESTNET")]
+    status, found, _ = await api.call("GET", "/quotes/multi-source", test_key, params=lists)
+    assert status == 200
+    assert {q["source_chain"] for q in found["quotes"]} == {"ARBITRUM_TESTNET"}
