@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.devchain import MINT, DevChain, call_data, disperse_data, tx
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
-from intentd.adapters.chain import EvmChainReader, JsonRpcClient
+from intentd.adapters.chain import open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher
@@ -144,18 +144,7 @@ async def run_part(
     pool = await create_pool(url, max_size=3)
     publisher = KafkaPublisher(kafka, client_suffix="-bench")
     await publisher.start()
-    client = JsonRpcClient(
-        CHAIN,
-        config.rpc_urls,
-        timeout=config.rpc_timeout,
-        max_calls=max_calls,
-        chain_id=config.chain_id,
-    )
-    reader = EvmChainReader(
-        client,
-        [t.address for t in config.tokens],
-        max_log_range=config.max_log_range,
-    )
+    client, reader = open_chain(config, max_calls=max_calls)
     state = CountingState(client)
     source = PostgresOpenNativeIntents(pool, CHAIN)
     reconciliation = CountingReconciliation(CHAIN, state, source)
