@@ -33,19 +33,19 @@ ops-tools:
 	@bash .ci/install-ops-tools
 
 infra-up: install
-	$(PY) -m intentd.devinfra up
+	$(PY) -m intentd_dev.devinfra up
 
 infra-down: $(STAMP)
-	$(PY) -m intentd.devinfra down
+	$(PY) -m intentd_dev.devinfra down
 
 infra-status: $(STAMP)
-	$(PY) -m intentd.devinfra status
+	$(PY) -m intentd_dev.devinfra status
 
 migrate: infra-up
 	$(VENV)/bin/intentd --config config/local.toml migrate
 
 demo: infra-up
-	$(PY) -m intentd.demo --config config/local.toml
+	$(PY) -m intentd_dev.demo --config config/local.toml
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.devchain import MINT, DevChain, call_data, disperse_data, tx
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
 from intentd.adapters.chain import open_chain
 from intentd.adapters.chain_state import EvmChainState
@@ -31,12 +30,13 @@ from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
-from intentd.devinfra.anvil import start_anvil
 from intentd.indexer.poller import Poller
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.observability import configure_logging
 from intentd.settings import NATIVE_TOKEN, ChainConfig, KafkaConfig
+from intentd_dev.devchain import MINT, DevChain, call_data, disperse_data, tx
+from intentd_dev.devinfra.anvil import start_anvil
 
 CHAIN = "BENCH"
 CHAIN_ID = 31_999

@@ -32,14 +32,14 @@ from web3 import Web3
 
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
-from intentd.devinfra import postgres as devinfra_postgres
-from intentd.devinfra.anvil import start_anvil
-from intentd.devinfra.contracts import deploy_token, mint
-from intentd.devinfra.kafka_mock import create_topics
 from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings, load_settings
+from intentd_dev.devinfra import postgres as devinfra_postgres
+from intentd_dev.devinfra.anvil import start_anvil
+from intentd_dev.devinfra.contracts import deploy_token, mint
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSFER = "0xa9059cbb"

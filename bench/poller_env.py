@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 
 from intentd.adapters.postgres import create_pool, migrate
-from intentd.devinfra.kafka_mock import create_topics
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA_ENV = ROOT / ".local" / "infra.env"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.devchain import MINT, DevChain, call_data
 from bench.poller_env import ROOT, bench_database, bench_topic, infra_env, watched_address
-from intentd.devinfra.anvil import start_anvil
+from intentd_dev.devchain import MINT, DevChain, call_data
+from intentd_dev.devinfra.anvil import start_anvil
 
 CHAIN = "BENCHMEM"
 CHAIN_ID = 31_998

@@ -18,8 +18,8 @@ import pytest
 from eth_account.hdaccount import Language, generate_mnemonic
 
 from intentd.adapters.postgres import Pool, create_pool, migrate
-from intentd.devinfra.kafka_mock import create_topics
 from intentd.settings import Settings
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA_ENV = ROOT / ".local" / "infra.env"

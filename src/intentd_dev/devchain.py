@@ -16,7 +16,7 @@ import aiohttp
 import orjson
 from eth_abi.abi import encode as abi_encode
 
-from intentd.devinfra.contracts import token_artifact
+from intentd_dev.devinfra.contracts import token_artifact
 
 MINT = "0x40c10f19"  # mint(address,uint256)
 # A "disperse" contract, assembled by hand: calldata is a token address word followed by

@@ -28,8 +28,8 @@ from tests.support import run_cli as cli
 from web3 import Web3
 
 from intentd.adapters.postgres import Pool
-from intentd.devinfra.contracts import mint
 from intentd.settings import NATIVE_TOKEN, Settings
+from intentd_dev.devinfra.contracts import mint
 
 pytestmark = pytest.mark.e2e
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"

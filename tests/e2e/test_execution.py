@@ -30,9 +30,9 @@ from tests.support import (
 )
 
 from intentd.adapters.postgres import Pool
-from intentd.devinfra.contracts import deploy_token, mint
 from intentd.messages import events_topic
 from intentd.settings import Settings
+from intentd_dev.devinfra.contracts import deploy_token, mint
 
 pytestmark = pytest.mark.e2e
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"

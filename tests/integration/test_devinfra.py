@@ -16,11 +16,11 @@ from eth_account import Account
 from eth_typing import ChecksumAddress
 from web3 import Web3
 
-from intentd.devinfra.accounts import Role, dev_account
-from intentd.devinfra.anvil import AnvilProcess, rpc_chain_id, start_anvil
-from intentd.devinfra.chains import DEV_CHAINS, MINT_WHOLE_TOKENS
-from intentd.devinfra.contracts import balance_of, connect, deploy_token, mint, token_artifact
-from intentd.devinfra.kafka_mock import KafkaMockError, create_topics, ping
+from intentd_dev.devinfra.accounts import Role, dev_account
+from intentd_dev.devinfra.anvil import AnvilProcess, rpc_chain_id, start_anvil
+from intentd_dev.devinfra.chains import DEV_CHAINS, MINT_WHOLE_TOKENS
+from intentd_dev.devinfra.contracts import balance_of, connect, deploy_token, mint, token_artifact
+from intentd_dev.devinfra.kafka_mock import KafkaMockError, create_topics, ping
 
 pytestmark = pytest.mark.integration
 

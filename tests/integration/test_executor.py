@@ -22,7 +22,6 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from bench.devchain import MINT, DevChain, call_data
 from eth_account import Account
 from eth_utils import to_checksum_address
 from tests.conftest import chain_section
@@ -32,11 +31,12 @@ from tests.support import new_intent
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
 from intentd.api.credentials import generate_key
-from intentd.devinfra.accounts import Role, dev_account
-from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.execution.executor import executor_role
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
+from intentd_dev.devchain import MINT, DevChain, call_data
+from intentd_dev.devinfra.accounts import Role, dev_account
+from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 
 pytestmark = pytest.mark.integration
 

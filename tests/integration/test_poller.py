@@ -24,20 +24,20 @@ import pytest
 import structlog.testing
 from aiohttp import ClientSession, web
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from bench.devchain import MINT, TRANSFER, DevChain, call_data
 from prometheus_client import REGISTRY
 from tests.support import new_intent
 
 from intentd.adapters.cursor_store import CursorConflict, PostgresPollerStore
 from intentd.adapters.postgres import Pool
-from intentd.devinfra.anvil import AnvilProcess, free_port, start_anvil
-from intentd.devinfra.kafka_mock import create_topics
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.indexer.decoding import NATIVE, BlockHeader
 from intentd.indexer.poller import poller_role
 from intentd.indexer.reorg import Cursor
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
+from intentd_dev.devinfra.anvil import AnvilProcess, free_port, start_anvil
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
 

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.devchain import MINT, TRANSFER, DevChain, call_data
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
-from intentd.devinfra.accounts import Role, dev_account
-from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.execution.executor import executor_role
 from intentd.settings import Settings
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
+from intentd_dev.devinfra.accounts import Role, dev_account
+from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 
 pytestmark = pytest.mark.integration
 

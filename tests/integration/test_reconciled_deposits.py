@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bench.devchain import DevChain
 from eth_abi.abi import encode as abi_encode
 from eth_utils import keccak
 from tests.support import TopicReader, new_intent
@@ -27,9 +26,6 @@ from intentd.adapters import intent_scans, intent_store
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
 from intentd.api.processing import Processor
-from intentd.devinfra.anvil import AnvilProcess, start_anvil
-from intentd.devinfra.contracts import forwarder_artifact
-from intentd.devinfra.kafka_mock import create_topics
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
 from intentd.indexer.decoding import NATIVE
 from intentd.indexer.poller import poller_role
@@ -43,6 +39,10 @@ from intentd.messages import (
     deposits_topic,
 )
 from intentd.settings import NATIVE_TOKEN, Settings
+from intentd_dev.devchain import DevChain
+from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
+from intentd_dev.devinfra.contracts import forwarder_artifact
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bench.devchain import MINT, TRANSFER, DevChain, call_data, tx
 from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
@@ -34,7 +33,6 @@ from intentd.adapters.chain import EvmChainReader, JsonRpcClient
 from intentd.adapters.cursor_store import PostgresAddressSource, PostgresPollerStore
 from intentd.adapters.kafka import OutgoingMessage
 from intentd.adapters.postgres import Pool
-from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
@@ -46,6 +44,8 @@ from intentd.messages import (
     decode_chain_message,
 )
 from intentd.settings import Settings
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data, tx
+from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 
 pytestmark = pytest.mark.integration
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"

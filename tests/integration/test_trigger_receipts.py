@@ -14,15 +14,15 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import pytest
-from bench.devchain import DevChain, tx
 from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
 from intentd.api.processing import Processor
-from intentd.devinfra.anvil import start_anvil
 from intentd.settings import NATIVE_TOKEN, Settings
+from intentd_dev.devchain import DevChain, tx
+from intentd_dev.devinfra.anvil import start_anvil
 
 pytestmark = pytest.mark.integration
 REVERTS = "0x60006000fd"  # PUSH1 0 PUSH1 0 REVERT

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bench.devchain import MINT, DevChain, call_data
 from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
@@ -23,11 +22,12 @@ from tests.support import new_intent
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool
 from intentd.api.processing import Processor
-from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
+from intentd_dev.devchain import MINT, DevChain, call_data
+from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""``python -m intentd.devinfra up|down|status``: ``make infra-up|infra-down|infra-status``.
+"""``python -m intentd_dev.devinfra up|down|status``: ``make infra-up|infra-down|infra-status``.
 
 Exit status: 0 on success; 1 if a component failed (the message names it and its log);
 for ``status``, 3 if some component is not running.
@@ -10,9 +10,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from intentd.devinfra import stack
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import find_layout
+from intentd_dev.devinfra import stack
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import find_layout
 
 EXIT_FAILED = 1
 EXIT_NOT_RUNNING = 3
@@ -23,7 +23,7 @@ def say(line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m intentd.devinfra", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m intentd_dev.devinfra", description=__doc__)
     parser.add_argument("command", choices=("up", "down", "status"))
     command = parser.parse_args(argv).command
     started = time.monotonic()

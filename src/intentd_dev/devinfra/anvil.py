@@ -1,7 +1,7 @@
 """anvil (Foundry's dev chain, from npm ``@foundry-rs/anvil``): finding it, starting it, probing it.
 
 Every instance listens on 127.0.0.1 and uses anvil's default mnemonic, whose accounts are
-public dev keys (see `intentd.devinfra.accounts`). anvil runs with ``--quiet`` because its
+public dev keys (see `intentd_dev.devinfra.accounts`). anvil runs with ``--quiet`` because its
 banner prints those private keys and no key may reach a log; its log keeps only errors.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final, Self
 
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout, find_layout
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout, find_layout
 
 HOST: Final = "127.0.0.1"
 _PORT_ATTEMPTS: Final = 3

@@ -18,9 +18,9 @@ from eth_typing import ChecksumAddress
 from web3 import Web3
 from web3.exceptions import Web3Exception
 
-from intentd.devinfra import anvil, daemons
-from intentd.devinfra.accounts import Role, dev_account
-from intentd.devinfra.contracts import (
+from intentd_dev.devinfra import anvil, daemons
+from intentd_dev.devinfra.accounts import Role, dev_account
+from intentd_dev.devinfra.contracts import (
     Artifact,
     connect,
     has_code,
@@ -28,8 +28,8 @@ from intentd.devinfra.contracts import (
     send_mint,
     wait_for_success,
 )
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout
 
 BLOCK_TIME_ENV: Final = "INTENTD_DEV_BLOCK_TIME"
 DEFAULT_BLOCK_TIME: Final = 1.0

@@ -24,8 +24,8 @@ from hexbytes import HexBytes
 from web3 import HTTPProvider, Web3
 from web3.types import TxParams, TxReceipt, Wei
 
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout, find_layout
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout, find_layout
 
 COMPONENT: Final = "contracts"
 SOURCE: Final = "contracts/TestToken.sol"

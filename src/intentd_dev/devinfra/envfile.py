@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout, find_layout
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout, find_layout
 
 KEYS: Final = (
     "INTENTD_DATABASE_URL",

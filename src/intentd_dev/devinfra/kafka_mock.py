@@ -1,6 +1,6 @@
 """The Kafka dev broker from the outside: its control client, and starting and stopping it.
 
-The broker is librdkafka's mock cluster run by `intentd.devinfra.kafka_mock_server`.
+The broker is librdkafka's mock cluster run by `intentd_dev.devinfra.kafka_mock_server`.
 It speaks the Kafka protocol, but topics cannot be created through the admin API:
 create them with `create_topics` on the control address (``INTENTD_KAFKA_MOCK_CONTROL``).
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from intentd.devinfra import daemons
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout
+from intentd_dev.devinfra import daemons
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout
 
 COMPONENT: Final = "kafka"
 PARTITIONS: Final = 4
@@ -31,7 +31,10 @@ TOPICS: Final = (
     "intentd.action-results",
 )
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_SERVER_MODULE = "intentd.devinfra.kafka_mock_server"
+_SERVER_MODULE = "intentd_dev.devinfra.kafka_mock_server"
+_SERVER_MARK = "devinfra.kafka_mock_server"
+"""What a broker's command line contains: also matches one started as
+``intentd.devinfra.kafka_mock_server``, before the dev tooling left the product package."""
 _START_TIMEOUT = 15.0
 
 
@@ -92,7 +95,7 @@ class BrokerState:
 def running_broker(layout: Layout) -> BrokerState | None:
     """The recorded broker if its process is alive and its control endpoint answers."""
     state = _read_state(layout.state(COMPONENT))
-    if state is None or daemons.running_pid(layout.pidfile(COMPONENT), _SERVER_MODULE) is None:
+    if state is None or daemons.running_pid(layout.pidfile(COMPONENT), _SERVER_MARK) is None:
         return None
     return state if ping(state.control) else None
 
@@ -100,7 +103,7 @@ def running_broker(layout: Layout) -> BrokerState | None:
 def start_broker(layout: Layout) -> BrokerState:
     """Start the dev broker with `TOPICS` pre-created; returns once it is ready."""
     state_file, log = layout.state(COMPONENT), layout.log(COMPONENT)
-    daemons.stop(layout.pidfile(COMPONENT), _SERVER_MODULE)  # one that no longer answers
+    daemons.stop(layout.pidfile(COMPONENT), _SERVER_MARK)  # one that no longer answers
     state_file.unlink(missing_ok=True)
     argv = [sys.executable, "-m", _SERVER_MODULE, "--state-file", str(state_file)]
     argv += ["--partitions", str(PARTITIONS), *TOPICS]
@@ -114,13 +117,13 @@ def start_broker(layout: Layout) -> BrokerState:
         if state is not None and state.pid == spawned.pid and ping(state.control):
             return state
         time.sleep(0.05)
-    daemons.terminate(spawned.pid, _SERVER_MODULE)
+    daemons.terminate(spawned.pid, _SERVER_MARK)
     raise InfraError(COMPONENT, f"the mock broker was not ready after {_START_TIMEOUT:.0f}s", log)
 
 
 def stop_broker(layout: Layout) -> bool:
     """Stop the dev broker if it runs; True if it did."""
-    stopped = daemons.stop(layout.pidfile(COMPONENT), _SERVER_MODULE)
+    stopped = daemons.stop(layout.pidfile(COMPONENT), _SERVER_MARK)
     layout.state(COMPONENT).unlink(missing_ok=True)
     return stopped
 

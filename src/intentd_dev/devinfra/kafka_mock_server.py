@@ -1,6 +1,6 @@
 """The Kafka dev broker: librdkafka's mock cluster plus a line-protocol control endpoint.
 
-Run as ``python -m intentd.devinfra.kafka_mock_server --state-file F [TOPIC ...]``.
+Run as ``python -m intentd_dev.devinfra.kafka_mock_server --state-file F [TOPIC ...]``.
 It pre-creates the given topics, listens for control connections on a free port of
 127.0.0.1, and only then writes `F` (JSON: pid, bootstrap, control), so a reader of
 the file knows the broker is ready. SIGTERM or SIGINT destroys the cluster, removes
@@ -21,8 +21,8 @@ import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from intentd.devinfra.kafka_mock import MAX_PARTITIONS, valid_topic_name
-from intentd.devinfra.librdkafka import ERR_NO_ERROR, ERR_TOPIC_ALREADY_EXISTS, MockCluster
+from intentd_dev.devinfra.kafka_mock import MAX_PARTITIONS, valid_topic_name
+from intentd_dev.devinfra.librdkafka import ERR_NO_ERROR, ERR_TOPIC_ALREADY_EXISTS, MockCluster
 
 _MAX_LINE = 4096
 
@@ -129,7 +129,7 @@ def run(state_file: Path, topics: Sequence[str], partitions: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m intentd.devinfra.kafka_mock_server")
+    parser = argparse.ArgumentParser(prog="python -m intentd_dev.devinfra.kafka_mock_server")
     parser.add_argument("--state-file", type=Path, required=True)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("topics", nargs="*")

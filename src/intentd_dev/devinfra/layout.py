@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from intentd.devinfra.errors import InfraError
+from intentd_dev.devinfra.errors import InfraError
 
 _MARKERS = ("pyproject.toml", "contracts/TestToken.sol")
 

@@ -19,9 +19,9 @@ from typing import IO, Final
 
 import asyncpg
 
-from intentd.devinfra import daemons
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout
+from intentd_dev.devinfra import daemons
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout
 
 COMPONENT: Final = "postgres"
 HOST: Final = "127.0.0.1"
@@ -175,7 +175,7 @@ def _start_own_server(layout: Layout, say: Callable[[str], None], port: int) -> 
 
 def _server_settings(port: int) -> str:
     return (
-        "\n# Added by intentd.devinfra: a private dev server, over TCP on 127.0.0.1 only.\n"
+        "\n# Added by intentd_dev.devinfra: a private dev server, over TCP on 127.0.0.1 only.\n"
         f"listen_addresses = '{HOST}'\nport = {port}\nunix_socket_directories = ''\n"
     )
 

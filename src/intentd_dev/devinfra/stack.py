@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from eth_typing import ChecksumAddress
 
-from intentd.devinfra import chains, envfile, kafka_mock, postgres
-from intentd.devinfra.accounts import Role, dev_account, ensure_hd_mnemonic, ensure_secret
-from intentd.devinfra.contracts import token_artifact
-from intentd.devinfra.errors import InfraError
-from intentd.devinfra.layout import Layout
+from intentd_dev.devinfra import chains, envfile, kafka_mock, postgres
+from intentd_dev.devinfra.accounts import Role, dev_account, ensure_hd_mnemonic, ensure_secret
+from intentd_dev.devinfra.contracts import token_artifact
+from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout
 
 Say = Callable[[str], None]
 

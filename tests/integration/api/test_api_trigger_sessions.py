@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from bench.devchain import MINT, TRANSFER, DevChain, call_data
 from tests.integration.api.conftest import SESSION_SECRET, Api, MakeKey
 
 from intentd.adapters import api_keys
@@ -18,6 +17,7 @@ from intentd.adapters.postgres import Pool
 from intentd.api.credentials import hash_key
 from intentd.api.models import SessionCreated, TriggerResult
 from intentd.api.sessions import Session, sign_session
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
 
 pytestmark = pytest.mark.integration
 
