@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from intentd.config_guards import redact_url, secret_file_problem
 from intentd.custody import IntentKeys
 from intentd.settings import ConfigError, load_settings
+from intentd.settings.redaction import redact_url
+from intentd.settings.secrets import secret_file_problem
 
 MNEMONIC = "test test test test test test test test test test test junk"
 OTHER_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow"

@@ -39,10 +39,10 @@ from intentd import observability as metrics
 
 if TYPE_CHECKING:
     from intentd.settings import ChainConfig
-from intentd.config_guards import redact_url, redact_urls_in
 from intentd.indexer.decoding import TRANSFER_TOPIC
 from intentd.indexer.planning import BlockRange, LogRangeSizer
 from intentd.indexer.ports import RawRange
+from intentd.settings.redaction import redact_url, redact_urls_in
 
 __all__ = [
     "EvmChainReader",

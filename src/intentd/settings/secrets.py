@@ -1,32 +1,29 @@
-"""Pure rules that keep secrets out of config files, errors and logs (used by settings).
+"""Where secrets come from, and the refusals that keep them out of shared files.
 
+- :data:`SECRET_KEYS`: the settings keys read only from the environment, by variable.
 - :func:`secrets_in_file`: the top-level keys of a config file that name a secret, and
   a database URL carrying a literal password. Secrets come from the environment or
   from files the environment names, never from the config file, which is shared,
   copied into ConfigMaps and committed.
+- :func:`secret_from_env`: a secret from ``NAME`` or from the file ``NAME_FILE`` names;
+  errors name the variable, never the secret.
 - :func:`secret_file_problem`: a secret file must not be readable by others; by its
   group only if root owns it read-only for the group (the PostgreSQL rule for its key
   file, and what Kubernetes makes of a Secret volume with ``fsGroup``).
-- :func:`redact_url`: an RPC URL as it may be shown: scheme, host and port only
-  (providers put their keys in the path, the query or the user part).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-__all__ = [
-    "SECRET_KEYS",
-    "RpcUrl",
-    "redact_url",
-    "redact_urls_in",
-    "secret_file_problem",
-    "secrets_in_file",
-]
+from intentd.settings.base import ConfigError
+
+__all__ = ["SECRET_KEYS", "secret_file_problem", "secret_from_env", "secrets_in_file"]
 
 SECRET_KEYS: Mapping[str, str] = {
     "hd_mnemonic": "INTENTD_HD_MNEMONIC",
@@ -70,31 +67,19 @@ def secret_file_problem(mode: int, owner: int) -> str | None:
     return None
 
 
-def redact_url(url: str) -> str:
-    """``scheme://host[:port]`` of ``url``, with ``/<redacted>`` when it carried more."""
+def secret_from_env(env: Mapping[str, str], name: str) -> str | None:
+    """The secret in ``env[name]``, or in the file ``env[name + "_FILE"]`` names (refused
+    if others can read it), or None; ConfigError naming the variable if unusable."""
+    if name in env:
+        return env[name].strip()
+    file = env.get(f"{name}_FILE")
+    if file is None:
+        return None
     try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "<unparsable url>"
-    shown = f"{parts.scheme}://{host}{port}"
-    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
-        return f"{shown}/<redacted>"
-    return shown + parts.path
-
-
-def redact_urls_in(text: str, urls: list[str]) -> str:
-    """``text`` with every URL of ``urls`` in it replaced by its redacted form."""
-    for url in sorted(urls, key=len, reverse=True):
-        text = text.replace(url, redact_url(url))
-    return text
-
-
-class RpcUrl(str):
-    """An RPC URL: used as given, shown redacted by ``repr`` (settings, config errors)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return repr(redact_url(self))
+        status = os.stat(file)
+        problem = secret_file_problem(status.st_mode, status.st_uid)
+        if problem is not None:
+            raise ConfigError(f"{name}_FILE = {file!r}: refused, {problem}")
+        return Path(file).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"{name}_FILE = {file!r}: cannot read it ({exc.strerror})") from None

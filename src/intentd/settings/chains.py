@@ -1,0 +1,107 @@
+"""One EVM chain's section (``[chains.NAME]``): where to read it, which tokens count.
+
+Guarantees, checked when the config is read: RPC URLs are http(s) or ws(s) and are shown
+only redacted; no token is listed twice or under the native pseudo-address; a chain
+with a token that sets ``verify_above`` has a second provider (``verify_rpc_urls``) that
+is not one of its ``rpc_urls``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from intentd.settings.base import NATIVE_TOKEN, Address, ConfigModel
+from intentd.settings.redaction import RpcUrl, redact_url
+from intentd.settings.tokens import NativeTokenConfig, TokenConfig
+
+
+class ChainConfig(ConfigModel):
+    """One EVM chain: where to read it, how deep to wait, which tokens count."""
+
+    name: str
+    chain_id: int = Field(gt=0)
+    network: Literal["main", "test"]
+    rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(min_length=1)
+    """Used as given; shown only redacted (``repr``, errors, logs): they carry provider keys."""
+    confirmations: int = Field(default=1, ge=1, le=1000)
+    """A block is processed once it has this many blocks on top of it, itself included."""
+    head: Literal["latest", "safe", "finalized"] = "latest"
+    """The head deposits count against: the node's ``latest`` block, or the chain's
+    ``safe`` / ``finalized`` block (OP stack, Arbitrum); ``confirmations`` counts down
+    from it (docs/indexer.md, Which head)."""
+    poll_interval: float = Field(default=1.0, gt=0, le=60)
+    batch_size: int = Field(default=100, ge=1, le=5000)
+    """Blocks fetched per JSON-RPC batch while catching up."""
+    max_log_range: int = Field(default=2000, ge=1, le=100_000)
+    """Widest ``eth_getLogs`` block range tried before splitting."""
+    rpc_timeout: float = Field(default=10.0, gt=0, le=300)
+    start_block: int | Literal["latest"] = "latest"
+    """Where a chain with no stored cursor starts; ``latest`` is the confirmed head."""
+    native: NativeTokenConfig = NativeTokenConfig()
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    relayer: Address | Literal[""] = ""
+    """The relayer's address on this chain: it prefills here and is repaid here."""
+    fee_account: Address | Literal[""] = ""
+    """Receives the fees of intents paid on this chain; empty: the relayer keeps them."""
+    coordinator: Address | Literal[""] = ""
+    bridger: Address | Literal[""] = ""
+    max_fee_per_gas: int = Field(default=500 * 10**9, gt=0)
+    """Cap of the executor's EIP-1559 ``maxFeePerGas``, wei; above it, actions wait."""
+    verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
+    """A second, independent provider that confirms large deposits before their prefill
+    (a token's ``verify_above``); required when a token sets it. Shown only redacted."""
+
+    @field_validator("rpc_urls", "verify_rpc_urls")
+    @classmethod
+    def _urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not re.match(r"^(https?|wss?)://[^\s/]+", url):
+                raise ValueError(f"{redact_url(url)!r} is not an http(s) or ws(s) URL")
+        return urls
+
+    @model_validator(mode="after")
+    def _unique_tokens(self) -> ChainConfig:
+        seen: set[str] = set()
+        for token in self.tokens:
+            if token.address.lower() in seen or token.address == NATIVE_TOKEN:
+                raise ValueError(f"token {token.address} is listed twice or is the native token")
+            seen.add(token.address.lower())
+        return self
+
+    @model_validator(mode="after")
+    def _verifier_given(self) -> ChainConfig:
+        checked = [t.symbol for t in (self.native, *self.tokens) if t.verify_above is not None]
+        if checked and not self.verify_rpc_urls:
+            raise ValueError(
+                f"chains.{self.name}.verify_rpc_urls is empty but {', '.join(checked)} set"
+                " verify_above: large deposits would be paid unconfirmed; give a second"
+                " provider's URLs"
+            )
+        overlap = set(self.verify_rpc_urls) & set(self.rpc_urls)
+        if overlap:
+            raise ValueError(
+                f"chains.{self.name}.verify_rpc_urls repeats an rpc_urls entry: the second"
+                " provider must be another one"
+            )
+        return self
+
+    def token(self, address: str) -> TokenConfig | NativeTokenConfig | None:
+        """The supported token at ``address`` (any case), or None."""
+        if address.lower() == NATIVE_TOKEN.lower():
+            return self.native
+        for token in self.tokens:
+            if token.address.lower() == address.lower():
+                return token
+        return None
+
+    def token_by_symbol(self, symbol: str) -> tuple[str, TokenConfig | NativeTokenConfig] | None:
+        """(address, token) of the supported token with ``symbol``, or None."""
+        if self.native.symbol == symbol:
+            return NATIVE_TOKEN, self.native
+        for token in self.tokens:
+            if token.symbol == symbol:
+                return token.address, token
+        return None

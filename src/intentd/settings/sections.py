@@ -1,0 +1,152 @@
+"""Every config section besides chains: database, Kafka, intents, observability, fees,
+API and execution.
+
+Each refuses unknown keys and values out of its bounds; a database URL must be
+``postgresql://`` and is a secret (never shown); bridge options have unique names and
+well-formed route patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from intentd.settings.base import ConfigModel
+
+
+class DatabaseConfig(ConfigModel):
+    url: SecretStr
+    min_pool: int = Field(default=1, ge=0)
+    max_pool: int = Field(default=10, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _dsn(cls, url: SecretStr) -> SecretStr:
+        if not url.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return url
+
+
+class KafkaConfig(ConfigModel):
+    bootstrap_servers: str = Field(min_length=1)
+    client_id: str = "intentd"
+    topic_prefix: str = Field(default="intentd", pattern=r"^[A-Za-z0-9._-]+$")
+    lifecycle_group: str = "intentd-lifecycle"
+
+
+class IntentsConfig(ConfigModel):
+    default_expires_in: int = Field(default=3600, ge=1)
+    """Seconds from creation to ``expires_at`` when the request names none."""
+    min_expires_in: int = Field(default=60, ge=1)
+    """Shortest lifetime a request may ask for (tests and demos may lower it)."""
+    max_expires_in: int = Field(default=7 * 86400, ge=60)
+    default_client_id: str = "00000000-0000-0000-0000-000000000000"
+    """Client that owns intents created from the CLI."""
+
+
+class ObservabilityConfig(ConfigModel):
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    """Port of the Prometheus / health endpoint; None disables it."""
+
+
+class BridgeOption(ConfigModel):
+    """One way to move value between chains, with its fee (see docs/api.md, Fees)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
+    fixed_usd: Decimal = Field(default=Decimal(0), ge=0, le=1_000_000)
+    """Flat fee per intent, in USD, charged in ``tokenIn`` at its USD price."""
+    bps: Decimal = Field(default=Decimal(0), ge=0, le=10_000)
+    """Proportional fee in basis points (1/10,000) of the amount."""
+    routes: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+    """Routes it serves: ``"*"`` or ``"SOURCE->DESTINATION"`` (either side may be ``*``)."""
+    estimated_seconds: int = Field(default=30, ge=1, le=86_400)
+
+    @field_validator("routes")
+    @classmethod
+    def _route_patterns(cls, routes: list[str]) -> list[str]:
+        for route in routes:
+            if route != "*" and not re.fullmatch(
+                r"(\*|[A-Z][A-Z0-9_]*)->(\*|[A-Z][A-Z0-9_]*)", route
+            ):
+                raise ValueError(
+                    f"route {route!r} must be '*' or 'SOURCE->DESTINATION' ('*' allowed)"
+                )
+        return routes
+
+    def serves(self, source: str, destination: str) -> bool:
+        for route in self.routes:
+            if route == "*":
+                return True
+            src, _, dst = route.partition("->")
+            if src in ("*", source) and dst in ("*", destination):
+                return True
+        return False
+
+
+class FeesConfig(ConfigModel):
+    """The fee model: a route fee per bridge option plus the application fee."""
+
+    app_fee_bps: Decimal = Field(default=Decimal(0), ge=0, le=10_000)
+    app_fee_fixed_usd: Decimal = Field(default=Decimal(0), ge=0, le=1_000_000)
+    bridges: list[BridgeOption] = Field(
+        default_factory=lambda: [BridgeOption(name="relay")], min_length=1
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> FeesConfig:
+        names = [b.name for b in self.bridges]
+        if len(names) != len(set(names)):
+            raise ValueError("two bridge options share a name")
+        return self
+
+
+class ApiConfig(ConfigModel):
+    """The HTTP API role (``intentd api``)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    replicas: int = Field(default=1, ge=1, le=1000)
+    """API replicas (hosts or pods) behind the load balancer."""
+    default_rate_limit: int = Field(default=250, ge=1, le=1_000_000)
+    """Requests per second per API key, unless the key has its own limit."""
+    key_cache_ttl: float = Field(default=5.0, ge=0, le=300)
+    """Seconds a verified (or unknown) key is trusted without a database read."""
+    session_ttl: int = Field(default=900, ge=60, le=86_400)
+    """Default lifetime of a session token, seconds."""
+    max_session_ttl: int = Field(default=3600, ge=60, le=86_400)
+    trigger_max_blocks: int = Field(default=5000, ge=1, le=1_000_000)
+    """Blocks one trigger-processing call scans at most; the next call continues."""
+    trigger_clock_skew: int = Field(default=300, ge=0, le=86_400)
+    """Seconds before ``created_at`` where the scan of an intent's window starts."""
+    cors_origins: list[str] = Field(default_factory=list)
+    """Origins allowed to call the session endpoints from a browser (the payment modal)."""
+    workers: int = Field(default=1, ge=1, le=64)
+    """Processes serving the API in each replica (``intentd api`` only; ``run`` uses one)."""
+
+    @property
+    def rate_limit_shares(self) -> int:
+        """Processes that each enforce ``rate limit / shares`` of every key: one token
+        bucket per key per process, and ``replicas * workers`` processes."""
+        return self.replicas * self.workers
+
+
+class ExecutionConfig(ConfigModel):
+    """The executors (``intentd execute --chain NAME``); see docs/execution.md."""
+
+    poll_interval: float = Field(default=0.5, gt=0, le=60)
+    """Seconds between looks for work when no NOTIFY arrives."""
+    stuck_after: float = Field(default=30.0, gt=0, le=86_400)
+    """Seconds without a receipt before a transaction is re-broadcast or replaced."""
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    """Failed attempts (reverts, nonces taken by others) before an action fails."""
+    retry_backoff: float = Field(default=5.0, ge=0, le=3600)
+    """Seconds before the second attempt; doubled for each further one."""
+    topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
+    """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+    unconfirmed_alert_after: float = Field(default=900.0, ge=0, le=86_400)
+    """Seconds a prefill may wait for the second provider to confirm its deposits
+    before an operator alert (it keeps waiting after it)."""
