@@ -15,6 +15,7 @@ transaction rolled back when its block raises. Time is :attr:`FakeStore.now`.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -106,6 +107,8 @@ class FakeChain:
     """Answers for the next broadcasts, before any rule applies."""
     unreachable_sends: int = 0
     """Broadcasts that get no answer (``RpcTransportError``) before any rule applies."""
+    crash_before_send: int = 0
+    """Broadcasts the caller "dies" before making (:class:`Crash`): recorded, never sent."""
     crash_after_send: int = 0
     """Broadcasts the node takes, after which the caller "dies" (:class:`Crash`)."""
     estimate_reverts: bool = False
@@ -238,6 +241,9 @@ class FakeWriter:
 
     async def send_raw(self, raw: bytes) -> tuple[SendOutcome, str]:
         chain = self.chain
+        if chain.crash_before_send:
+            chain.crash_before_send -= 1
+            raise Crash("before send")
         chain.broadcasts.append(raw)
         if chain.unreachable_sends:
             chain.unreachable_sends -= 1
@@ -328,7 +334,12 @@ class FakeStore:
         return self.state.actions[action_id]
 
     def transactions(self, action_id: int) -> list[Tx]:
-        return [r.tx for r in self.state.txs.values() if r.tx.action_id == action_id]
+        """The action's transactions, oldest first, aged by the store's clock."""
+        return [
+            replace(r.tx, age=self.now - r.updated_at)
+            for r in self.state.txs.values()
+            if r.tx.action_id == action_id
+        ]
 
     def results(self, action_id: int) -> list[tuple[str, str | None]]:
         return [(r.event, r.tx_hash) for r in self.state.outbox if r.action_id == action_id]
@@ -369,9 +380,7 @@ class FakeStoreTransaction:
     async def action_age(self, action_id: int) -> float:
         return self._store.now - self._s.actions[action_id].created_at
 
-    async def set_action_status(
-        self, action_id: int, old: ActionStatus, new: ActionStatus
-    ) -> bool:
+    async def set_action_status(self, action_id: int, old: ActionStatus, new: ActionStatus) -> bool:
         row = self._s.actions[action_id]
         if row.status is not old:
             return False
@@ -525,18 +534,20 @@ class FakeStoreTransaction:
 # --- the lease --------------------------------------------------------------------------
 
 
-@dataclass
 class FakeLease:
-    """:class:`~intentd.execution.ports.Lease` that a test can take away."""
+    """:class:`~intentd.execution.ports.Lease` that is lost after ``lose_after`` checks."""
 
-    lost: bool = False
-    wakeup: Any = None
-    checks: int = 0
+    def __init__(self, lose_after: int | None = None) -> None:
+        self.lose_after = lose_after
+        self.checks = 0
+        self.checked = asyncio.Event()
+        self.wakeup: asyncio.Event | None = None
 
-    async def listen(self, wakeup: Any) -> None:
+    async def listen(self, wakeup: asyncio.Event) -> None:
         self.wakeup = wakeup
 
     async def check(self) -> None:
         self.checks += 1
-        if self.lost:
+        self.checked.set()
+        if self.lose_after is not None and self.checks > self.lose_after:
             raise LeadershipLost("the fake lease was taken away")
