@@ -15,17 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 import orjson
 
+from intentd.adapters.intent_store import Connection
 from intentd.adapters.lifecycle_store import enqueue
 from intentd.execution.gas import Fees
 from intentd.execution.planning import Purpose
 from intentd.execution.ports import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage, action_results_topic
-
-Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 
 __all__ = ["TX_COLUMNS", "Connection", "TransactionRows", "tx_of_row"]
 
