@@ -16,10 +16,10 @@ from tests.integration import test_executor
 from tests.integration.test_executor import RECIPIENT, Chain, seed_action, transactions, wait_status
 from tests.support import new_intent
 
-from intentd.adapters import execution_store
+from intentd.adapters.execution_store import PostgresExecutionTransaction
 from intentd.adapters.postgres import Pool
+from intentd.domain.actions import NATIVE, Action, ActionStatus
 from intentd.execution.gas import Fees, topup_value
-from intentd.execution.planning import NATIVE, Action
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -92,7 +92,8 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
             intent.id, chain, token, RECIPIENT, status, intent.address_index,
         )  # fmt: skip
         async with pool.acquire() as conn:
-            found = await execution_store.lock_action(conn, action_id, status)
+            rows = PostgresExecutionTransaction(conn, chain, "unused")
+            found = await rows.lock_action(action_id, ActionStatus(status))
         assert found is not None
         return found
 
@@ -124,8 +125,9 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
     sweep = await action(NATIVE, "confirmed")  # a native sweep pays its gas from its amount
     await tx(sweep.id, "transfer", "confirmed", 10**15, 21_000)
     async with pool.acquire() as conn:
-        credit = await execution_store.gas_credit(conn, retried, address)
+        rows = PostgresExecutionTransaction(conn, chain, "unused")
+        credit = await rows.gas_credit(retried, address)
         assert credit == 1_000 - 300 - 50 + 900 - 200
         other = await action(token, "submitted")
-        assert await execution_store.gas_credit(conn, retried, address) is None
-        assert await execution_store.gas_credit(conn, other, address) == 1_350  # not busy itself
+        assert await rows.gas_credit(retried, address) is None
+        assert await rows.gas_credit(other, address) == 1_350  # not busy itself

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intentd.adapters.intent_store import Connection
+from intentd.domain.actions import ActionKind, ActionStatus
 
 __all__ = ["ActionFacts", "facts"]
 
@@ -18,9 +19,9 @@ __all__ = ["ActionFacts", "facts"]
 @dataclass(frozen=True, slots=True)
 class ActionFacts:
     intent_id: int
-    kind: str
+    kind: ActionKind
     chain: str
-    status: str
+    status: ActionStatus
     tx_hash: str | None
     """The confirmed transfer's hash (set when the action is confirmed)."""
     amount_sent: int | None
@@ -48,9 +49,9 @@ async def facts(conn: Connection, action_id: int, tx_hash: str | None) -> Action
     amount_sent, gas_cost = record["amount_sent"], record["gas_cost"]
     return ActionFacts(
         intent_id=record["intent_id"],
-        kind=record["kind"],
+        kind=ActionKind(record["kind"]),
         chain=record["chain"],
-        status=record["status"],
+        status=ActionStatus(record["status"]),
         tx_hash=record["tx_hash"],
         amount_sent=None if amount_sent is None else int(amount_sent),
         gas_cost=None if gas_cost is None else int(gas_cost),

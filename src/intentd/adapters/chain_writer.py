@@ -4,43 +4,21 @@ Reads go through :class:`~intentd.adapters.chain.JsonRpcClient` with its retries
 and failover. Broadcasts use a client of their own that does not retry: a node's
 refusal is an answer to classify (:class:`SendOutcome`), and a broadcast that got
 no answer is simply repeated on the next tick; re-sending the same signed bytes
-is harmless.
+is harmless. The answer types (:class:`~intentd.execution.ports.SendOutcome`,
+``FeeInputs``, ``EstimateReverted``) belong to the port.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from intentd.adapters.chain import JsonRpcClient, RpcError
+from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
 from intentd.execution.tracking import Receipt
 
-__all__ = ["EstimateReverted", "EvmChainWriter", "FeeInputs", "SendOutcome"]
-
-
-class EstimateReverted(Exception):
-    """The node says the call would revert (e.g. the sender lacks the tokens)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FeeInputs:
-    head: int
-    base_fee: int
-    tip: int
-
-
-class SendOutcome(enum.Enum):
-    ACCEPTED = "accepted"
-    KNOWN = "known"
-    """The node already has it (in its pool)."""
-    NONCE_TOO_LOW = "nonce_too_low"
-    """The nonce is used: by this transaction (mined), a sibling, or someone else."""
-    UNDERPRICED = "underpriced"
-    INSUFFICIENT_FUNDS = "insufficient_funds"
-    REJECTED = "rejected"
+__all__ = ["EvmChainWriter", "classify_send_error"]
 
 
 _KNOWN = re.compile(r"already known|known transaction|already imported|already exists", re.I)
@@ -63,7 +41,7 @@ def classify_send_error(message: str) -> SendOutcome:
 
 
 class EvmChainWriter:
-    """What the executor asks of one chain's nodes."""
+    """:class:`~intentd.execution.ports.ChainWriter` over JSON-RPC."""
 
     def __init__(self, reads: JsonRpcClient, sends: JsonRpcClient) -> None:
         self._reads = reads

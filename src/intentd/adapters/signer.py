@@ -14,7 +14,8 @@ from eth_account import Account
 from eth_utils import to_checksum_address
 
 from intentd.custody import IntentKeys, address_of_key
-from intentd.execution.planning import SignerKind, TxPlan
+from intentd.domain.actions import SignerKind
+from intentd.execution.planning import TxPlan
 from intentd.settings import ChainConfig, ConfigError, Settings
 
 __all__ = ["Keyring", "SignedTx", "sign"]

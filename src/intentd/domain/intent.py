@@ -52,11 +52,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+# An action's types are defined in domain.actions; re-exported for existing importers.
+from intentd.domain.actions import NATIVE as NATIVE  # noqa: PLC0414
+from intentd.domain.actions import ActionKind as ActionKind  # noqa: PLC0414
+from intentd.domain.actions import PendingAction as PendingAction  # noqa: PLC0414
+from intentd.domain.actions import RefundReason as RefundReason  # noqa: PLC0414
+from intentd.domain.actions import SignerKind as SignerKind  # noqa: PLC0414
 from intentd.domain.events import EventType, PendingEvent
 from intentd.domain.status import FundingStatus, IntentStatus, check_move, funding_status
-
-NATIVE = "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
-"""The native coin's pseudo-address, lowercase (see settings.NATIVE_TOKEN)."""
 
 
 class Disposition(StrEnum):
@@ -77,32 +80,8 @@ class Disposition(StrEnum):
     stays at the intent address (refunding it would cost more than it is worth)."""
 
 
-class RefundReason(StrEnum):
-    EXPIRED = "expired"
-    EXCESS = "excess"
-    LATE_DEPOSIT = "late_deposit"
-    WRONG_TOKEN = "wrong_token"
-    FAILED = "failed"
-
-
 ENDING_REASONS = frozenset({RefundReason.EXPIRED, RefundReason.FAILED})
 """Refunds whose confirmation ends the intent as REFUNDED."""
-
-
-class ActionKind(StrEnum):
-    PREFILL = "prefill"
-    """The relayer pays ``amount_out`` of ``tokenOut`` to the recipient (destination chain)."""
-    RELAYER_REFUND = "relayer_refund"
-    """The intent address repays the relayer from the deposit (source chain)."""
-    FEE_SWEEP = "fee_sweep"
-    """The intent address pays the fees to the fee account (source chain)."""
-    USER_REFUND = "user_refund"
-    """The intent address pays back to ``refund_address`` (the deposit's chain)."""
-
-
-class SignerKind(StrEnum):
-    RELAYER = "relayer"
-    INTENT = "intent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,24 +104,6 @@ class Deposit:
 class DepositDecision:
     disposition: Disposition
     reason: RefundReason | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PendingAction:
-    """Money to move, recorded with the state change that decided it."""
-
-    kind: ActionKind
-    chain: str
-    token: str
-    amount: int
-    to_address: str
-    signer: SignerKind
-    reason: RefundReason | None = None
-
-    @property
-    def gas_from_amount(self) -> bool:
-        """A native transfer from the intent address pays its own gas."""
-        return self.signer is SignerKind.INTENT and self.token == NATIVE
 
 
 @dataclass(frozen=True, slots=True)

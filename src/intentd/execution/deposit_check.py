@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intentd.execution.planning import NATIVE
+from intentd.domain.actions import NATIVE
 
 __all__ = [
     "TRANSFER_TOPIC",

@@ -1,7 +1,7 @@
 """Confirming a prefill's deposits with a second provider before it is signed (I/O).
 
 :meth:`DepositVerifier.unconfirmed` reads the intent's credited deposits on its source
-chain (the caller's transaction) and, when the source token's ``verify_above`` is
+chain (through the caller's store transaction) and, when the source token's ``verify_above`` is
 exceeded, asks that chain's second provider (``verify_rpc_urls``) about each of them;
 the rules are in :mod:`intentd.execution.deposit_check`. It answers the reasons the
 deposits are not confirmed (empty: the prefill may be signed). A provider that fails
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTransportError
-from intentd.adapters.execution_store import Connection
+from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     Credited,
     check_balance,
@@ -22,7 +22,7 @@ from intentd.execution.deposit_check import (
     deep_enough,
     needs_check,
 )
-from intentd.execution.planning import NATIVE
+from intentd.execution.ports import StoreTransaction
 from intentd.indexer.balances import reconciled_tx_hash
 from intentd.settings import ChainConfig, Settings
 
@@ -113,36 +113,17 @@ class DepositVerifier:
         for provider in self._providers.values():
             await provider.close()
 
-    async def unconfirmed(self, conn: Connection, intent_id: int) -> list[str]:
+    async def unconfirmed(self, work: StoreTransaction, intent_id: int) -> list[str]:
         """Why the intent's credited deposits do not allow its prefill yet ([]: they do)."""
-        intent = await conn.fetchrow(
-            "SELECT source_chain, token_in FROM intents WHERE id = $1", intent_id
-        )
-        if intent is None:
+        source = await work.intent_source(intent_id)
+        if source is None:
             return [f"intent {intent_id} not found"]
-        chain = self._settings.chains.get(intent["source_chain"])
-        token = None if chain is None else chain.token(intent["token_in"])
+        source_chain, token_in = source
+        chain = self._settings.chains.get(source_chain)
+        token = None if chain is None else chain.token(token_in)
         if chain is None or token is None:
-            return [f"source {intent['source_chain']} {intent['token_in']} is not configured"]
-        rows = await conn.fetch(
-            "SELECT tx_hash, token, transfer_index, to_address, amount, block_number, block_hash"
-            " FROM deposits WHERE intent_id = $1 AND chain = $2 AND disposition = 'credited'"
-            " ORDER BY id",
-            intent_id,
-            chain.name,
-        )
-        deposits = [
-            Credited(
-                tx_hash=r["tx_hash"].lower(),
-                token=r["token"].lower(),
-                transfer_index=r["transfer_index"],
-                to_address=r["to_address"].lower(),
-                amount=int(r["amount"]),
-                block_number=r["block_number"],
-                block_hash=r["block_hash"].lower(),
-            )
-            for r in rows
-        ]
+            return [f"source {source_chain} {token_in} is not configured"]
+        deposits = await work.credited_deposits(intent_id, chain.name)
         if not needs_check(deposits, token.verify_above_units):
             return []
         provider = self._providers.get(chain.name)

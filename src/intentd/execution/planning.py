@@ -7,6 +7,9 @@ the relayer, the gas tank or an intent address. It takes one or two transactions
   ``transfer(to, amount)`` call to the token contract;
 - before it, a ``gas_topup`` from the gas tank, when an intent address signs an
   ERC-20 transfer (an intent address holds no native coin of its own to spend).
+
+The action itself (:class:`~intentd.domain.actions.Action`, its kinds and signers) is
+defined in ``domain.actions``.
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from intentd.domain.actions import Action, SignerKind
 from intentd.execution.gas import Fees, native_sweep_value, topup_after_credit, topup_value
-from intentd.settings import NATIVE_TOKEN
 
 __all__ = [
-    "NATIVE",
-    "Action",
     "Purpose",
-    "SignerKind",
     "TxPlan",
     "erc20_transfer_data",
     "needs_topup",
@@ -29,17 +29,7 @@ __all__ = [
     "plan_transfer",
 ]
 
-NATIVE = NATIVE_TOKEN.lower()
 _TRANSFER_SELECTOR = bytes.fromhex("a9059cbb")  # transfer(address,uint256)
-
-
-class SignerKind(enum.StrEnum):
-    RELAYER = "relayer"
-    """The relayer's hot wallet: prefills; pays its own gas."""
-    GAS_TANK = "gas_tank"
-    """Funds gas of intent addresses; never moves user money."""
-    INTENT = "intent"
-    """A single-use intent address, key derived from the HD seed at ``signer_index``."""
 
 
 class Purpose(enum.StrEnum):
@@ -47,28 +37,6 @@ class Purpose(enum.StrEnum):
     """The transaction that moves the action's money."""
     GAS_TOPUP = "gas_topup"
     """Native coin from the gas tank to the intent address that signs the transfer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """An executable action as the executor reads it (see ``0003_execution.sql``)."""
-
-    id: int
-    intent_id: int
-    kind: str
-    chain: str
-    token: str
-    """Lowercase token contract, or :data:`NATIVE`."""
-    amount: int
-    to_address: str
-    signer_kind: SignerKind
-    signer_index: int | None
-    gas_from_amount: bool
-    attempts: int
-
-    @property
-    def native(self) -> bool:
-        return self.token == NATIVE
 
 
 @dataclass(frozen=True, slots=True)

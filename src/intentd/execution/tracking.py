@@ -37,8 +37,11 @@ __all__ = [
     "TxStatus",
     "Verdict",
     "at_depth",
+    "depth_block",
     "judge_group",
+    "newly_included",
     "next_transfer_due",
+    "nonce_groups",
 ]
 
 
@@ -131,6 +134,27 @@ Verdict = Final | Included | Consumed | Pending
 def at_depth(block_number: int, head: int, confirmations: int) -> bool:
     """A block is confirmed once it has ``confirmations`` blocks on top, itself included."""
     return head - block_number + 1 >= confirmations
+
+
+def depth_block(head: int, confirmations: int) -> int:
+    """The newest block at confirmation depth (0 while the chain is shorter)."""
+    return max(head - confirmations + 1, 0)
+
+
+def nonce_groups(txs: Sequence[Tx]) -> list[list[Tx]]:
+    """The open transactions of ``txs`` (oldest first) by (signer, nonce), each group
+    oldest first, groups in the order of their first transaction."""
+    groups: dict[tuple[str, int], list[Tx]] = {}
+    for tx in txs:
+        if tx.status in OPEN_STATUSES:
+            groups.setdefault((tx.signer, tx.nonce), []).append(tx)
+    return list(groups.values())
+
+
+def newly_included(winner: Tx, receipt: Receipt) -> bool:
+    """Whether an included transaction must be recorded ``mined`` in the receipt's block
+    (it was not, or it was in another block: a reorg moved it)."""
+    return winner.status is not TxStatus.MINED or winner.block_number != receipt.block_number
 
 
 def judge_group(

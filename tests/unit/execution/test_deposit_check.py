@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     TRANSFER_TOPIC,
     Credited,
@@ -18,7 +19,6 @@ from intentd.execution.deposit_check import (
     retry_delay,
 )
 from intentd.execution.deposit_verifier import DepositVerifier, confirm
-from intentd.execution.planning import NATIVE
 from intentd.indexer.balances import reconciled_tx_hash
 from intentd.settings import ChainConfig, ConfigError, load_settings
 

@@ -8,8 +8,8 @@ import pytest
 
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
+from intentd.domain.actions import SignerKind
 from intentd.execution.executor import executor_role
-from intentd.execution.planning import SignerKind
 from intentd.settings import ConfigError, load_settings
 from intentd_dev.devinfra.accounts import ANVIL_MNEMONIC, Role, dev_account
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from intentd.domain.actions import NATIVE, Action, ActionKind, SignerKind
 from intentd.execution.gas import AmountBelowGas, Fees
 from intentd.execution.planning import (
-    NATIVE,
-    Action,
     Purpose,
-    SignerKind,
     erc20_transfer_data,
     needs_topup,
     plan_topup,
@@ -124,7 +122,7 @@ def test_backoff_is_bounded() -> None:
 
 def action(token: str, signer: SignerKind, *, gas_from_amount: bool = False) -> Action:
     return Action(
-        id=1, intent_id=2, kind="user_refund", chain="X", token=token, amount=10**16,
+        id=1, intent_id=2, kind=ActionKind.USER_REFUND, chain="X", token=token, amount=10**16,
         to_address=TO, signer_kind=signer, signer_index=5, gas_from_amount=gas_from_amount,
         attempts=0,
     )  # fmt: skip

@@ -1,0 +1,173 @@
+"""Signing, recording and broadcasting one transaction of an action.
+
+Guarantees:
+
+- A transaction is signed with a nonce allocated in the store transaction that records
+  it (status ``signed``, with its raw bytes); nothing is broadcast before that
+  transaction commits. The caller commits, then calls :meth:`Sender.after_record`.
+- The first time this process uses a signer, its stored next nonce is lined up with
+  the chain (pending count, and past every nonce recorded), and nonces below it with
+  no open transaction of ours are reported as gaps.
+- A broadcast the node accepts, or already knows, marks the row ``sent`` and, with
+  the action's first transfer, puts the ``sent`` result in the outbox in the same
+  store transaction (under the action's row lock: once per action). A refusal or no
+  answer leaves the row ``signed``: the next tick broadcasts the same bytes again,
+  which is harmless. "Nonce too low" is left to the receipts (ours mined, or not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters.chain import RpcTransportError
+from intentd.adapters.signer import Keyring, sign
+from intentd.domain.actions import Action, ResultEvent, SignerKind
+from intentd.execution.outcomes import result_message
+from intentd.execution.planning import Purpose, TxPlan
+from intentd.execution.ports import (
+    ChainWriter,
+    ExecutionStore,
+    NewTx,
+    SendOutcome,
+    StoreTransaction,
+)
+from intentd.faults import crash_point
+from intentd.settings import ChainConfig
+
+__all__ = ["Recorded", "Sender"]
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A transaction recorded (committed) and not yet broadcast by this process."""
+
+    action: Action
+    tx_id: int
+    purpose: Purpose
+    tx_hash: str
+    raw: bytes
+
+
+class Sender:
+    """Signs, records and broadcasts the transactions of one chain's actions."""
+
+    def __init__(
+        self, chain: ChainConfig, *, store: ExecutionStore, writer: ChainWriter, keyring: Keyring
+    ) -> None:
+        self._chain = chain
+        self._name = chain.name
+        self._store = store
+        self._writer = writer
+        self._keys = keyring
+        self._reconciled: set[str] = set()
+
+    async def record(
+        self,
+        work: StoreTransaction,
+        action: Action,
+        plan: TxPlan,
+        kind: SignerKind,
+        index: int | None,
+        *,
+        nonce: int | None = None,
+    ) -> Recorded:
+        """Sign ``plan`` with a newly allocated nonce (or ``nonce``) and record it in
+        ``work``; broadcast it with :meth:`after_record` once ``work`` is committed."""
+        signer = self._keys.address(kind, index)
+        if nonce is None:
+            await self._reconcile(signer)
+            nonce = await work.allocate_nonce(signer)
+        signed = sign(
+            plan,
+            chain_id=self._chain.chain_id,
+            nonce=nonce,
+            private_key=self._keys.key(kind, index),
+        )
+        tx_id = await work.record_transaction(
+            NewTx(
+                action_id=action.id,
+                purpose=plan.purpose,
+                chain=self._name,
+                signer=signer,
+                nonce=nonce,
+                tx_hash=signed.tx_hash,
+                raw=signed.raw,
+                to=plan.to,
+                value=plan.value,
+                gas_limit=plan.gas_limit,
+                fees=plan.fees,
+            )
+        )
+        log.info(
+            "transaction recorded",
+            tx_hash=signed.tx_hash,
+            purpose=plan.purpose.value,
+            signer=signer,
+            nonce=nonce,
+            max_fee_per_gas=plan.fees.max_fee_per_gas,
+        )
+        return Recorded(action, tx_id, plan.purpose, signed.tx_hash, signed.raw)
+
+    def forget(self, signer: str) -> None:
+        """Reconcile ``signer`` again before its next nonce (another transaction used one)."""
+        self._reconciled.discard(signer)
+
+    async def _reconcile(self, signer: str) -> None:
+        """First use of a signer by this process: line its stored nonce up with the chain."""
+        if signer in self._reconciled:
+            return
+        pending = (await self._writer.nonces([signer], "pending"))[signer]
+        latest = (await self._writer.nonces([signer], "latest"))[signer]
+        async with self._store.transaction() as work:
+            next_nonce = await work.reconcile_nonce(signer, pending)
+            holes = await work.open_nonce_holes(signer, latest)
+        if holes:
+            metrics.NONCE_GAPS.labels(self._name).inc(holes)
+            log.error("nonce gap: nonces with no transaction of ours", signer=signer, holes=holes)
+        log.info("signer reconciled", signer=signer, next_nonce=next_nonce, chain_pending=pending)
+        self._reconciled.add(signer)
+
+    async def after_record(self, recorded: Recorded) -> None:
+        crash_point("executor.after_record")
+        await self.broadcast(
+            recorded.action, recorded.tx_id, recorded.purpose, recorded.raw, recorded.tx_hash
+        )
+
+    async def broadcast(
+        self, action: Action, tx_id: int, purpose: Purpose, raw: bytes, tx_hash: str
+    ) -> None:
+        """Send recorded bytes; on acceptance mark the row ``sent`` (and report the
+        action's first broadcast). A refusal leaves it ``signed`` for the next tick."""
+        with structlog.contextvars.bound_contextvars(tx_hash=tx_hash, intent_id=action.intent_id):
+            try:
+                outcome, message = await self._writer.send_raw(raw)
+            except RpcTransportError as exc:
+                log.warning("broadcast got no answer; will retry", error=str(exc))
+                return
+            crash_point("executor.after_send")
+            if outcome in (SendOutcome.ACCEPTED, SendOutcome.KNOWN):
+                async with self._store.transaction() as work:
+                    await self.ensure_sent(work, action, tx_id, purpose, tx_hash)
+                metrics.CHAIN_TRANSACTIONS.labels(self._name, purpose.value, "sent").inc()
+                log.info("transaction sent", outcome=outcome.value)
+            elif outcome is SendOutcome.NONCE_TOO_LOW:
+                log.info("nonce already used; receipts will tell by whom", error=message)
+            else:
+                metrics.SEND_REFUSALS.labels(self._name, outcome.value).inc()
+                log.warning(
+                    "node refused the transaction; will retry", error=message, reason=outcome.value
+                )
+
+    async def ensure_sent(
+        self, work: StoreTransaction, action: Action, tx_id: int, purpose: Purpose, tx_hash: str
+    ) -> None:
+        """Mark ``signed`` → ``sent``; with the action's first transfer, enqueue ``sent``."""
+        await work.lock_action_row(action.id)
+        first = purpose is Purpose.TRANSFER and not await work.first_transfer_sent(action.id)
+        if await work.mark_sent(tx_id) and first:
+            await work.enqueue_result(result_message(action, ResultEvent.SENT, tx_hash=tx_hash))

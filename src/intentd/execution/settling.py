@@ -1,0 +1,209 @@
+"""Transactions in flight: read the chain, judge each nonce group, apply the verdict.
+
+Guarantees:
+
+- Each tick reads the head, then every open signer's nonce count at the newest block
+  at confirmation depth, then the receipts of every open transaction (nonces before
+  receipts: a transaction mined in between shows as mined, never as consumed).
+- A group is final at the chain's confirmation depth: the winner ``confirmed`` (the
+  action confirmed, the ``confirmed`` result in the outbox) or ``reverted`` (a failed
+  attempt), the others ``dropped``, all in one store transaction under the action's
+  row lock (compare-and-set: done once even if two executors run).
+- Mined above depth: recorded ``mined`` and waited on; a reorg that takes it out sends
+  it back to ``sent`` (the same bytes go out again when it is stuck).
+- None mined but the nonce used at depth by a transaction that is not ours: the group
+  is ``dropped``, the attempt failed, the signer reconciled again before its next nonce.
+  A foreign transaction above depth may still be reorged out for ours: not acted on.
+- Signed, never sent (a crash between record and broadcast): broadcast, never signed
+  anew. A confirmed gas top-up is followed by the transfer (``execution.starting``).
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.domain.actions import Action, ActionStatus, ResultEvent
+from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
+from intentd.execution.planning import Purpose
+from intentd.execution.policy import RetryPolicy
+from intentd.execution.ports import ChainWriter, ExecutionStore
+from intentd.execution.sending import Sender
+from intentd.execution.starting import Starter
+from intentd.execution.tracking import (
+    Consumed,
+    Final,
+    Included,
+    Pending,
+    Receipt,
+    Tx,
+    TxStatus,
+    Verdict,
+    depth_block,
+    judge_group,
+    newly_included,
+    next_transfer_due,
+    nonce_groups,
+)
+from intentd.execution.unsticking import Unsticker
+from intentd.faults import crash_point
+from intentd.settings import ChainConfig, ExecutionConfig
+
+__all__ = ["Settler"]
+
+log = structlog.get_logger()
+
+
+class Settler:
+    """Advances the transactions in flight of one chain."""
+
+    def __init__(
+        self,
+        chain: ChainConfig,
+        config: ExecutionConfig,
+        *,
+        store: ExecutionStore,
+        writer: ChainWriter,
+        sender: Sender,
+        starter: Starter,
+    ) -> None:
+        self._chain = chain
+        self._name = chain.name
+        self._config = config
+        self._store = store
+        self._writer = writer
+        self._sender = sender
+        self._starter = starter
+        self._unsticker = Unsticker(chain, store=store, writer=writer, sender=sender)
+        self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
+
+    async def track(self) -> None:
+        """Advance every action in flight by what its receipts say."""
+        async with self._store.transaction() as work:
+            inflight = await work.submitted_actions()
+        if not inflight:
+            return
+        groups = {action.id: nonce_groups(txs) for action, txs in inflight}
+        open_txs = [tx for gs in groups.values() for g in gs for tx in g]
+        signers = sorted({tx.signer for tx in open_txs})
+        # A nonce counts as used by another transaction only at confirmation depth: a
+        # shallower one may be reorged out, and ours (dropped, its action retried with a
+        # new nonce) mined in its place.
+        head = await self._writer.head()
+        deep = hex(depth_block(head, self._chain.confirmations))
+        mined_nonces = await self._writer.nonces(signers, deep) if signers else {}
+        receipts = await self._writer.receipts([tx.tx_hash for tx in open_txs]) if open_txs else {}
+        for action, txs in inflight:
+            with structlog.contextvars.bound_contextvars(
+                intent_id=action.intent_id, action_id=action.id
+            ):
+                if not groups[action.id]:
+                    if next_transfer_due(txs):
+                        await self._starter.sign_transfer(action)
+                    continue
+                for group in groups[action.id]:
+                    verdict = judge_group(
+                        group,
+                        receipts,
+                        head=head,
+                        confirmations=self._chain.confirmations,
+                        mined_nonces=mined_nonces.get(group[0].signer),
+                        stuck_after=self._config.stuck_after,
+                    )
+                    await self._apply(action, verdict)
+
+    async def _apply(self, action: Action, verdict: Verdict) -> None:
+        match verdict:
+            case Final(winner, receipt, losers):
+                await self._finish(action, winner, receipt, losers)
+            case Included(winner, receipt):
+                if newly_included(winner, receipt):
+                    async with self._store.transaction() as work:
+                        await self._sender.ensure_sent(
+                            work, action, winner.id, winner.purpose, winner.tx_hash
+                        )
+                        await work.set_tx_status(winner.id, TxStatus.MINED, receipt=receipt)
+                    log.info(
+                        "transaction mined", tx_hash=winner.tx_hash, block=receipt.block_number
+                    )
+            case Consumed(txs):
+                await self._consumed(action, txs)
+            case Pending(unsent, unmined, stale, newest):
+                if newest.status is TxStatus.SENT:
+                    crash_point("executor.awaiting_receipt")
+                for tx in unmined:
+                    async with self._store.transaction() as work:
+                        await work.set_tx_status(
+                            tx.id, TxStatus.SENT, old=frozenset({TxStatus.MINED})
+                        )
+                    log.warning("mined transaction left the chain (reorg)", tx_hash=tx.tx_hash)
+                for tx in unsent:
+                    await self._sender.broadcast(action, tx.id, tx.purpose, tx.raw, tx.tx_hash)
+                if stale is not None:
+                    await self._unsticker.unstick(action, stale)
+
+    async def _finish(
+        self, action: Action, winner: Tx, receipt: Receipt, losers: tuple[Tx, ...]
+    ) -> None:
+        """One transaction of a nonce is final: record it, drop its siblings, move on."""
+        outcome = TxStatus.CONFIRMED if receipt.succeeded else TxStatus.REVERTED
+        sign_transfer = False
+        async with self._store.transaction() as work:
+            locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
+            if locked is None:
+                return
+            await self._sender.ensure_sent(work, action, winner.id, winner.purpose, winner.tx_hash)
+            if not await work.set_tx_status(winner.id, outcome, receipt=receipt):
+                return
+            for loser in losers:
+                await work.set_tx_status(loser.id, TxStatus.DROPPED)
+            if not receipt.succeeded:
+                error = f"transaction {winner.tx_hash} reverted"
+                await failed_attempt(work, locked, error, policy=self._policy, chain=self._name)
+            elif winner.purpose is Purpose.TRANSFER:
+                amount_sent, cost = transfer_figures(action, winner, receipt)
+                await work.confirm_action(
+                    action.id, tx_hash=winner.tx_hash, amount_sent=amount_sent, gas_cost=cost
+                )
+                await work.enqueue_result(
+                    result_message(
+                        action,
+                        ResultEvent.CONFIRMED,
+                        tx_hash=winner.tx_hash,
+                        block_number=receipt.block_number,
+                        amount_sent=amount_sent,
+                        gas_cost=cost,
+                    )
+                )
+            else:
+                sign_transfer = True
+        metrics.CHAIN_TRANSACTIONS.labels(self._name, winner.purpose.value, outcome.value).inc()
+        for loser in losers:
+            metrics.CHAIN_TRANSACTIONS.labels(self._name, loser.purpose.value, "dropped").inc()
+        log.info(
+            "transaction final",
+            tx_hash=winner.tx_hash,
+            status=outcome.value,
+            block=receipt.block_number,
+            purpose=winner.purpose.value,
+        )
+        if receipt.succeeded and winner.purpose is Purpose.TRANSFER:
+            metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "confirmed").inc()
+        if sign_transfer:
+            await self._starter.sign_transfer(action)
+
+    async def _consumed(self, action: Action, txs: tuple[Tx, ...]) -> None:
+        """Our nonce was used by a transaction that is not ours: this attempt failed."""
+        first = txs[0]
+        async with self._store.transaction() as work:
+            locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
+            if locked is None:
+                return
+            for tx in txs:
+                await work.set_tx_status(tx.id, TxStatus.DROPPED)
+            error = f"nonce {first.nonce} of {first.signer} used by another transaction"
+            await failed_attempt(work, locked, error, policy=self._policy, chain=self._name)
+        self._sender.forget(first.signer)
+        for tx in txs:
+            metrics.CHAIN_TRANSACTIONS.labels(self._name, tx.purpose.value, "dropped").inc()
+        log.warning("nonce consumed by another transaction", signer=first.signer, nonce=first.nonce)

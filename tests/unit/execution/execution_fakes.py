@@ -1,0 +1,276 @@
+"""In-memory fakes of the executor's ports: a scriptable chain, its writer, a store, a lease.
+
+:class:`FakeChain` keeps a mempool and blocks the way a node does, as far as the
+executor can tell: a transaction is identified by the keccak of its signed bytes, a
+block includes pool transactions whose nonce is their sender's next one, a same-nonce
+send replaces a pool transaction only with fees at least 10 % higher, and
+:meth:`FakeChain.reorg` takes blocks off the top (their transactions back to the pool,
+or forgotten). Tests script refusals, reverts and foreign uses of a signer's nonce.
+
+The store's fake is in ``execution_store_fake.py`` (re-exported here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import rlp
+from eth_account import Account
+from eth_utils import keccak
+from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStore
+
+from intentd.adapters.chain import RpcTransportError
+from intentd.adapters.signer import Keyring
+from intentd.custody import IntentKeys
+from intentd.execution.leader import LeadershipLost
+from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
+from intentd.execution.tracking import Receipt
+
+__all__ = [
+    "RECIPIENT",
+    "TOKEN",
+    "ChainTx",
+    "Crash",
+    "FakeChain",
+    "FakeLease",
+    "FakeStore",
+    "FakeWriter",
+    "decode",
+    "keyring",
+]
+
+TEST_MNEMONIC = "test test test test test test test test test test test junk"
+RELAYER_KEY = bytes.fromhex("11" * 32)
+GAS_TANK_KEY = bytes.fromhex("22" * 32)
+
+
+def keyring() -> Keyring:
+    return Keyring(RELAYER_KEY, GAS_TANK_KEY, IntentKeys(TEST_MNEMONIC))
+
+
+class Crash(Exception):
+    """Stands for the process dying at this point."""
+
+
+# --- the chain --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainTx:
+    """A transaction as the node sees it (decoded from its signed bytes)."""
+
+    tx_hash: str
+    sender: str
+    nonce: int
+    to: str
+    value: int
+    max_fee: int
+    tip: int
+    raw: bytes = b""
+    foreign: bool = False
+
+
+def decode(raw: bytes) -> ChainTx:
+    """An EIP-1559 transaction's fields (type 2: ``0x02 || rlp([...])``)."""
+    assert raw[0] == 2, "the executor signs type-2 transactions"
+    fields = rlp.decode(raw[1:])
+    _chain_id, nonce, tip, max_fee, _gas, to, value = fields[:7]
+    return ChainTx(
+        tx_hash="0x" + keccak(raw).hex(),
+        sender=Account.recover_transaction(raw).lower(),
+        nonce=int.from_bytes(nonce, "big"),
+        to="0x" + to.hex(),
+        value=int.from_bytes(value, "big"),
+        max_fee=int.from_bytes(max_fee, "big"),
+        tip=int.from_bytes(tip, "big"),
+        raw=raw,
+    )
+
+
+@dataclass
+class FakeChain:
+    """Blocks 0..head and a mempool; nothing is mined until :meth:`mine` is called."""
+
+    base_fee: int = 10**9
+    tip: int = 10**8
+    blocks: list[list[ChainTx]] = field(default_factory=lambda: [[]])
+    pool: dict[str, ChainTx] = field(default_factory=dict)
+    reverting: set[str] = field(default_factory=set)
+    """Recipients (``to``) whose transactions revert when mined."""
+    refusals: deque[tuple[SendOutcome, str]] = field(default_factory=deque)
+    """Answers for the next broadcasts, before any rule applies."""
+    unreachable_sends: int = 0
+    """Broadcasts that get no answer (``RpcTransportError``) before any rule applies."""
+    crash_before_send: int = 0
+    """Broadcasts the caller "dies" before making (:class:`Crash`): recorded, never sent."""
+    crash_after_send: int = 0
+    """Broadcasts the node takes, after which the caller "dies" (:class:`Crash`)."""
+    estimate_reverts: bool = False
+    contracts: set[str] = field(default_factory=set)
+    broadcasts: list[bytes] = field(default_factory=list)
+    """Every raw transaction sent to the node, in order (refused ones included)."""
+
+    @property
+    def head(self) -> int:
+        return len(self.blocks) - 1
+
+    def mined(self) -> dict[str, tuple[int, ChainTx]]:
+        return {tx.tx_hash: (n, tx) for n, block in enumerate(self.blocks) for tx in block}
+
+    def count(self, sender: str, through: int | None = None) -> int:
+        """The sender's transaction count at block ``through`` (default: the head)."""
+        last = self.head if through is None else through
+        return sum(1 for block in self.blocks[: last + 1] for tx in block if tx.sender == sender)
+
+    def mine(self, count: int = 1) -> None:
+        """Mine ``count`` blocks, each with every pool transaction it can take."""
+        for _ in range(count):
+            block: list[ChainTx] = []
+            self.blocks.append(block)
+            progress = True
+            while progress:
+                progress = False
+                for tx in sorted(self.pool.values(), key=lambda t: (t.sender, t.nonce)):
+                    if tx.nonce == self.count(tx.sender):
+                        block.append(tx)
+                        del self.pool[tx.tx_hash]
+                        progress = True
+            stale = [h for h, tx in self.pool.items() if tx.nonce < self.count(tx.sender)]
+            for tx_hash in stale:  # a nonce used by another transaction
+                del self.pool[tx_hash]
+
+    def use_nonce(self, sender: str, nonce: int) -> ChainTx:
+        """Someone else (an operator with the key) sends a transaction on ``nonce``; it
+        takes the place of ours in the pool and is mined in the next block."""
+        foreign = ChainTx(
+            tx_hash="0x" + keccak(f"foreign {sender} {nonce}".encode()).hex(),
+            sender=sender, nonce=nonce, to=sender, value=0, max_fee=10**12, tip=10**11,
+            foreign=True,
+        )  # fmt: skip
+        for tx_hash, tx in list(self.pool.items()):
+            if (tx.sender, tx.nonce) == (sender, nonce):
+                del self.pool[tx_hash]
+        self.pool[foreign.tx_hash] = foreign
+        return foreign
+
+    def reorg(self, depth: int, *, forget: bool = False) -> None:
+        """Replace the top ``depth`` blocks with empty ones at the same heights; their
+        transactions go back to the pool, or are forgotten by the node."""
+        taken = [tx for block in self.blocks[-depth:] for tx in block]
+        self.blocks[-depth:] = [[] for _ in range(depth)]
+        if not forget:
+            self.pool.update((tx.tx_hash, tx) for tx in taken)
+
+    def receipt(self, tx_hash: str) -> Receipt | None:
+        found = self.mined().get(tx_hash)
+        if found is None:
+            return None
+        number, tx = found
+        gas = 21_000 if tx.to not in self.contracts and tx.value else 50_000
+        return Receipt(
+            tx_hash=tx_hash,
+            block_number=number,
+            block_hash=self.block_hash(number),
+            succeeded=tx.to not in self.reverting,
+            gas_used=gas,
+            effective_gas_price=min(tx.max_fee, self.base_fee + tx.tip),
+        )
+
+    def block_hash(self, number: int) -> str:
+        hashes = [tx.tx_hash for tx in self.blocks[number]]
+        return "0x" + keccak(f"block {number} {hashes}".encode()).hex()
+
+    def accept(self, raw: bytes) -> tuple[SendOutcome, str]:
+        """What the node answers to a broadcast of ``raw`` (and what it does with it)."""
+        tx = decode(raw)
+        if tx.tx_hash in self.pool:
+            return SendOutcome.KNOWN, "already known"
+        if tx.tx_hash in self.mined() or tx.nonce < self.count(tx.sender):
+            return SendOutcome.NONCE_TOO_LOW, "nonce too low"
+        for other in list(self.pool.values()):
+            if (other.sender, other.nonce) == (tx.sender, tx.nonce):
+                if tx.max_fee * 10 < other.max_fee * 11 or tx.tip * 10 < other.tip * 11:
+                    return SendOutcome.UNDERPRICED, "replacement transaction underpriced"
+                del self.pool[other.tx_hash]
+        self.pool[tx.tx_hash] = tx
+        return SendOutcome.ACCEPTED, ""
+
+
+class FakeWriter:
+    """:class:`~intentd.execution.ports.ChainWriter` over a :class:`FakeChain`."""
+
+    def __init__(self, chain: FakeChain) -> None:
+        self.chain = chain
+
+    async def head(self) -> int:
+        return self.chain.head
+
+    async def fee_inputs(self) -> FeeInputs:
+        return FeeInputs(self.chain.head, self.chain.base_fee, self.chain.tip)
+
+    async def has_code(self, address: str) -> bool:
+        return address in self.chain.contracts
+
+    async def estimate_gas(self, sender: str, to: str, value: int, data: bytes) -> int:
+        if self.chain.estimate_reverts:
+            raise EstimateReverted("execution reverted")
+        return 40_000 if data else 21_000
+
+    async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
+        chain = self.chain
+        if block == "pending":
+            return {
+                s: chain.count(s) + sum(1 for t in chain.pool.values() if t.sender == s)
+                for s in signers
+            }
+        through = None if block == "latest" else int(block, 16)
+        return {s: chain.count(s, through) for s in signers}
+
+    async def receipts(self, hashes: Sequence[str]) -> dict[str, Receipt | None]:
+        return {h: self.chain.receipt(h) for h in hashes}
+
+    async def known(self, hashes: Sequence[str]) -> dict[str, bool]:
+        mined = self.chain.mined()
+        return {h: h in self.chain.pool or h in mined for h in hashes}
+
+    async def send_raw(self, raw: bytes) -> tuple[SendOutcome, str]:
+        chain = self.chain
+        if chain.crash_before_send:
+            chain.crash_before_send -= 1
+            raise Crash("before send")
+        chain.broadcasts.append(raw)
+        if chain.unreachable_sends:
+            chain.unreachable_sends -= 1
+            raise RpcTransportError("no node answered")
+        if chain.refusals:
+            return chain.refusals.popleft()
+        answer = chain.accept(raw)
+        if chain.crash_after_send:
+            chain.crash_after_send -= 1
+            raise Crash("after send")
+        return answer
+
+
+# --- the lease --------------------------------------------------------------------------
+
+
+class FakeLease:
+    """:class:`~intentd.execution.ports.Lease` that is lost after ``lose_after`` checks."""
+
+    def __init__(self, lose_after: int | None = None) -> None:
+        self.lose_after = lose_after
+        self.checks = 0
+        self.checked = asyncio.Event()
+        self.wakeup: asyncio.Event | None = None
+
+    async def listen(self, wakeup: asyncio.Event) -> None:
+        self.wakeup = wakeup
+
+    async def check(self) -> None:
+        self.checks += 1
+        self.checked.set()
+        if self.lose_after is not None and self.checks > self.lose_after:
+            raise LeadershipLost("the fake lease was taken away")
