@@ -1,9 +1,10 @@
 -- intentd schema, version 11: the event log (docs/events.md).
 -- Every public event, written by the lifecycle in the same transaction as its outbox
 -- row, so the log and Kafka carry the same events. Kept `intents.event_retention_days`
--- (90 by default), pruned by the lifecycle's expiry loop. Nothing is backfilled: the
--- outbox keeps only a few days of rows and is not a complete history, so the log starts
--- with the events written after this migration (docs/events.md, "Retention").
+-- (90 by default), pruned by the lifecycle's expiry loop. Nothing is backfilled from
+-- the outbox: its envelopes have no `mode` (decided by the chain's network class, which
+-- is configuration), so the log starts with the events written after this migration
+-- (docs/events.md, "Retention").
 
 CREATE TABLE intent_events (
     id              UUID PRIMARY KEY,             -- the envelope's id (UUIDv5 of intent, sequence)
