@@ -119,12 +119,16 @@ async def page(
     direction, beyond = ("DESC", "<") if descending else ("ASC", ">")
     if after is not None:
         clauses.append(f"(tx_id, position) {beyond} ({arg(after.tx_id)}, {arg(after.position)})")
-    rows = await conn.fetch(
-        "SELECT tx_id, position, sequence, body::text AS body FROM intent_events"
-        f" WHERE {' AND '.join(clauses)}"
-        f" ORDER BY tx_id {direction}, position {direction} LIMIT {arg(limit)}",
-        *args,
-    )
+    async with conn.transaction():
+        # Planned for these values every time: a cached generic plan walks the client's
+        # whole log for a rare type or a narrow time range (bench/event_log.py).
+        await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        rows = await conn.fetch(
+            "SELECT tx_id, position, sequence, body::text AS body FROM intent_events"
+            f" WHERE {' AND '.join(clauses)}"
+            f" ORDER BY tx_id {direction}, position {direction} LIMIT {arg(limit)}",
+            *args,
+        )
     return [_stored(row) for row in rows]
 
 
