@@ -108,7 +108,9 @@ async def page(
         args.append(value)
         return f"${len(args)}"
 
-    if where.types:
+    if len(where.types) == 1:  # equality: the type index then yields the order itself
+        clauses.append(f"type = {arg(where.types[0])}")
+    elif where.types:
         clauses.append(f"type = ANY({arg(list(where.types))}::text[])")
     if where.intent_id is not None:
         clauses.append(f"intent_id = {arg(where.intent_id)}")
