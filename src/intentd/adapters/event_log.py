@@ -150,22 +150,17 @@ async def timeline(
     return [_stored(row) for row in rows]
 
 
-async def prune(pool: Pool, *, older_than_days: int, batch: int = 5_000) -> int:
-    """Delete events created more than ``older_than_days`` ago, ``batch`` rows per
-    transaction (rows another pruner holds are skipped); return how many."""
-    deleted = 0
-    while True:
-        status: str = await pool.execute(
-            "DELETE FROM intent_events WHERE id IN (SELECT id FROM intent_events"
-            " WHERE created_at < now() - make_interval(days => $1)"
-            " ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
-            older_than_days,
-            batch,
-        )
-        count = int(status.rsplit(maxsplit=1)[-1])
-        deleted += count
-        if count < batch:
-            return deleted
+async def prune(pool: Pool, *, older_than_days: int, limit: int = 1_000) -> int:
+    """Delete up to ``limit`` events created more than ``older_than_days`` ago, oldest
+    first, skipping rows another pruner holds; return how many (``limit``: call again)."""
+    status: str = await pool.execute(
+        "DELETE FROM intent_events WHERE id IN (SELECT id FROM intent_events"
+        " WHERE created_at < now() - make_interval(days => $1)"
+        " ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+        older_than_days,
+        limit,
+    )
+    return int(status.rsplit(maxsplit=1)[-1])
 
 
 def _stored(row: Any) -> StoredEvent:

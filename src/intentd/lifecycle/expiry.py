@@ -12,10 +12,13 @@ An intent that expires with nothing to refund ends EXPIRED with ``intent_expired
 one holding more than the token's ``min_sweep`` moves to REFUNDING and ends with the
 ``intent_refunded`` of its ``expired`` refund (:mod:`intentd.domain.intent`).
 
-The same loop keeps the event log to ``intents.event_retention_days``: at most once
-every ``prune_every`` seconds (an hour) it deletes older events
-(:func:`intentd.adapters.event_log.prune`); several replicas pruning at once skip each
-other's rows.
+The same loop keeps the event log to ``intents.event_retention_days``: every
+``prune_every`` seconds (an hour; first at start) it deletes older events
+(:func:`intentd.adapters.event_log.prune`), one batch of ``prune_batch`` per round
+until none is left, so a large backlog never holds expiries back; several replicas
+pruning at once skip each other's rows. A pruning that fails for another reason than
+an unavailable database is logged and tried again after ``prune_every``: it never
+stops expiries.
 
 One intent never stops the loop (nor, with it, the lifecycle role): an intent whose
 expiry fails for a reason that would only repeat (:mod:`intentd.lifecycle.failures`)
@@ -53,6 +56,7 @@ class Expiry:
         max_sleep: float = 1.0,
         batch: int = 100,
         prune_every: float = 3600.0,
+        prune_batch: int = 1_000,
     ) -> None:
         self._settings = settings
         self._pool = pool
@@ -60,7 +64,9 @@ class Expiry:
         self._batch = batch
         self._failed: set[int] = set()
         self._prune_every = prune_every
+        self._prune_batch = prune_batch
         self._pruned_at: float | None = None
+        """When the last pruning finished (nothing older left, or it failed)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -108,14 +114,24 @@ class Expiry:
         return len(due)
 
     async def prune_when_due(self) -> int:
-        """Prune the event log if ``prune_every`` seconds passed since the last time
-        (or it never ran); return how many events were deleted."""
+        """Delete one batch of events past their retention if a pruning is due (or under
+        way); return how many were deleted."""
         clock = time.monotonic()
         if self._pruned_at is not None and clock - self._pruned_at < self._prune_every:
             return 0
         days = self._settings.intents.event_retention_days
-        deleted = await event_log.prune(self._pool, older_than_days=days)
-        self._pruned_at = clock
+        try:
+            deleted = await event_log.prune(
+                self._pool, older_than_days=days, limit=self._prune_batch
+            )
+        except Exception as exc:
+            if failures.classify(exc) is Failure.UNAVAILABLE:
+                raise
+            self._pruned_at = clock
+            log.exception("event log pruning failed; next try after prune_every", error=repr(exc))
+            return 0
+        if deleted < self._prune_batch:
+            self._pruned_at = clock
         if deleted:
             log.info("event log pruned", deleted=deleted, older_than_days=days)
         return deleted
