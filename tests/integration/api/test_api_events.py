@@ -1,130 +1,36 @@
 """The event log over HTTP: ``GET /events`` and ``GET /intents/{id}/events`` against
-real PostgreSQL, fed by the lifecycle's own handlers (deposits, expiry)."""
+real PostgreSQL, fed by the lifecycle's own handlers (deposits, expiry). Paging while
+events arrive: test_api_event_paging.py."""
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from datetime import datetime, timedelta
+from typing import Any
 
-import orjson
 import pytest
 from tests.integration.api.conftest import Api, MakeKey
+from tests.integration.api.events_support import (
+    DUE,
+    all_events,
+    all_if,
+    assert_problem,
+    create,
+    expire_now,
+    first,
+    outbox,
+    page,
+    pay,
+    until,
+)
 
-from intentd.adapters import intent_store
 from intentd.adapters.event_log import LogPosition
 from intentd.adapters.postgres import Pool
 from intentd.api.event_params import encode_log_cursor, encode_sequence_cursor
-from intentd.api.models import Problem
-from intentd.api.routes_events import EventPage
 from intentd.domain.events import is_terminal
 from intentd.lifecycle.expiry import Expiry
-from intentd.lifecycle.handlers import Outcome, apply_deposit, expire
-from intentd.messages import DepositMessage, deposit_id
 
 pytestmark = pytest.mark.integration
-
-PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
-CHAIN = "BASE_TESTNET"
-DUE = 10_115_000
-"""Base units of USDC an intent of 10 USDC owes with the test fees (10.115)."""
-_T = TypeVar("_T")
-
-
-def usdc(api: Api) -> str:
-    return next(t.address for t in api.settings.chains[CHAIN].tokens if t.symbol == "USDC")
-
-
-async def create(api: Api, key: str, **changes: Any) -> dict[str, Any]:
-    body = {
-        "amount": "10",
-        "amountSymbol": "USDC",
-        "tokenIn": usdc(api),
-        "source_chain": CHAIN,
-        "destination_chain": "ARBITRUM_TESTNET",
-        "recipient": PAYEE,
-        "refund_address": PAYEE,
-        **changes,
-    }
-    status, record, _ = await api.call("POST", "/intents", key, body=body)
-    assert status == 201, record
-    return record
-
-
-async def pay(api: Api, pool: Pool, record: dict[str, Any], amount: int) -> None:
-    tx = "0x" + secrets.token_hex(32)
-    token = usdc(api).lower()
-    message = DepositMessage(
-        id=deposit_id(CHAIN, tx, token, 0),
-        chain=CHAIN,
-        chain_id=84532,
-        tx_hash=tx,
-        log_index=0,
-        transfer_index=0,
-        block_number=1,
-        block_hash="0x" + secrets.token_hex(32),
-        block_time=int(datetime.now(UTC).timestamp()),
-        token=token,
-        from_address="0x" + "2" * 40,
-        to_address=record["intent_address"].lower(),
-        amount=amount,
-    )
-    async with pool.acquire() as conn:
-        outcome = await apply_deposit(conn, api.settings, message, now=datetime.now(UTC))
-    assert outcome is Outcome.CREDITED
-
-
-async def expire_now(api: Api, pool: Pool, intent_id: int) -> None:
-    row = await intent_store.get_by_id(pool, intent_id)  # type: ignore[arg-type]
-    assert row is not None
-    async with pool.acquire() as conn:
-        later = row.expires_at + timedelta(seconds=1)
-        assert await expire(conn, api.settings, intent_id, now=later) is Outcome.EXPIRED
-
-
-async def until(check: Callable[[], Awaitable[_T | None]], seconds: float = 10.0) -> _T:
-    """The first non-None answer of ``check``: the list shows an event once every
-    transaction older than it has ended, and the database is shared with other tests."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        found = await check()
-        if found is not None:
-            return found
-        assert asyncio.get_running_loop().time() < deadline, "not visible in time"
-        await asyncio.sleep(0.05)
-
-
-async def page(api: Api, key: str, path: str = "/events", **params: Any) -> dict[str, Any]:
-    status, body, _ = await api.call("GET", path, key, params=params or None)
-    assert status == 200, body
-    EventPage.model_validate(body)
-    return body
-
-
-async def all_events(api: Api, key: str, **params: Any) -> list[dict[str, Any]]:
-    """Every event the list shows, following cursors."""
-    found: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        extra = {"cursor": cursor} if cursor else {}
-        body = await page(api, key, **params, **extra)
-        found += body["data"]
-        if not body["has_more"]:
-            return found
-        cursor = body["next_cursor"]
-
-
-async def outbox(pool: Pool, intent_id: int) -> list[dict[str, Any]]:
-    rows = await pool.fetch("SELECT payload FROM outbox WHERE key = $1 ORDER BY id", str(intent_id))
-    return [orjson.loads(bytes(r["payload"])) for r in rows]
-
-
-def assert_problem(status: int, data: Any, expected: int, code: str, field: str | None) -> None:
-    assert (status, data.get("code"), data.get("field")) == (expected, code, field), data
-    Problem.model_validate(data)
 
 
 async def test_the_timeline_is_the_outbox_events_oldest_first(
@@ -140,9 +46,9 @@ async def test_the_timeline_is_the_outbox_events_oldest_first(
         ("intent_funded", 1),
         ("intent_funded", 2),
     ]
-    first, second = (e["data"]["funding"] for e in body["data"])
-    assert (first["status"], first["shortfall"]) == ("UNDERFUNDED", "6.115")
-    assert (second["status"], second["shortfall"]) == ("EXACT", "0")
+    part, whole = (e["data"]["funding"] for e in body["data"])
+    assert (part["status"], part["shortfall"]) == ("UNDERFUNDED", "6.115")
+    assert (whole["status"], whole["shortfall"]) == ("EXACT", "0")
     assert {e["mode"] for e in body["data"]} == {"test"}
     assert body["has_more"] is False
     # one at a time, by cursor
@@ -174,14 +80,9 @@ async def test_an_intent_expiring_with_nothing_received_ends_with_intent_expired
     }
     assert is_terminal(ended["type"])
     listed = await until(
-        lambda: _first(all_events(api, key, type="intent_expired", intent_id=record["id"]))
+        lambda: first(all_events(api, key, type="intent_expired", intent_id=record["id"]))
     )
     assert listed == ended
-
-
-async def _first(found: Awaitable[list[dict[str, Any]]]) -> dict[str, Any] | None:
-    events = await found
-    return events[0] if events else None
 
 
 async def test_filters_by_type_intent_and_time(api: Api, pool: Pool, make_key: MakeKey) -> None:
@@ -243,109 +144,6 @@ async def test_bad_parameters_get_precise_problems(api: Api, make_key: MakeKey) 
     assert_problem(status, data, 400, "invalid_cursor", "cursor")
 
 
-async def test_paging_is_stable_while_events_arrive(
-    api: Api, pool: Pool, make_key: MakeKey
-) -> None:
-    key = await make_key("test")
-    records = [await create(api, key) for _ in range(7)]
-    for record in records:
-        await expire_now(api, pool, record["id"])
-    before = await until(lambda: _all_if(all_events(api, key), 7))
-    # newest first, three at a time, while new events arrive at the head
-    seen: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        extra = {"cursor": cursor} if cursor else {}
-        body = await page(api, key, limit=3, **extra)
-        seen += body["data"]
-        await pay(api, pool, await create(api, key), 1_000_000)  # a newer event
-        if not body["has_more"]:
-            break
-        cursor = body["next_cursor"]
-    assert seen == before  # nothing repeated, nothing skipped
-    # oldest first: the pages go on into the events that arrived meanwhile
-    forward: list[dict[str, Any]] = []
-    cursor = None
-    arrived = 0
-    while True:
-        extra = {"cursor": cursor} if cursor else {}
-        body = await page(api, key, order="asc", limit=4, **extra)
-        forward += body["data"]
-        if arrived < 3:
-            await pay(api, pool, await create(api, key), 1_000_000)
-            arrived += 1
-        cursor = body["next_cursor"]
-        if not body["has_more"]:
-            if arrived >= 3 and len(forward) == 7 + 3 + 3:
-                break
-            await asyncio.sleep(0.05)  # what arrived last may not show yet
-    ids = [e["id"] for e in forward]
-    assert len(set(ids)) == len(ids) == 13
-    assert forward[:7] == before[::-1]
-
-
-async def _all_if(
-    found: Awaitable[list[dict[str, Any]]], count: int
-) -> list[dict[str, Any]] | None:
-    events = await found
-    return events if len(events) == count else None
-
-
-async def test_an_event_committing_late_is_not_skipped(
-    api: Api, pool: Pool, make_key: MakeKey
-) -> None:
-    """Oldest-first paging never passes an event a still-open transaction will commit."""
-    key = await make_key("test")
-    slow, fast = await create(api, key), await create(api, key)
-    start = await page(api, key, order="asc")
-    cursor = start["next_cursor"]
-    async with pool.acquire() as conn:
-        open_tx = conn.transaction()
-        await open_tx.start()
-        try:
-            # the slow transaction starts writing first, then the fast one commits
-            await conn.execute("SELECT id FROM intents WHERE id = $1 FOR UPDATE", slow["id"])
-            await pay(api, pool, fast, 1_000_000)
-            await asyncio.sleep(0.3)
-            params = {"order": "asc", **({"cursor": cursor} if cursor else {})}
-            meanwhile = await page(api, key, **params)
-            assert meanwhile["data"] == []  # the fast event waits for the older transaction
-            await _pay_in(api, conn, slow, 2_000_000)
-        finally:
-            await open_tx.commit()
-    params = {"order": "asc", **({"cursor": cursor} if cursor else {})}
-    after = await until(lambda: _all_if(_data(page(api, key, **params)), 2))
-    assert [e["intent"]["id"] for e in after] == [slow["id"], fast["id"]]
-
-
-async def _data(body: Awaitable[dict[str, Any]]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = (await body)["data"]
-    return found
-
-
-async def _pay_in(api: Api, conn: Any, record: dict[str, Any], amount: int) -> None:
-    tx = "0x" + secrets.token_hex(32)
-    token = usdc(api).lower()
-    message = DepositMessage(
-        id=deposit_id(CHAIN, tx, token, 0),
-        chain=CHAIN,
-        chain_id=84532,
-        tx_hash=tx,
-        log_index=0,
-        transfer_index=0,
-        block_number=1,
-        block_hash="0x" + secrets.token_hex(32),
-        block_time=int(datetime.now(UTC).timestamp()),
-        token=token,
-        from_address="0x" + "2" * 40,
-        to_address=record["intent_address"].lower(),
-        amount=amount,
-    )
-    assert await apply_deposit(conn, api.settings, message, now=datetime.now(UTC)) is (
-        Outcome.CREDITED
-    )
-
-
 async def test_another_clients_events_are_never_visible(
     api: Api, pool: Pool, make_key: MakeKey
 ) -> None:
@@ -354,7 +152,7 @@ async def test_another_clients_events_are_never_visible(
     live = await make_key("live", client=name)  # same client, main networks only
     record = await create(api, mine)
     await pay(api, pool, record, 1_000_000)
-    await until(lambda: _all_if(all_events(api, mine), 1))
+    await until(lambda: all_if(all_events(api, mine), 1))
     assert await all_events(api, theirs) == []
     assert await all_events(api, theirs, intent_id=record["id"]) == []
     status, data, _ = await api.call("GET", f"/intents/{record['id']}/events", theirs)
