@@ -119,6 +119,8 @@ def describe(event: dict[str, Any]) -> str:
         )
     elif kind == "intent_completed":
         line += "prefill confirmed: the recipient has the funds; relayer repaid from the deposit"
+    elif kind == "intent_expired":
+        line += f"expired with nothing to refund (received {funding.get('received')} {symbol})"
     elif kind == "intent_refunded":
         refund = data["refund"]
         line += (

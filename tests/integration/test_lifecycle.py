@@ -123,6 +123,14 @@ async def test_any_order_and_duplication_credits_each_deposit_once(
     events = await outbox_events(pool, intent.id)
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     assert len(events) == sum(1 for r in stored if r["disposition"] == "credited")
+    logged = await pool.fetch(
+        "SELECT id, sequence, body::text FROM intent_events WHERE intent_id = $1 ORDER BY sequence",
+        intent.id,
+    )
+    assert [orjson.loads(r["body"]) for r in logged] == events  # the event log, the same
+    assert [(str(r["id"]), r["sequence"]) for r in logged] == [
+        (e["id"], e["sequence"]) for e in events
+    ]
 
 
 async def test_two_writers_of_the_same_deposit_credit_it_once(

@@ -4,7 +4,9 @@ For every intent and every (chain, token) of a supported token: everything recei
 on the intent address = relayer refund + fees + user refunds + what is still held
 there; the address is never asked to pay more than it holds; each action is executed
 once; and once every action has run and the intent is settled, nothing is held but
-amounts below the token's minimum (``MIN_SWEEP``), each retained by rule.
+amounts below the token's minimum (``MIN_SWEEP``), each retained by rule. Its events
+are numbered without gaps, and an intent in a terminal status has exactly one terminal
+event, the one of that status, after which only refunds of other reasons follow.
 Deposits arrive in any order and time, expiry strikes at any moment, and the
 prefill may fail before it is broadcast or after (INITIATED -> REFUNDING).
 
@@ -26,7 +28,7 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from intentd.domain.events import EventType, PendingEvent
+from intentd.domain.events import EventType, PendingEvent, is_terminal
 from intentd.domain.intent import (
     ActionKind,
     Deposit,
@@ -47,6 +49,16 @@ TOTAL, FEES = 1_000, 30
 MIN_SWEEP = {USDC: 25, USDT: 40}
 """Each token's minimum refund or sweep; below it an amount is retained."""
 TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
+ENDED_BY = {
+    IntentStatus.COMPLETED: EventType.INTENT_COMPLETED,
+    IntentStatus.EXPIRED: EventType.INTENT_EXPIRED,
+    IntentStatus.REFUNDED: EventType.INTENT_REFUNDED,
+}
+"""The type of the terminal event of an intent that ends in each terminal status."""
+
+
+def ends(event: PendingEvent) -> bool:
+    return is_terminal(event.type, event.extra.get("refund", {}).get("reason"))
 
 
 STORED = ("received", "status", "funding", "event_sequence", "tx_hash", "relayer", "refunded")
@@ -207,6 +219,18 @@ class Lifecycle(RuleBasedStateMachine):
     def events_are_numbered_without_gaps(self) -> None:
         assert [e.sequence for e in self.events] == list(range(1, len(self.events) + 1))
 
+    @invariant()
+    def a_terminal_status_has_exactly_one_terminal_event(self) -> None:
+        ending = [i for i, e in enumerate(self.events) if ends(e)]
+        if self.intent.status not in TERMINAL:
+            assert ending == [], (self.intent.status, ending)
+            return
+        assert len(ending) == 1, (self.intent.status, [self.events[i] for i in ending])
+        last = self.events[ending[0]]
+        assert last.type is ENDED_BY[self.intent.status], (self.intent.status, last.type)
+        for later in self.events[ending[0] + 1 :]:
+            assert later.type is EventType.INTENT_REFUNDED, later
+
     def teardown(self) -> None:
         # Let the world finish: run every remaining action, let expiry strike, repeat.
         for _ in range(50):
@@ -230,6 +254,9 @@ class Lifecycle(RuleBasedStateMachine):
         else:
             assert self.by_kind[ActionKind.RELAYER_REFUND] == 0
             assert self.by_kind[ActionKind.FEE_SWEEP] == 0
+        self.a_terminal_status_has_exactly_one_terminal_event()
+        dust = self.intent.status is IntentStatus.EXPIRED and self.intent.held() > 0
+        event(f"ended {self.intent.status.value}" + (" holding dust" * dust))
         types = [e.type for e in self.events]
         assert types.count(EventType.INTENT_INITIATED) <= 1
         assert types.count(EventType.INTENT_COMPLETED) <= 1

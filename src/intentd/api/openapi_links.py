@@ -55,6 +55,14 @@ LINKS: tuple[Link, ...] = (
         "Read the created intent by its numeric id.",
     ),
     Link(
+        "GetIntentEvents",
+        _CREATE_INTENT,
+        "201",
+        ("get", "/intents/{intent_id}/events"),
+        {"path.intent_id": "$response.body#/id"},
+        "Read the created intent's events (its timeline).",
+    ),
+    Link(
         "GetIntentByAddress",
         _CREATE_INTENT,
         "201",

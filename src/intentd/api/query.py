@@ -12,7 +12,7 @@ from fastapi import Request
 
 from intentd.api.problems import ApiProblem
 
-LIST_PARAMETERS = frozenset({"excludeChains"})
+LIST_PARAMETERS = frozenset({"excludeChains", "type"})
 """The query parameters that take several values (given once per value)."""
 
 

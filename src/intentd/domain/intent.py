@@ -28,10 +28,11 @@ Execution: the prefill sent → INITIATED (``intent_initiated``; the excess of a
 over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed``;
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
 REFUNDING with what is still held for the user refunded (``failed``). Expiry of a
-PENDING intent: nothing received (or less than ``min_sweep``) → EXPIRED; more →
-REFUNDING with all of it refunded (``expired``). Every confirmed user refund emits
-``intent_refunded``; one of reason ``expired`` or ``failed`` also ends the intent as
-REFUNDED.
+PENDING intent: nothing received (or less than ``min_sweep``) → EXPIRED
+(``intent_expired``); more → REFUNDING with all of it refunded (``expired``). Every
+confirmed user refund emits ``intent_refunded``; one of reason ``expired`` or
+``failed`` also ends the intent as REFUNDED. So every intent that ends has exactly one
+terminal event (:func:`~intentd.domain.events.is_terminal`).
 
 Every refund of credited ``tokenIn`` is of what is still held for the user,
 :meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
@@ -58,7 +59,7 @@ from intentd.domain.actions import ActionKind as ActionKind  # noqa: PLC0414
 from intentd.domain.actions import PendingAction as PendingAction  # noqa: PLC0414
 from intentd.domain.actions import RefundReason as RefundReason  # noqa: PLC0414
 from intentd.domain.actions import SignerKind as SignerKind  # noqa: PLC0414
-from intentd.domain.events import EventType, PendingEvent
+from intentd.domain.events import ENDING_REFUND_REASONS, EventType, PendingEvent
 from intentd.domain.status import FundingStatus, IntentStatus, check_move, funding_status
 
 
@@ -80,8 +81,8 @@ class Disposition(StrEnum):
     stays at the intent address (refunding it would cost more than it is worth)."""
 
 
-ENDING_REASONS = frozenset({RefundReason.EXPIRED, RefundReason.FAILED})
-"""Refunds whose confirmation ends the intent as REFUNDED."""
+ENDING_REASONS = ENDING_REFUND_REASONS
+"""Refunds whose confirmation ends the intent as REFUNDED (``expired``, ``failed``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +218,7 @@ class Intent:
         held = self.held()
         if held == 0 or held < self.terms.min_sweep:
             self._move(IntentStatus.EXPIRED)
+            self._record(EventType.INTENT_EXPIRED)
             if held:
                 self._retain(ActionKind.USER_REFUND, held, RefundReason.EXPIRED)
         else:

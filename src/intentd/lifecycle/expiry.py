@@ -8,6 +8,18 @@ at most ``max_sleep`` seconds, so an expiry happens within about a second of its
 time. Several lifecycle replicas may run it: each intent is expired once (row lock
 plus the status check).
 
+An intent that expires with nothing to refund ends EXPIRED with ``intent_expired``;
+one holding more than the token's ``min_sweep`` moves to REFUNDING and ends with the
+``intent_refunded`` of its ``expired`` refund (:mod:`intentd.domain.intent`).
+
+The same loop keeps the event log to ``intents.event_retention_days``: every
+``prune_every`` seconds (an hour; first at start) it deletes older events
+(:func:`intentd.adapters.event_log.prune`), one batch of ``prune_batch`` per round
+until none is left, so a large backlog never holds expiries back; several replicas
+pruning at once skip each other's rows. A pruning that fails for another reason than
+an unavailable database is logged and tried again after ``prune_every``: it never
+stops expiries.
+
 One intent never stops the loop (nor, with it, the lifecycle role): an intent whose
 expiry fails for a reason that would only repeat (:mod:`intentd.lifecycle.failures`)
 is logged, counted (``intentd_intents_expired_total{outcome="error"}``) and left
@@ -19,12 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from datetime import UTC, datetime
 
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters import intent_store
+from intentd.adapters import event_log, intent_store
 from intentd.adapters.postgres import Pool
 from intentd.lifecycle import failures
 from intentd.lifecycle.failures import Failure
@@ -36,17 +49,29 @@ log = structlog.get_logger()
 
 class Expiry:
     def __init__(
-        self, settings: Settings, pool: Pool, *, max_sleep: float = 1.0, batch: int = 100
+        self,
+        settings: Settings,
+        pool: Pool,
+        *,
+        max_sleep: float = 1.0,
+        batch: int = 100,
+        prune_every: float = 3600.0,
+        prune_batch: int = 1_000,
     ) -> None:
         self._settings = settings
         self._pool = pool
         self._max_sleep = max_sleep
         self._batch = batch
         self._failed: set[int] = set()
+        self._prune_every = prune_every
+        self._prune_batch = prune_batch
+        self._pruned_at: float | None = None
+        """When the last pruning finished (nothing older left, or it failed)."""
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
+                await self.prune_when_due()
                 expired = await self.expire_due()
             except Exception as exc:
                 if failures.classify(exc) is not Failure.UNAVAILABLE:
@@ -87,6 +112,29 @@ class Expiry:
                 if outcome is not Outcome.EXPIRED:
                     log.debug("intent not due after all", intent_id=intent_id)
         return len(due)
+
+    async def prune_when_due(self) -> int:
+        """Delete one batch of events past their retention if a pruning is due (or under
+        way); return how many were deleted."""
+        clock = time.monotonic()
+        if self._pruned_at is not None and clock - self._pruned_at < self._prune_every:
+            return 0
+        days = self._settings.intents.event_retention_days
+        try:
+            deleted = await event_log.prune(
+                self._pool, older_than_days=days, limit=self._prune_batch
+            )
+        except Exception as exc:
+            if failures.classify(exc) is Failure.UNAVAILABLE:
+                raise
+            self._pruned_at = clock
+            log.exception("event log pruning failed; next try after prune_every", error=repr(exc))
+            return 0
+        if deleted < self._prune_batch:
+            self._pruned_at = clock
+        if deleted:
+            log.info("event log pruned", deleted=deleted, older_than_days=days)
+        return deleted
 
     async def _sleep(self, stop: asyncio.Event) -> None:
         async with self._pool.acquire() as conn:

@@ -6,7 +6,8 @@ same deposit, its new block recorded), and an action result on its ``id``
 (``applied_results``); both are checked under the intent's row lock, so a message
 applied twice (redelivery after a crash between the database commit and the offset
 commit) changes nothing the second time. The intent,
-its new deposit, the actions it decided and the events it emitted commit together.
+its new deposit, the actions it decided and the events it emitted (outbox row and
+event log row, ``adapters.event_log``) commit together.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import orjson
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters import deposit_holds, intent_store, lifecycle_store
+from intentd.adapters import deposit_holds, event_log, intent_store, lifecycle_store
 from intentd.adapters.intent_store import Connection
-from intentd.domain.events import envelope
+from intentd.domain.events import envelope, mode_of
 from intentd.domain.intent import (
     ActionKind,
     Deposit,
@@ -329,6 +330,8 @@ async def _save(
         found = settings.chains[chain].token(token) if chain in settings.chains else None
         return found.decimals if found is not None else row.asset_token_decimals
 
+    source = settings.chains.get(row.source_chain)
+    mode = mode_of(source.network if source is not None else "test")
     for event in intent.events:
         body = envelope(
             event,
@@ -336,10 +339,18 @@ async def _save(
             record=record,
             decimals=row.asset_token_decimals,
             created_at=now,
+            mode=mode,
             decimals_of=decimals_of,
         )
-        await lifecycle_store.enqueue(
-            conn, topic=topic, key=str(row.id), payload=orjson.dumps(body)
+        payload = orjson.dumps(body)
+        await lifecycle_store.enqueue(conn, topic=topic, key=str(row.id), payload=payload)
+        await event_log.record(
+            conn,
+            intent_id=row.id,
+            client_id=row.client_id,
+            envelope=body,
+            payload=payload,
+            created_at=now,
         )
 
 

@@ -45,6 +45,8 @@ class IntentsConfig(ConfigModel):
     max_expires_in: int = Field(default=7 * 86400, ge=60)
     default_client_id: str = "00000000-0000-0000-0000-000000000000"
     """Client that owns intents created from the CLI."""
+    event_retention_days: int = Field(default=90, ge=1, le=3650)
+    """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
 
 
 class ObservabilityConfig(ConfigModel):

@@ -222,6 +222,7 @@ async def test_stateful_phase_follows_the_links(
     config = stateful_config(tmp_path / "fixed.toml", api.settings, bearers)
     expected = {
         "GetIntentById",
+        "GetIntentEvents",
         "GetIntentByAddress",
         "TriggerProcessing",
         "GetSessionIntent",

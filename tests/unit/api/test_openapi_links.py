@@ -24,6 +24,7 @@ SETTINGS = Settings.model_validate(
 EXPECTED = {
     ("post", "/api/v1/intents", "201"): {
         "GetIntentById": "get /api/v1/intents/{intent_id}",
+        "GetIntentEvents": "get /api/v1/intents/{intent_id}/events",
         "GetIntentByAddress": "get /api/v1/intents/by-address/{intent_address}",
         "TriggerProcessing": "post /api/v1/intents/{intent_address}/trigger-processing",
     },

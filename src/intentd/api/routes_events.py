@@ -1,0 +1,165 @@
+"""``/api/v1/events`` and ``/api/v1/intents/{intent_id}/events``: the event log.
+
+A merchant that missed webhooks (or never had them) catches up here, from the same
+events the lifecycle relays to Kafka (``adapters.event_log``). Both routes take an
+API key and show only the caller's client's events, of intents on the network
+classes its key may use (the rule of ``GET /intents/{intent_id}``). A page is
+``{"data": [event, …], "has_more": bool, "next_cursor": str | null}``; every event
+is the envelope of docs/events.md.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from intentd.adapters import event_log
+from intentd.adapters.event_log import EventFilter, LogPosition, StoredEvent
+from intentd.api.auth import Caller
+from intentd.api.context import API_PREFIX, Services, json_response
+from intentd.api.event_params import (
+    decode_log_cursor,
+    decode_sequence_cursor,
+    encode_log_cursor,
+    encode_sequence_cursor,
+    parse_time,
+    parse_types,
+)
+from intentd.api.models import IntentRecord
+from intentd.api.problems import ApiProblem
+from intentd.api.routes_intents import IntentId, visible
+from intentd.api.security import ApiCaller, errors
+from intentd.domain.events import EventType, mode_of
+
+__all__ = ["EventPage", "EventRecord", "router"]
+
+router = APIRouter(prefix=API_PREFIX, tags=["events"])
+
+MAX_LIMIT = 100
+_ORDER = ("id", "type", "api_version", "created_at", "sequence", "mode", "intent", "data")
+"""The envelope's fields in the order the lifecycle writes them."""
+
+
+class EventRecord(BaseModel):
+    """One lifecycle event (docs/events.md): the same envelope as on Kafka."""
+
+    id: str = Field(description="UUIDv5 of (intent id, sequence): dedupe on it")
+    type: EventType
+    api_version: str
+    created_at: str = Field(description="ISO 8601 UTC")
+    sequence: int = Field(ge=1, description="per intent, from 1, without gaps")
+    mode: Literal["test", "live"]
+    intent: IntentRecord = Field(description="the intent record after the change")
+    data: dict[str, Any] = Field(
+        description="funding (always), deposit, prefill or refund (by type)"
+    )
+
+
+class EventPage(BaseModel):
+    data: list[EventRecord]
+    has_more: bool = Field(description="more events match beyond this page")
+    next_cursor: str | None = Field(
+        description="pass as cursor to continue after the last event of this page (also"
+        " when has_more is false: in asc order, it is where newer events will appear);"
+        " null when the page is empty and no cursor was given"
+    )
+
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"events per page, 1 to {MAX_LIMIT}")]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=64, description="next_cursor of an earlier page of the same route"),
+]
+_RFC3339 = {"format": "date-time"}
+
+
+@router.get(
+    "/events",
+    response_model=EventPage,
+    responses=errors(422),
+    summary="List the client's events, newest first (or oldest first), by cursor",
+)
+async def list_events(
+    request: Request,
+    caller: ApiCaller,
+    *,
+    event_type: Annotated[
+        list[Annotated[str, Field(max_length=200)]] | None,
+        Query(
+            alias="type",
+            max_length=8,
+            description="only these types; repeat the parameter or give a comma list",
+        ),
+    ] = None,
+    intent_id: Annotated[
+        int | None, Query(ge=1, le=2**63 - 1, description="only this intent's events")
+    ] = None,
+    created_after: Annotated[
+        str | None,
+        Query(max_length=64, json_schema_extra=_RFC3339, description="created at or after"),
+    ] = None,
+    created_before: Annotated[
+        str | None,
+        Query(max_length=64, json_schema_extra=_RFC3339, description="created before"),
+    ] = None,
+    order: Annotated[
+        Literal["desc", "asc"], Query(description="desc: newest first; asc: oldest first")
+    ] = "desc",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    where = EventFilter(
+        client_id=caller.client_id,
+        modes=_modes(caller),
+        types=parse_types(event_type or ()),
+        intent_id=intent_id,
+        created_after=parse_time(created_after, "created_after"),
+        created_before=parse_time(created_before, "created_before"),
+    )
+    after = decode_log_cursor(cursor)
+    async with Services.of(request).pool.acquire() as conn:
+        found = await event_log.page(
+            conn, where, after=after, descending=order == "desc", limit=limit + 1
+        )
+    last: LogPosition | None = found[min(len(found), limit) - 1].at if found else after
+    return _page(found, limit, encode_log_cursor(last) if last is not None else None)
+
+
+@router.get(
+    "/intents/{intent_id}/events",
+    response_model=EventPage,
+    responses=errors(404, 422),
+    summary="An intent's events, oldest first (its timeline)",
+)
+async def intent_events(
+    request: Request,
+    caller: ApiCaller,
+    intent_id: IntentId,
+    limit: Limit = MAX_LIMIT,
+    cursor: Cursor = None,
+) -> Response:
+    services = Services.of(request)
+    after = decode_sequence_cursor(cursor)
+    row = await services.intents_by_id.get(intent_id)
+    if not visible(services, caller, row):
+        raise ApiProblem(404, "intent_not_found", f"no intent {intent_id} for this client")
+    async with services.pool.acquire() as conn:
+        found = await event_log.timeline(
+            conn, caller.client_id, intent_id, after_sequence=after, limit=limit + 1
+        )
+    last = found[min(len(found), limit) - 1].sequence if found else after
+    return _page(found, limit, encode_sequence_cursor(last) if found or cursor else None)
+
+
+def _modes(caller: Caller) -> list[str]:
+    return sorted({mode_of(network) for network in caller.networks})
+
+
+def _page(found: list[StoredEvent], limit: int, next_cursor: str | None) -> Response:
+    events = [{name: e.body[name] for name in _ORDER if name in e.body} for e in found[:limit]]
+    return json_response(
+        {"data": events, "has_more": len(found) > limit, "next_cursor": next_cursor}
+    )
