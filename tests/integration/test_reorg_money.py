@@ -28,6 +28,7 @@ import pytest
 from bench.devchain import MINT, TRANSFER, DevChain, call_data, tx
 from tests.conftest import chain_section
 from tests.integration.test_poller import section
+from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import new_intent
 
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
@@ -38,7 +39,6 @@ from intentd.devinfra.anvil import AnvilProcess, start_anvil
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import apply_action_result, apply_deposit, apply_retraction
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,

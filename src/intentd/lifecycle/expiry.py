@@ -25,10 +25,13 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.adapters import intent_store
+from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
 from intentd.lifecycle import failures
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.failures import Failure
-from intentd.lifecycle.handlers import Outcome, expire
+from intentd.lifecycle.handlers import expire
+from intentd.lifecycle.outcomes import Outcome
 from intentd.settings import Settings
 
 log = structlog.get_logger()
@@ -38,7 +41,7 @@ class Expiry:
     def __init__(
         self, settings: Settings, pool: Pool, *, max_sleep: float = 1.0, batch: int = 100
     ) -> None:
-        self._settings = settings
+        self._book = ChainBook.of_settings(settings)
         self._pool = pool
         self._max_sleep = max_sleep
         self._batch = batch
@@ -68,7 +71,7 @@ class Expiry:
             )
             for intent_id in due:
                 try:
-                    outcome = await expire(conn, self._settings, intent_id, now=now)
+                    outcome = await expire(PostgresUnitOfWork(conn), self._book, intent_id, now=now)
                 except Exception as exc:
                     failure = failures.classify(exc)
                     if failure is Failure.UNAVAILABLE:
