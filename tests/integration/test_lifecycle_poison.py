@@ -23,6 +23,7 @@ from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consume
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.ports import UnitOfWork
 from intentd.messages import (
@@ -206,7 +207,8 @@ async def test_a_transient_error_is_retried_then_applied(pool: Pool, settings: S
     message = deposit(settings, intent.intent_address, 1_000_000)
     out = _Capture()
     flaky = _Flaky(
-        settings, PostgresStore(pool), out, error=lambda: asyncpg.SerializationError("could not serialize"),
+        settings, PostgresStore(pool), out,
+        error=lambda: asyncpg.SerializationError("could not serialize"),
         failures=3,
     )  # fmt: skip
     assert await flaky.handle(record_of(settings, message)) is Outcome.CREDITED
@@ -220,7 +222,8 @@ async def test_a_transient_error_that_persists_goes_to_the_dlq(
     message = deposit(settings, intent.intent_address, 1_000_000)
     out = _Capture()
     flaky = _Flaky(
-        settings, PostgresStore(pool), out, error=lambda: asyncpg.DeadlockDetectedError("deadlock detected"),
+        settings, PostgresStore(pool), out,
+        error=lambda: asyncpg.DeadlockDetectedError("deadlock detected"),
         failures=10**6,
     )  # fmt: skip
     assert await flaky.handle(record_of(settings, message)) is None
@@ -266,11 +269,11 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
     real = expiry.expire
     calls: list[int] = []
 
-    async def expire(conn: Connection, settings: Settings, intent_id: int, **kw: Any) -> Outcome:
+    async def expire(uow: UnitOfWork, book: ChainBook, intent_id: int, **kw: Any) -> Outcome:
         calls.append(intent_id)
         if intent_id == broken.id:
             raise KeyError("REMOVED_CHAIN")
-        return await real(conn, settings, intent_id, **kw)
+        return await real(uow, book, intent_id, **kw)
 
     monkeypatch.setattr(expiry, "expire", expire)
     loop = expiry.Expiry(settings, pool, max_sleep=0.05)
