@@ -10,6 +10,7 @@ is orphaned; a save is a compare-and-set on the intent's version.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -423,18 +424,21 @@ def _where(deposit: Deposit) -> dict[str, Any]:
 
 
 class FakeStore:
-    """Lends the one :class:`FakeUnitOfWork`; ``down`` makes :meth:`ping` fail."""
+    """Lends the one :class:`FakeUnitOfWork`; the next ``unanswered`` pings fail."""
 
     def __init__(self, uow: FakeUnitOfWork | None = None) -> None:
         self.uow = uow or FakeUnitOfWork()
-        self.down = False
+        self.unanswered = 0
+        self.pings = 0
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[FakeUnitOfWork]:
         yield self.uow
 
     async def ping(self) -> None:
-        if self.down:
+        self.pings += 1
+        if self.unanswered > 0:
+            self.unanswered -= 1
             raise ConnectionError("the database does not answer")
 
 
@@ -450,21 +454,27 @@ class Record:
 
 
 class FakeInbox:
-    """Hands out the records given, one batch per call, then nothing; records commits."""
+    """Hands out the batches given, one a call; once they are all out, sets ``stop``
+    (the consumer finishes the batch in hand). Records what was committed."""
 
-    def __init__(self, batches: Sequence[Mapping[Any, Sequence[Record]]]) -> None:
+    def __init__(
+        self, batches: Sequence[Mapping[Any, Sequence[Record]]], stop: asyncio.Event
+    ) -> None:
         self._batches = list(batches)
+        self._stop = stop
         self.committed: dict[Any, int] = {}
 
     async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Record]]:
-        return self._batches.pop(0) if self._batches else {}
+        if not self._batches:
+            self._stop.set()
+            return {}
+        batch = self._batches.pop(0)
+        if not self._batches:
+            self._stop.set()
+        return batch
 
     async def commit(self, positions: Mapping[Any, int]) -> None:
         self.committed.update(positions)
-
-    @property
-    def drained(self) -> bool:
-        return not self._batches
 
 
 class FakePublisher:
