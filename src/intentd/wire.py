@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from intentd.domain.action_results import ActionResult, ResultEvent
 from intentd.domain.deposits import Deposit, Retraction
 from intentd.domain.intent import ActionKind
-from intentd.indexer.decoding import Deposit as Transfer
+from intentd.indexer.decoding import ChainTransfer
 from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
 
 __all__ = ["action_result", "deposit", "found_deposit", "retraction"]
@@ -37,7 +37,7 @@ def deposit(message: DepositMessage) -> Deposit:
     )
 
 
-def found_deposit(chain: str, found: Transfer) -> Deposit:
+def found_deposit(chain: str, found: ChainTransfer) -> Deposit:
     """The deposit of a transfer the indexer decoded on ``chain`` (as its message would be)."""
     return Deposit(
         chain=chain,

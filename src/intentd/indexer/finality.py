@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from intentd.indexer.decoding import Deposit
+from intentd.indexer.decoding import ChainTransfer
 
 __all__ = ["Verdict", "find_again", "judge"]
 
@@ -54,7 +54,7 @@ def judge(
 
 
 def find_again(
-    found: Sequence[Deposit],
+    found: Sequence[ChainTransfer],
     *,
     tx_hash: str,
     transfer_index: int | None,
@@ -62,7 +62,7 @@ def find_again(
     token: str,
     to_address: str,
     amount: int,
-) -> Deposit | None:
+) -> ChainTransfer | None:
     """The deposit among ``found`` (decoded from the block that now holds the
     transaction) that is the same transfer as the one recorded: same transaction and
     identity (``transfer_index``; for a record made before identities existed, the

@@ -35,7 +35,7 @@ from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.faults import crash_point
-from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
+from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
 from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
@@ -230,7 +230,7 @@ class Poller:
         return check_linkage(self._cursor, headers) is Linkage.LINKED
 
     async def _publish_and_advance(
-        self, headers: list[BlockHeader], deposits: list[Deposit]
+        self, headers: list[BlockHeader], deposits: list[ChainTransfer]
     ) -> None:
         """Publish (retractions first), then move the cursor: at least once, never lost."""
         observed = self._wall_clock_ms()

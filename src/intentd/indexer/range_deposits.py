@@ -20,7 +20,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.indexer.balances import Reconciled
-from intentd.indexer.decoding import BlockHeader, Deposit, chain_order, find_deposits
+from intentd.indexer.decoding import BlockHeader, ChainTransfer, chain_order, find_deposits
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import ChainReader, RawRange
 from intentd.indexer.reconciliation import Reconciliation
@@ -43,7 +43,7 @@ async def scan_range(
     reconciliation: Reconciliation | None = None,
     reconciled: Sequence[Reconciled] | None = None,
     reconcile_if: Callable[[list[BlockHeader]], bool] | None = None,
-) -> tuple[list[BlockHeader], list[Deposit]]:
+) -> tuple[list[BlockHeader], list[ChainTransfer]]:
     """Headers of ``blocks`` and their deposits in chain order (block, transaction, log).
 
     ``reconciliation``: also the deposits it finds (at ``reconciled``, by default its
@@ -67,7 +67,7 @@ async def _decoded(
     *,
     tokens: Collection[str],
     watched: WatchedAddresses,
-) -> tuple[list[BlockHeader], list[Deposit]]:
+) -> tuple[list[BlockHeader], list[ChainTransfer]]:
     """Decoded deposits, natives settled by their receipts."""
     found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
     if not found.natives:

@@ -56,8 +56,7 @@ from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
 from intentd.domain.deposits import Disposition, RecordedDeposit, Retraction
-from intentd.indexer.decoding import Deposit as Transfer
-from intentd.indexer.decoding import InconsistentAnswer
+from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
 from intentd.indexer.finality import Verdict, find_again, judge
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.range_deposits import scan_range
@@ -195,7 +194,9 @@ class TriggerVerifier:
                 return await self._move(config, recorded, again)
         return await self._retract(config, recorded)
 
-    async def _move(self, config: ChainConfig, recorded: RecordedDeposit, again: Transfer) -> str:
+    async def _move(
+        self, config: ChainConfig, recorded: RecordedDeposit, again: ChainTransfer
+    ) -> str:
         """Credit the re-mined transfer as the poller's would be: it is relocated."""
         deposit = recorded.deposit
         async with self._pool.acquire() as conn:

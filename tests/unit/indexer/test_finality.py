@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from intentd.indexer.decoding import Deposit
+from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.finality import Verdict, find_again, judge
 
 A, B = "0x" + "a" * 64, "0x" + "b" * 64
@@ -38,14 +38,14 @@ def test_judge_needs_a_positive_depth() -> None:
         judge(A, A, block_number=1, latest=1, final_depth=0)
 
 
-def deposit(**changes: object) -> Deposit:
+def deposit(**changes: object) -> ChainTransfer:
     fields: dict[str, object] = {
         "block_number": 101, "block_hash": B, "block_time": 5, "tx_hash": TX, "tx_index": 0,
         "log_index": 0, "token": TOKEN, "from_address": TO, "to_address": TO, "amount": 7,
         "transfer_index": 0,
     }  # fmt: skip
     fields.update(changes)
-    return Deposit(**fields)  # type: ignore[arg-type]
+    return ChainTransfer(**fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def deposit(**changes: object) -> Deposit:
         ([], None),
     ],
 )
-def test_find_again_by_identity(found: list[Deposit], expected: int | None) -> None:
+def test_find_again_by_identity(found: list[ChainTransfer], expected: int | None) -> None:
     again = find_again(
         found, tx_hash=TX, transfer_index=0, log_index=0, token=TOKEN, to_address=TO, amount=7
     )
@@ -76,7 +76,7 @@ def test_find_again_by_identity(found: list[Deposit], expected: int | None) -> N
     ],
 )
 def test_find_again_of_a_record_without_identity(
-    found: list[Deposit], expected: int | None
+    found: list[ChainTransfer], expected: int | None
 ) -> None:
     again = find_again(
         found, tx_hash=TX, transfer_index=None, log_index=0, token=TOKEN, to_address=TO, amount=7
