@@ -181,15 +181,7 @@ class TriggerVerifier:
             )
             if headers[0].hash != str(receipt["blockHash"]).lower():
                 return "waiting"  # the node reorganised between the two reads
-            again = find_again(
-                found,
-                tx_hash=deposit.tx_hash,
-                transfer_index=deposit.transfer_index,
-                log_index=deposit.log_index,
-                token=deposit.token,
-                to_address=deposit.to_address,
-                amount=deposit.amount,
-            )
+            again = find_again(found, deposit)
             if again is not None:
                 return await self._move(config, recorded, again)
         return await self._retract(config, recorded)
