@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tests.unit.lifecycle.lifecycle_fakes import (
+from tests.unit.lifecycle.lifecycle_builders import (
     EXPIRES,
     FEE_ACCOUNT,
     NOW,
@@ -14,13 +14,13 @@ from tests.unit.lifecycle.lifecycle_fakes import (
     RELAYER,
     SOURCE,
     USDC,
-    FakeUnitOfWork,
     book,
     deposit,
     intent_row,
     result,
     tx,
 )
+from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
 from intentd.domain.action_results import ResultEvent
 from intentd.domain.intent import ActionKind, RefundReason

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tests.unit.lifecycle.lifecycle_fakes import (
+from tests.unit.lifecycle.lifecycle_builders import (
     DESTINATION,
     EXPIRES,
     NOW,
@@ -13,13 +13,13 @@ from tests.unit.lifecycle.lifecycle_fakes import (
     ROGUE,
     TOPIC,
     USDT,
-    FakeUnitOfWork,
     address,
     book,
     deposit,
     intent_row,
     retraction_of,
 )
+from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
 from intentd.domain.deposits import Disposition
 from intentd.domain.intent import ActionKind, RefundReason, SignerKind

@@ -6,21 +6,18 @@ import asyncio
 from typing import Any
 
 import orjson
-from tests.unit.lifecycle.lifecycle_fakes import (
+from tests.unit.lifecycle.lifecycle_builders import (
     DESTINATION,
     NOW,
     PAYER,
     RELAYER,
     SOURCE,
     USDC,
-    FakeInbox,
-    FakePublisher,
-    FakeStore,
-    FakeUnitOfWork,
-    Record,
     intent_row,
     tx,
 )
+from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
+from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
 
 from intentd.adapters.action_evidence import ActionFacts
 from intentd.adapters.intent_store import ConcurrentUpdate

@@ -4,16 +4,16 @@ it leaves when it cannot be undone, on an in-memory unit of work."""
 from __future__ import annotations
 
 import pytest
-from tests.unit.lifecycle.lifecycle_fakes import (
+from tests.unit.lifecycle.lifecycle_builders import (
     NOW,
     USDT,
-    FakeUnitOfWork,
     book,
     deposit,
     intent_row,
     result,
     retraction_of,
 )
+from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
 from intentd.domain.action_results import ResultEvent
 from intentd.domain.deposits import Disposition
