@@ -96,7 +96,6 @@ class LifecycleConsumer:
         *,
         retry_base: float = 0.05,
     ) -> None:
-        self._settings = settings
         self._book = ChainBook.of_settings(settings)
         self._store = store
         self._publisher = publisher
@@ -143,7 +142,7 @@ class LifecycleConsumer:
             await self._dead_letter(record, str(exc))
             return None
         if not isinstance(message, ActionResultMessage):
-            refused = admission.refusal(message, record.topic, self._prefix, self._settings.chains)
+            refused = admission.refusal(message, record.topic, self._prefix, self._book.chains)
             if refused is not None:
                 await self._dead_letter(record, refused)
                 return None
