@@ -22,23 +22,11 @@ __all__ = ["action_result", "deposit", "found_deposit", "retraction"]
 
 
 def deposit(message: DepositMessage) -> Deposit:
-    return Deposit(
-        chain=message.chain,
-        tx_hash=message.tx_hash,
-        log_index=message.log_index,
-        block_number=message.block_number,
-        block_hash=message.block_hash,
-        block_time=datetime.fromtimestamp(message.block_time, UTC),
-        token=message.token,
-        from_address=message.from_address,
-        to_address=message.to_address,
-        amount=message.amount,
-        transfer_index=message.transfer_index,
-    )
+    return found_deposit(message.chain, message)
 
 
-def found_deposit(chain: str, found: ChainTransfer) -> Deposit:
-    """The deposit of a transfer the indexer decoded on ``chain`` (as its message would be)."""
+def found_deposit(chain: str, found: ChainTransfer | DepositMessage) -> Deposit:
+    """The deposit of a transfer seen on ``chain`` (decoded, or in a message)."""
     return Deposit(
         chain=chain,
         tx_hash=found.tx_hash,
