@@ -13,19 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tests.support import new_intent
-
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Pool
-from intentd.domain.status import IntentStatus
-from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import (
+from tests.lifecycle_calls import (
     Outcome,
     Unappliable,
     apply_action_result,
     apply_deposit,
     apply_retraction,
 )
+from tests.support import new_intent
+
+from intentd.adapters import intent_store
+from intentd.adapters.postgres import Pool
+from intentd.domain.status import IntentStatus
+from intentd.intents.record import IntentRow
 from intentd.lifecycle.holds import HoldWatch
 from intentd.messages import (
     ActionResultMessage,

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
+from tests.lifecycle_calls import Outcome, apply_deposit, apply_retraction
 from tests.support import (
     TopicReader,
     daemon_env,
@@ -25,12 +26,12 @@ from tests.support import (
 
 from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.handlers import Outcome, apply_deposit, apply_retraction
 from intentd.messages import (
     DepositMessage,
     RetractionMessage,
@@ -267,7 +268,7 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, pool, publisher)
+    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
     from intentd.adapters.kafka import make_consumer
 
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")

@@ -9,13 +9,13 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.lifecycle_calls import Outcome, apply_action_result, apply_deposit, expire
 from tests.support import new_intent
 
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.expiry import Expiry
-from intentd.lifecycle.handlers import Outcome, apply_action_result, apply_deposit, expire
 from intentd.messages import ActionResultMessage, DepositMessage, action_result_id, deposit_id
 from intentd.settings import Settings
 

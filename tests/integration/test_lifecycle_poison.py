@@ -15,15 +15,17 @@ import pytest
 from aiokafka.structs import ConsumerRecord
 from prometheus_client import REGISTRY
 from tests.integration.test_lifecycle import CHAIN, deposit
+from tests.lifecycle_calls import Outcome, apply_deposit
 from tests.support import TopicReader, json_values, new_intent, produce
 
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import Connection
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consumer
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.handlers import Outcome, apply_deposit
+from intentd.lifecycle.ports import UnitOfWork
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -128,7 +130,7 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, pool, publisher)
+    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
@@ -175,12 +177,12 @@ class _Flaky(LifecycleConsumer):
         self.attempts = 0
 
     async def _apply(
-        self, conn: Connection, message: DepositMessage | RetractionMessage | ActionResultMessage
+        self, uow: UnitOfWork, message: DepositMessage | RetractionMessage | ActionResultMessage
     ) -> Outcome:
         self.attempts += 1
         if self.attempts <= self.failures:
             raise self._error()
-        return await super()._apply(conn, message)
+        return await super()._apply(uow, message)
 
 
 class _Capture:
@@ -205,7 +207,8 @@ async def test_a_transient_error_is_retried_then_applied(pool: Pool, settings: S
     message = deposit(settings, intent.intent_address, 1_000_000)
     out = _Capture()
     flaky = _Flaky(
-        settings, pool, out, error=lambda: asyncpg.SerializationError("could not serialize"),
+        settings, PostgresStore(pool), out,
+        error=lambda: asyncpg.SerializationError("could not serialize"),
         failures=3,
     )  # fmt: skip
     assert await flaky.handle(record_of(settings, message)) is Outcome.CREDITED
@@ -219,7 +222,8 @@ async def test_a_transient_error_that_persists_goes_to_the_dlq(
     message = deposit(settings, intent.intent_address, 1_000_000)
     out = _Capture()
     flaky = _Flaky(
-        settings, pool, out, error=lambda: asyncpg.DeadlockDetectedError("deadlock detected"),
+        settings, PostgresStore(pool), out,
+        error=lambda: asyncpg.DeadlockDetectedError("deadlock detected"),
         failures=10**6,
     )  # fmt: skip
     assert await flaky.handle(record_of(settings, message)) is None
@@ -240,7 +244,7 @@ async def test_while_the_database_is_down_messages_wait_instead_of_dead_letterin
     message = deposit(settings, intent.intent_address, 1_000_000)
     out = _Capture()
     flaky = _Flaky(
-        settings, pool, out,
+        settings, PostgresStore(pool), out,
         error=lambda: asyncpg.ConnectionDoesNotExistError("connection was closed"),
         failures=12,
     )  # fmt: skip
@@ -265,11 +269,11 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
     real = expiry.expire
     calls: list[int] = []
 
-    async def expire(conn: Connection, settings: Settings, intent_id: int, **kw: Any) -> Outcome:
+    async def expire(uow: UnitOfWork, book: ChainBook, intent_id: int, **kw: Any) -> Outcome:
         calls.append(intent_id)
         if intent_id == broken.id:
             raise KeyError("REMOVED_CHAIN")
-        return await real(conn, settings, intent_id, **kw)
+        return await real(uow, book, intent_id, **kw)
 
     monkeypatch.setattr(expiry, "expire", expire)
     loop = expiry.Expiry(settings, pool, max_sleep=0.05)
@@ -322,7 +326,7 @@ async def test_action_results_are_checked_against_what_the_executor_recorded(
     intent_id, prefill = await prefill_of(pool, settings)
     other_id, _ = await prefill_of(pool, settings)
     out = _Capture()
-    lifecycle = LifecycleConsumer(settings, pool, out)
+    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), out)
     tx = "0x" + secrets.token_hex(32)
 
     def result(event: str, **fields: Any) -> ActionResultMessage:

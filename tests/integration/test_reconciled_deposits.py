@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from eth_abi.abi import encode as abi_encode
 from eth_utils import keccak
+from tests.lifecycle_calls import apply_deposit, apply_retraction
 from tests.support import TopicReader, new_intent
 
 from intentd.adapters import intent_scans, intent_store
@@ -31,7 +32,6 @@ from intentd.indexer.decoding import NATIVE
 from intentd.indexer.poller import poller_role
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import apply_deposit, apply_retraction
 from intentd.messages import (
     DepositMessage,
     RetractionMessage,
@@ -169,7 +169,7 @@ async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str
         fresh = await intent_store.get_by_id(conn, row.id)
         deposits = await intent_scans.deposits_of(conn, row.id)
     assert fresh is not None
-    return fresh.received, sorted((d.amount, d.disposition) for d in deposits)
+    return fresh.received, sorted((d.deposit.amount, d.disposition.value) for d in deposits)
 
 
 async def trigger(pool: Pool, chain: Chain, row: IntentRow) -> Any:

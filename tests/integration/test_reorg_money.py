@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from tests.conftest import chain_section
 from tests.integration.test_poller import section
+from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import new_intent
 
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
@@ -36,7 +37,6 @@ from intentd.adapters.postgres import Pool
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import apply_action_result, apply_deposit, apply_retraction
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,

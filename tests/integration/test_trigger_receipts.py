@@ -80,7 +80,7 @@ async def test_trigger_processing_records_native_value_only_with_a_successful_re
         outcome = await processor.trigger(row, now=datetime.now(UTC))
     finally:
         await processor.close()
-    assert [(d.tx_hash, d.token, d.amount) for d in outcome.deposits] == [
+    assert [(d.deposit.tx_hash, d.deposit.token, d.deposit.amount) for d in outcome.deposits] == [
         (paid, NATIVE_TOKEN.lower(), 10**15)
     ]
-    assert failed not in {d.tx_hash for d in outcome.deposits}
+    assert failed not in {d.deposit.tx_hash for d in outcome.deposits}

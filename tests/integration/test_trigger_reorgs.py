@@ -97,7 +97,7 @@ async def paid_and_triggered(
     block = int((await chain.rpc.receipt(paid))["blockNumber"], 16)
     await chain.rpc.mine(2)  # confirmations = 1
     result = await processor.trigger(intent, now=datetime.now(UTC))
-    assert [d.tx_hash for d in result.deposits] == [paid]
+    assert [d.deposit.tx_hash for d in result.deposits] == [paid]
     assert result.intent.status is IntentStatus.FUNDED
     assert await prefill_statuses(pool, intent.id) == ["ready"]
     return intent, paid, block
@@ -219,7 +219,9 @@ async def test_a_payment_mined_only_in_the_new_branch_of_scanned_blocks_is_found
     assert paid_in <= first.progress.scanned_to
 
     found = await processor.trigger(intent, now=datetime.now(UTC))
-    assert [(d.block_number, d.disposition) for d in found.deposits] == [(paid_in, "credited")]
+    assert [(d.deposit.block_number, d.disposition) for d in found.deposits] == [
+        (paid_in, "credited")
+    ]
     assert found.intent.status is IntentStatus.FUNDED
 
 

@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.events import EventType
-from intentd.domain.intent import Deposit, Disposition, Intent, RefundReason, Terms
+from intentd.domain.intent import Intent, RefundReason, Terms
 from intentd.domain.status import FundingStatus, IntentStatus, funding_status
 
 SOURCE, OTHER_CHAIN = "BASE_TESTNET", "ARBITRUM_TESTNET"

@@ -28,11 +28,10 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.events import EventType, PendingEvent, is_terminal
 from intentd.domain.intent import (
     ActionKind,
-    Deposit,
-    Disposition,
     Intent,
     PendingAction,
     RefundReason,

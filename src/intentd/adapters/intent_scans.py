@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from intentd.adapters.deposit_rows import RECORDED, recorded
 from intentd.adapters.intent_store import Connection
+from intentd.domain.deposits import RecordedDeposit
 
-__all__ = ["RecordedDeposit", "ScanProgress", "advance", "deposits_of", "load", "start"]
+__all__ = ["ScanProgress", "advance", "deposits_of", "load", "start"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,19 +19,6 @@ class ScanProgress:
     """Last block scanned; ``first_block - 1`` before the first scan."""
     scanned_hash: str | None = None
     """Hash of block ``scanned_to`` when it was scanned (None if not known)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedDeposit:
-    chain: str
-    tx_hash: str
-    log_index: int
-    block_number: int
-    token: str
-    from_address: str
-    amount: int
-    disposition: str
-    reason: str | None
 
 
 async def load(conn: Connection, intent_id: int) -> ScanProgress | None:
@@ -80,11 +69,6 @@ async def advance(
 async def deposits_of(conn: Connection, intent_id: int) -> list[RecordedDeposit]:
     """Every transfer recorded for the intent, in the order they were recorded."""
     records = await conn.fetch(
-        """
-        SELECT chain, tx_hash, log_index, block_number, token, from_address, amount,
-               disposition, reason
-          FROM deposits WHERE intent_id = $1 ORDER BY id
-        """,
-        intent_id,
+        f"SELECT {RECORDED} FROM deposits d WHERE d.intent_id = $1 ORDER BY d.id", intent_id
     )
-    return [RecordedDeposit(**{**dict(r), "amount": int(r["amount"])}) for r in records]
+    return [recorded(r) for r in records]

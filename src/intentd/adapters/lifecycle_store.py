@@ -7,52 +7,18 @@ emits commit together or not at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from intentd.adapters.deposit_rows import RECORDED, deposit_values, recorded
 from intentd.adapters.intent_store import Connection
-from intentd.domain.intent import Deposit, Disposition, PendingAction, RefundReason, SignerKind
+from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
+from intentd.domain.intent import PendingAction, RefundReason, SignerKind
 
 OUTBOX_CHANNEL = "intentd_outbox"
 """NOTIFY channel that wakes the outbox relay when a row is committed."""
 
 
-@dataclass(frozen=True, slots=True)
-class StoredDeposit:
-    id: int
-    block_hash: str
-    disposition: Disposition
-    intent_id: int | None
-    amount: int
-    to_address: str
-    transfer_index: int | None
-    """None for a row recorded before identities (migration 0005)."""
-    orphaned: bool
-    """A retraction of it could not be undone; the intent's spending actions are held."""
-
-
-_STORED = (
-    "SELECT id, block_hash, disposition, intent_id, amount, to_address, transfer_index,"
-    " orphaned_at IS NOT NULL AS orphaned FROM deposits"
-)
-
-
-def _stored(record: Any) -> StoredDeposit:
-    return StoredDeposit(
-        id=record["id"],
-        block_hash=record["block_hash"],
-        disposition=Disposition(record["disposition"]),
-        intent_id=record["intent_id"],
-        amount=int(record["amount"]),
-        to_address=record["to_address"],
-        transfer_index=record["transfer_index"],
-        orphaned=record["orphaned"],
-    )
-
-
 async def find_deposit(
-    conn: Connection, deposit: Deposit, transfer_index: int | None, *, lock: bool = False
-) -> StoredDeposit | None:
+    conn: Connection, deposit: Deposit, *, lock: bool = False
+) -> RecordedDeposit | None:
     """The recorded deposit that is the same transfer as ``deposit``, on any fork.
 
     The same transfer is the row with the same identity ``(chain, tx_hash, token,
@@ -60,12 +26,12 @@ async def find_deposit(
     block; failing that, a row recorded before identities existed (``transfer_index``
     NULL) with the same transaction, token, recipient and amount: identical transfers
     of one transaction are interchangeable, so adopting any one of them is sound. A
-    message without ``transfer_index`` (from a poller before identities) matches by
+    deposit without ``transfer_index`` (from a poller before identities) matches by
     content the same way.
     """
     suffix = " FOR UPDATE" if lock else ""
     record = await conn.fetchrow(
-        f"""{_STORED}
+        f"""SELECT {RECORDED} FROM deposits d
          WHERE chain = $1 AND tx_hash = $2 AND token = $3
            AND (transfer_index = $4
                 OR (log_index = $5 AND block_hash = $6)
@@ -77,40 +43,37 @@ async def find_deposit(
         deposit.chain,
         deposit.tx_hash,
         deposit.token,
-        transfer_index,
+        deposit.transfer_index,
         deposit.log_index,
         deposit.block_hash,
         deposit.to_address,
         deposit.amount,
     )
-    return None if record is None else _stored(record)
+    return None if record is None else recorded(record)
 
 
-async def find_published(
-    conn: Connection, chain: str, tx_hash: str, block_hash: str, log_index: int
-) -> StoredDeposit | None:
-    """The deposit recorded from log ``log_index`` of block ``block_hash`` (locked).
+async def find_published(conn: Connection, retraction: Retraction) -> RecordedDeposit | None:
+    """The deposit recorded from the log and block ``retraction`` names (locked).
 
     A retraction names the block it retracts from: a row the same transfer moved to
     another block since then is not it.
     """
     record = await conn.fetchrow(
-        f"""{_STORED}
+        f"""SELECT {RECORDED} FROM deposits d
          WHERE chain = $1 AND tx_hash = $2 AND block_hash = $3 AND log_index = $4
          ORDER BY id LIMIT 1 FOR UPDATE""",
-        chain,
-        tx_hash,
-        block_hash,
-        log_index,
+        retraction.chain,
+        retraction.tx_hash,
+        retraction.block_hash,
+        retraction.log_index,
     )
-    return None if record is None else _stored(record)
+    return None if record is None else recorded(record)
 
 
 async def record_deposit(
     conn: Connection,
     deposit: Deposit,
     *,
-    transfer_index: int | None,
     intent_id: int | None,
     disposition: Disposition,
     reason: RefundReason | None,
@@ -133,7 +96,7 @@ async def record_deposit(
             deposit.block_hash,
             deposit.block_time,
             deposit.log_index,
-            transfer_index,
+            deposit.transfer_index,
             deposit.amount,
             intent_id,
             disposition.value,
@@ -143,37 +106,23 @@ async def record_deposit(
     deposit_id = await conn.fetchval(
         """
         INSERT INTO deposits (chain, tx_hash, log_index, block_number, block_hash, block_time,
-                              token, from_address, to_address, amount, intent_id, disposition,
-                              reason, transfer_index)
+                              token, from_address, to_address, amount, transfer_index,
+                              intent_id, disposition, reason)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
         ON CONFLICT DO NOTHING
         RETURNING id
         """,
-        deposit.chain,
-        deposit.tx_hash,
-        deposit.log_index,
-        deposit.block_number,
-        deposit.block_hash,
-        deposit.block_time,
-        deposit.token,
-        deposit.from_address,
-        deposit.to_address,
-        deposit.amount,
+        *deposit_values(deposit),
         intent_id,
         disposition.value,
         reason.value if reason else None,
-        transfer_index,
     )
     if deposit_id is None:
-        raise RuntimeError(
-            f"deposit {deposit.chain}:{deposit.tx_hash}:{deposit.token}:{transfer_index} exists"
-        )
+        raise RuntimeError(f"deposit {deposit.key} exists")
     return int(deposit_id)
 
 
-async def relocate(
-    conn: Connection, stored: StoredDeposit, deposit: Deposit, transfer_index: int | None
-) -> None:
+async def relocate(conn: Connection, stored: RecordedDeposit, deposit: Deposit) -> None:
     """Record where a deposit is now (a reorg moved it), and its identity if it lacked one."""
     await conn.execute(
         """
@@ -188,7 +137,7 @@ async def relocate(
         deposit.block_hash,
         deposit.block_time,
         deposit.log_index,
-        transfer_index,
+        deposit.transfer_index,
     )
 
 
@@ -278,7 +227,7 @@ async def mark_result_applied(conn: Connection, result_id: str) -> bool:
     return status == "INSERT 0 1"
 
 
-async def action_reason(conn: Connection, action_id: int) -> tuple[str, str, int] | None:
+async def action_reason(conn: Connection, action_id: int) -> tuple[str | None, str, int] | None:
     """(reason, token, amount) of an action, for the refund it became."""
     record = await conn.fetchrow(
         "SELECT reason, token, amount FROM actions WHERE id = $1", action_id

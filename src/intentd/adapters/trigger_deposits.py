@@ -8,33 +8,15 @@ Functions run on the caller's connection and inside the caller's transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from intentd.adapters.deposit_rows import RECORDED, recorded
 from intentd.adapters.intent_store import Connection
+from intentd.domain.deposits import DepositKey, RecordedDeposit
 
-__all__ = ["Watched", "open_deposits", "remember", "rewind_scan", "settle"]
-
-
-@dataclass(frozen=True, slots=True)
-class Watched:
-    deposit_id: int
-    intent_id: int | None
-    tx_hash: str
-    log_index: int
-    transfer_index: int | None
-    """The deposit's identity within its transaction (None: recorded before 0005)."""
-    block_number: int
-    block_hash: str
-    token: str
-    to_address: str
-    amount: int
-    disposition: str
+__all__ = ["open_deposits", "remember", "rewind_scan", "settle"]
 
 
-async def remember(
-    conn: Connection, chain: str, tx_hash: str, token: str, transfer_index: int, *, reopen: bool
-) -> None:
-    """Watch the deposit ``(chain, tx_hash, token, transfer_index)`` (its identity);
+async def remember(conn: Connection, key: DepositKey, *, reopen: bool) -> None:
+    """Watch the deposit of identity ``key``;
     ``reopen``: watch it again even if it was settled (it was just recorded anew, say
     revived after a retraction)."""
     conflict = (
@@ -49,20 +31,18 @@ async def remember(
          WHERE chain = $1 AND tx_hash = $2 AND token = $3 AND transfer_index = $4
         ON CONFLICT (deposit_id) {conflict}
         """,
-        chain,
-        tx_hash,
-        token,
-        transfer_index,
+        key.chain,
+        key.tx_hash,
+        key.token,
+        key.transfer_index,
     )
 
 
-async def open_deposits(conn: Connection, chain: str, *, limit: int) -> list[Watched]:
+async def open_deposits(conn: Connection, chain: str, *, limit: int) -> list[RecordedDeposit]:
     """The deposits of ``chain`` still watched, oldest first."""
     rows = await conn.fetch(
-        """
-        SELECT d.id AS deposit_id, d.intent_id, d.tx_hash, d.log_index, d.transfer_index,
-               d.block_number,
-               d.block_hash, d.token, d.to_address, d.amount, d.disposition
+        f"""
+        SELECT {RECORDED}
           FROM trigger_deposits t JOIN deposits d ON d.id = t.deposit_id
          WHERE t.chain = $1 AND t.settled_at IS NULL
          ORDER BY t.deposit_id LIMIT $2
@@ -70,7 +50,7 @@ async def open_deposits(conn: Connection, chain: str, *, limit: int) -> list[Wat
         chain,
         limit,
     )
-    return [Watched(**{**dict(r), "amount": int(r["amount"])}) for r in rows]
+    return [recorded(r) for r in rows]
 
 
 async def settle(conn: Connection, deposit_id: int, outcome: str) -> None:

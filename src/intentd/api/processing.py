@@ -8,17 +8,17 @@ For an intent on chain C, created at time T:
    confirmation depth).
 2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
    and decoded with the poller's own code (``EvmChainReader.read_range`` and
-   ``indexer.range_deposits.range_deposits``, watching only this intent's address:
+   ``indexer.range_deposits.scan_range``, watching only this intent's address:
    native value counts only with a successful receipt, see ``indexer.tx_types``).
    The hash of the last block scanned is stored with the progress; if the chain no
    longer has that block, a reorg replaced scanned blocks, and the last ``WINDOW``
    (256) blocks are scanned again (their new branch may hold a payment the old one
    did not).
-3. Each deposit found goes to the lifecycle as the poller's message would
-   (``lifecycle.handlers.apply_deposit``): under the intent's row lock and unique on
-   its identity ``(chain, tx_hash, token, transfer_index)``, so a deposit seen by the
-   poller, by an earlier call or by a concurrent call is credited once. Events leave
-   through the outbox.
+3. Each deposit found is credited by the service the lifecycle credits the poller's
+   deposits with (``lifecycle.crediting.credit``): under the intent's row lock and
+   unique on its identity ``(chain, tx_hash, token, transfer_index)``, so a deposit
+   seen by the poller, by an earlier call or by a concurrent call is credited once.
+   Events leave through the outbox.
    In the same transaction the deposit is remembered (``trigger_deposits``) for the
    lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
    retracts it if a reorg removes its block (no poller covers it).
@@ -34,7 +34,6 @@ Safe to repeat; calls for one intent are serialised within a process.
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from datetime import datetime
 
 import structlog
 
+from intentd import wire
 from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_deposits
 from intentd.adapters.chain import (
     EvmChainReader,
@@ -53,17 +53,19 @@ from intentd.adapters.chain import (
 )
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import WINDOW
-from intentd.adapters.intent_scans import RecordedDeposit, ScanProgress
+from intentd.adapters.intent_scans import ScanProgress
+from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
+from intentd.domain.deposits import DepositKey, RecordedDeposit
 from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.publishing import deposit_message
-from intentd.indexer.range_deposits import range_deposits
+from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
-from intentd.lifecycle.handlers import Outcome, apply_deposit
+from intentd.lifecycle.chain_book import ChainBook
+from intentd.lifecycle.crediting import SEEN_BEFORE, credit
 from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
 __all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
@@ -80,8 +82,8 @@ class ChainUnavailable(Exception):
 class TriggerOutcome:
     intent: IntentRow
     deposits: list[RecordedDeposit]
-    new: frozenset[tuple[str, str, int]]
-    """(chain, tx_hash, log_index) of the deposits this call recorded."""
+    new: frozenset[DepositKey]
+    """The deposits this call recorded."""
     balance: int
     balance_block: int
     progress: ScanProgress
@@ -109,6 +111,7 @@ class Processor:
 
     def __init__(self, settings: Settings, pool: Pool) -> None:
         self._settings = settings
+        self._book = ChainBook.of_settings(settings)
         self._pool = pool
         self._readers: dict[str, tuple[JsonRpcClient, EvmChainReader]] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -141,7 +144,7 @@ class Processor:
         head = confirmed_head(await reader.latest_block(), chain.confirmations)
         progress = await self._progress(row, chain, client, head)
         progress = await self._follow_reorg(row, reader, progress)
-        new: set[tuple[str, str, int]] = set()
+        new: set[DepositKey] = set()
         last = min(head, progress.scanned_to + self._settings.api.trigger_max_blocks)
         if progress.scanned_to < last:
             window = BlockRange(progress.scanned_to + 1, last)
@@ -226,7 +229,7 @@ class Processor:
         reader: EvmChainReader,
         blocks: BlockRange,
         now: datetime,
-    ) -> tuple[set[tuple[str, str, int]], str]:
+    ) -> tuple[set[DepositKey], str]:
         """Credit the deposits of ``blocks``; return the new ones and the last block's hash."""
         tokens = frozenset(t.address.lower() for t in chain.tokens)
         watched = WatchedAddresses([row.intent_address])
@@ -237,33 +240,28 @@ class Processor:
         for attempt in range(1, _READ_ATTEMPTS + 1):
             raw = await reader.read_range(blocks)
             try:
-                headers, deposits = await range_deposits(
-                    chain.name, reader, raw, blocks, tokens=tokens, watched=watched
+                headers, found = await scan_range(
+                    chain.name,
+                    reader,
+                    raw,
+                    blocks,
+                    tokens=tokens,
+                    watched=watched,
+                    reconciliation=reconciliation,
+                    reconciled=[window],
                 )
-                if reconciliation is not None:
-                    deposits.extend(await reconciliation.find(headers, raw.blocks, [window]))
-                    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
                 break
             except InconsistentAnswer:
                 if attempt == _READ_ATTEMPTS:
                     raise
-        new: set[tuple[str, str, int]] = set()
-        observed = time.time_ns() // 1_000_000
+        deposits = [wire.found_deposit(chain.name, transfer) for transfer in found]
+        new: set[DepositKey] = set()
         async with self._pool.acquire() as conn:
+            uow = PostgresUnitOfWork(conn)
             for deposit in deposits:
-                message = deposit_message(chain.name, chain.chain_id, deposit, observed)
-                async with conn.transaction():
-                    outcome = await apply_deposit(conn, self._settings, message, now=now)
-                    await trigger_deposits.remember(
-                        conn,
-                        chain.name,
-                        deposit.tx_hash,
-                        deposit.token,
-                        deposit.transfer_index,
-                        reopen=outcome not in (Outcome.DUPLICATE, Outcome.RELOCATED),
-                    )
-                if outcome not in (Outcome.DUPLICATE, Outcome.RELOCATED):
-                    new.add((chain.name, deposit.tx_hash, deposit.log_index))
+                outcome = await credit(uow, self._book, deposit, now=now, watch=True)
+                if outcome not in SEEN_BEFORE:
+                    new.add(deposit.key)
             await intent_scans.advance(conn, row.id, blocks.last, headers[-1].hash)
         if deposits:
             log.info(

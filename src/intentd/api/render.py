@@ -80,7 +80,8 @@ def tokens_of(chains: Iterable[ChainConfig]) -> list[dict[str, Any]]:
 def trigger_json(outcome: TriggerOutcome, chains: dict[str, ChainConfig]) -> dict[str, Any]:
     row = outcome.intent
     deposits = []
-    for deposit in outcome.deposits:
+    for recorded in outcome.deposits:
+        deposit = recorded.deposit
         chain = chains.get(deposit.chain)
         token = chain.token(deposit.token) if chain is not None else None
         deposits.append(
@@ -93,9 +94,9 @@ def trigger_json(outcome: TriggerOutcome, chains: dict[str, ChainConfig]) -> dic
                 "from": to_checksum_address(deposit.from_address),
                 "amount": format_amount(deposit.amount, token.decimals) if token else None,
                 "amount_base_units": str(deposit.amount),
-                "disposition": deposit.disposition,
-                "reason": deposit.reason,
-                "new": (deposit.chain, deposit.tx_hash, deposit.log_index) in outcome.new,
+                "disposition": recorded.disposition.value,
+                "reason": recorded.reason.value if recorded.reason is not None else None,
+                "new": recorded.key in outcome.new,
             }
         )
     return {

@@ -47,7 +47,7 @@ from intentd.domain.amounts import format_amount
 from intentd.domain.status import FundingStatus
 
 if TYPE_CHECKING:
-    from intentd.domain.intent import Deposit
+    from intentd.domain.deposits import Deposit
 
 API_VERSION = "v1"
 _EVENT_NAMESPACE = uuid.UUID("6f1c0d9e-3a55-4c59-9b0e-1d1e4b6a1f00")

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 # An action's types are defined in domain.actions; re-exported for existing importers.
@@ -59,46 +58,12 @@ from intentd.domain.actions import ActionKind as ActionKind  # noqa: PLC0414
 from intentd.domain.actions import PendingAction as PendingAction  # noqa: PLC0414
 from intentd.domain.actions import RefundReason as RefundReason  # noqa: PLC0414
 from intentd.domain.actions import SignerKind as SignerKind  # noqa: PLC0414
+from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.events import ENDING_REFUND_REASONS, EventType, PendingEvent
 from intentd.domain.status import FundingStatus, IntentStatus, check_move, funding_status
 
-
-class Disposition(StrEnum):
-    CREDITED = "credited"
-    """Counted towards the intent's total."""
-    REFUND_OWED = "refund_owed"
-    """Not counted; the amount goes back to ``refund_address``."""
-    IGNORED = "ignored"
-    """A token the chain does not list; recorded, nothing else."""
-    UNMATCHED = "unmatched"
-    """No intent has this address (recorded so nothing is lost)."""
-    INTERNAL = "internal"
-    """A transaction of ours (a gas top-up from the gas tank): not the user's money."""
-    RETRACTED = "retracted"
-    """Its block left the canonical chain after it was recorded."""
-    RETAINED = "retained"
-    """A refund would be owed, but the amount is below the token's ``min_sweep``: it
-    stays at the intent address (refunding it would cost more than it is worth)."""
-
-
 ENDING_REASONS = ENDING_REFUND_REASONS
 """Refunds whose confirmation ends the intent as REFUNDED (``expired``, ``failed``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Deposit:
-    """A confirmed transfer to an intent address (addresses lowercase)."""
-
-    chain: str
-    tx_hash: str
-    log_index: int
-    block_number: int
-    block_hash: str
-    block_time: datetime
-    token: str
-    from_address: str
-    to_address: str
-    amount: int
 
 
 @dataclass(frozen=True, slots=True)

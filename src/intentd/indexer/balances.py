@@ -38,7 +38,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from intentd.indexer.decoding import NATIVE, BlockHeader, Deposit
+from intentd.indexer.decoding import NATIVE, BlockHeader, ChainTransfer
 from intentd.messages import NATIVE_LOG_INDEX
 
 __all__ = [
@@ -164,7 +164,7 @@ def reconciled_deposits(
     headers: Sequence[BlockHeader],
     balances: Sequence[int],
     explained: Mapping[int, int],
-) -> list[Deposit]:
+) -> list[ChainTransfer]:
     """The reconciled deposits to ``reconciled.address`` in ``headers``.
 
     ``balances[0]`` is the address's balance before the first block, ``balances[i + 1]``
@@ -178,7 +178,7 @@ def reconciled_deposits(
         amount = balances[i + 1] - balances[i] - explained.get(header.number, 0)
         if amount > 0 and reconciled.covers(header.timestamp):
             found.append(
-                Deposit(
+                ChainTransfer(
                     block_number=header.number,
                     block_hash=header.hash,
                     block_time=header.timestamp,

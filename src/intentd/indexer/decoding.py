@@ -17,7 +17,7 @@ What counts as a deposit:
   transactions.
 
 A deposit's identity is ``(tx_hash, token, transfer_index)``, the same on every fork
-(see :attr:`Deposit.key`): ``transfer_index`` is -1 for the native coin and, for a
+(see :attr:`ChainTransfer.key`): ``transfer_index`` is -1 for the native coin and, for a
 token, the position of the log among the ``Transfer`` logs *of that token contract*
 in its transaction. ``eth_getLogs`` returns every such log of a configured token
 (the filter is the token's address and topic 0), whatever its recipient, so the
@@ -45,7 +45,7 @@ __all__ = [
     "NATIVE",
     "TRANSFER_TOPIC",
     "BlockHeader",
-    "Deposit",
+    "ChainTransfer",
     "Found",
     "InconsistentAnswer",
     "NativeCandidate",
@@ -75,8 +75,10 @@ class BlockHeader:
     timestamp: int
 
 
-class Deposit(NamedTuple):
-    """A transfer to a watched address; both indexes are -1 for the native coin.
+class ChainTransfer(NamedTuple):
+    """A transfer to a watched address as decoded from the chain, before the lifecycle
+    decides anything about it (it becomes a ``domain.deposits.Deposit`` on the wire or
+    in ``intentd.wire``); both indexes are -1 for the native coin.
 
     A named tuple rather than a dataclass: a backfill makes tens of thousands a second.
     """
@@ -104,7 +106,7 @@ class Deposit(NamedTuple):
 class NativeCandidate(NamedTuple):
     """A transaction carrying value to a watched address; it counts only with its receipt."""
 
-    deposit: Deposit
+    deposit: ChainTransfer
     tx_type: int
 
 
@@ -112,7 +114,7 @@ class Found(NamedTuple):
     """What a range holds: its headers, token deposits, and native candidates."""
 
     headers: list[BlockHeader]
-    deposits: list[Deposit]
+    deposits: list[ChainTransfer]
     """Token deposits in chain order (block, transaction, log)."""
     natives: list[NativeCandidate]
     """To be settled with their receipts (``indexer.tx_types.settle_natives``)."""
@@ -155,7 +157,7 @@ def native_candidates(
         amount = int(tx["value"], 16)
         if amount == 0:
             continue
-        deposit = Deposit(
+        deposit = ChainTransfer(
             block_number=header.number,
             block_hash=header.hash,
             block_time=header.timestamp,
@@ -177,7 +179,7 @@ def token_deposits(
     headers: Mapping[int, BlockHeader],
     tokens: Collection[str],
     watched: WatchedAddresses,
-) -> list[Deposit]:
+) -> list[ChainTransfer]:
     """ERC-20 transfers to watched addresses among ``logs``.
 
     ``tokens`` are the configured token addresses in lower case; ``headers`` are the
@@ -228,7 +230,7 @@ def token_deposits(
             raise InconsistentAnswer(f"logs of transaction {this_tx} are not in log order")
         last_index = log_index
         found.append(
-            Deposit(
+            ChainTransfer(
                 number,
                 header.hash,
                 header.timestamp,
@@ -258,7 +260,7 @@ def find_deposits(
     for block, header in zip(blocks, headers, strict=True):
         if block["transactions"]:
             natives.extend(native_candidates(block, header, watched))
-    deposits: list[Deposit] = []
+    deposits: list[ChainTransfer] = []
     if logs:
         by_number = {header.number: header for header in headers}
         deposits = token_deposits(logs, by_number, tokens, watched)
@@ -266,6 +268,6 @@ def find_deposits(
     return Found(headers, deposits, natives)
 
 
-def chain_order(deposit: Deposit) -> tuple[int, int, int]:
+def chain_order(deposit: ChainTransfer) -> tuple[int, int, int]:
     """Sort key: block, transaction, log (a native transfer before its transaction's logs)."""
     return deposit.block_number, deposit.tx_index, deposit.log_index

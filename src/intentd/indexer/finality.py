@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from intentd.indexer.decoding import Deposit
+from intentd.domain.deposits import Deposit
+from intentd.indexer.decoding import ChainTransfer
 
 __all__ = ["Verdict", "find_again", "judge"]
 
@@ -53,16 +54,7 @@ def judge(
     return Verdict.CANONICAL
 
 
-def find_again(
-    found: Sequence[Deposit],
-    *,
-    tx_hash: str,
-    transfer_index: int | None,
-    log_index: int,
-    token: str,
-    to_address: str,
-    amount: int,
-) -> Deposit | None:
+def find_again(found: Sequence[ChainTransfer], recorded: Deposit) -> ChainTransfer | None:
     """The deposit among ``found`` (decoded from the block that now holds the
     transaction) that is the same transfer as the one recorded: same transaction and
     identity (``transfer_index``; for a record made before identities existed, the
@@ -70,15 +62,15 @@ def find_again(
     executed again in the new block, no longer makes that transfer."""
     for deposit in found:
         if (
-            deposit.tx_hash == tx_hash
+            deposit.tx_hash == recorded.tx_hash
             and (
-                deposit.transfer_index == transfer_index
-                if transfer_index is not None
-                else deposit.log_index == log_index
+                deposit.transfer_index == recorded.transfer_index
+                if recorded.transfer_index is not None
+                else deposit.log_index == recorded.log_index
             )
-            and deposit.token == token
-            and deposit.to_address == to_address
-            and deposit.amount == amount
+            and deposit.token == recorded.token
+            and deposit.to_address == recorded.to_address
+            and deposit.amount == recorded.amount
         ):
             return deposit
     return None

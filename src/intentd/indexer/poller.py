@@ -35,11 +35,11 @@ from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.faults import crash_point
-from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
+from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
 from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
-from intentd.indexer.range_deposits import range_deposits
+from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -201,18 +201,17 @@ class Poller:
         # Refreshed after the blocks were read: every intent committed before that is matched.
         await self._refresh_watched()
         try:
-            headers, deposits = await range_deposits(
+            headers, deposits = await scan_range(
                 self._chain,
                 self._reader,
                 raw,
                 blocks,
                 tokens=self._tokens,
                 watched=self._watched.addresses,
+                reconciliation=self._reconciliation,
+                reconcile_if=self._extends_cursor,
             )
             linkage = check_linkage(self._cursor, headers)
-            if linkage is Linkage.LINKED and self._reconciliation is not None:
-                deposits.extend(await self._reconciliation.find(headers, raw.blocks))
-                deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
         except InconsistentAnswer as exc:
             await self._torn(blocks, str(exc))
             return False
@@ -227,8 +226,11 @@ class Poller:
         log.debug("batch done", blocks=str(blocks), deposits=len(deposits))
         return True
 
+    def _extends_cursor(self, headers: list[BlockHeader]) -> bool:
+        return check_linkage(self._cursor, headers) is Linkage.LINKED
+
     async def _publish_and_advance(
-        self, headers: list[BlockHeader], deposits: list[Deposit]
+        self, headers: list[BlockHeader], deposits: list[ChainTransfer]
     ) -> None:
         """Publish (retractions first), then move the cursor: at least once, never lost."""
         observed = self._wall_clock_ms()

@@ -1,7 +1,7 @@
 """The messages the poller publishes for deposits and retractions (pure).
 
 :func:`deposit_payload` is the hot path of a backfill: it writes the JSON of a
-:class:`~intentd.messages.DepositMessage` straight from a decoded :class:`Deposit`,
+:class:`~intentd.messages.DepositMessage` straight from a decoded :class:`ChainTransfer`,
 without building and validating the pydantic model (about 20 µs a deposit). Its
 output is byte for byte ``encode(deposit_message(...))``, which the unit tests check;
 the decoded fields already have the message's shapes (lowercase hex, integers).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from intentd.indexer.decoding import Deposit
+from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.reorg import PublishedDeposit
 from intentd.messages import DepositMessage, RetractionMessage, deposit_id
 
@@ -19,7 +19,7 @@ __all__ = ["deposit_message", "deposit_payload", "published", "retraction_messag
 
 
 def deposit_message(
-    chain: str, chain_id: int, deposit: Deposit, observed_at_ms: int
+    chain: str, chain_id: int, deposit: ChainTransfer, observed_at_ms: int
 ) -> DepositMessage:
     """The validated message of ``deposit`` (see :func:`deposit_payload` for its bytes)."""
     return DepositMessage(
@@ -40,7 +40,9 @@ def deposit_message(
     )
 
 
-def deposit_payload(chain: str, chain_id: int, deposit: Deposit, observed_at_ms: int) -> bytes:
+def deposit_payload(
+    chain: str, chain_id: int, deposit: ChainTransfer, observed_at_ms: int
+) -> bytes:
     """``messages.encode(deposit_message(chain, chain_id, deposit, observed_at_ms))``, fast."""
     return orjson.dumps(
         {
@@ -82,7 +84,7 @@ def retraction_message(chain: str, orphan: PublishedDeposit) -> RetractionMessag
     )
 
 
-def published(deposit: Deposit) -> PublishedDeposit:
+def published(deposit: ChainTransfer) -> PublishedDeposit:
     """How a published deposit is remembered for a later retraction."""
     return PublishedDeposit(
         deposit.block_number,

@@ -1,32 +1,38 @@
-"""The deposits of a block range as read: decode, then settle native candidates by receipt.
+"""The deposits of a block range as read: decode, settle native candidates by receipt,
+reconcile native balances.
 
-The one path from a :class:`~intentd.indexer.ports.RawRange` to deposits, used by the
-poller and by trigger-processing alike. Token deposits need no receipt (logs exist
-only for successful transactions); a native candidate (value to a watched address)
-counts only with a successful receipt and a type that pays its ``to``
-(``indexer.tx_types``). Receipts are fetched in one batch for those candidates only,
-so a range without any costs no extra call.
+:func:`scan_range` is the one path from a :class:`~intentd.indexer.ports.RawRange` to
+deposits, used by the poller, by trigger-processing and by its verifier alike. Token
+deposits need no receipt (logs exist only for successful transactions); a native
+candidate (value to a watched address) counts only with a successful receipt and a
+type that pays its ``to`` (``indexer.tx_types``). Receipts are fetched in one batch
+for those candidates only, so a range without any costs no extra call. With a
+balance reconciliation (``indexer.reconciliation``), the native coin that reached a
+reconciled address through a contract is found too, when ``reconcile_if`` accepts the
+headers (the poller reconciles only a batch that extends its cursor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 
 import structlog
 
 from intentd import observability as metrics
-from intentd.indexer.decoding import BlockHeader, Deposit, chain_order, find_deposits
+from intentd.indexer.balances import Reconciled
+from intentd.indexer.decoding import BlockHeader, ChainTransfer, chain_order, find_deposits
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import ChainReader, RawRange
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.tx_types import needs_receipt, settle_natives
 from intentd.indexer.watched import WatchedAddresses
 
-__all__ = ["range_deposits"]
+__all__ = ["scan_range"]
 
 log = structlog.get_logger()
 
 
-async def range_deposits(
+async def scan_range(
     chain: str,
     reader: ChainReader,
     raw: RawRange,
@@ -34,12 +40,35 @@ async def range_deposits(
     *,
     tokens: Collection[str],
     watched: WatchedAddresses,
-) -> tuple[list[BlockHeader], list[Deposit]]:
+    reconciliation: Reconciliation | None = None,
+    reconciled: Sequence[Reconciled] | None = None,
+    reconcile_if: Callable[[list[BlockHeader]], bool] | None = None,
+) -> tuple[list[BlockHeader], list[ChainTransfer]]:
     """Headers of ``blocks`` and their deposits in chain order (block, transaction, log).
 
+    ``reconciliation``: also the deposits it finds (at ``reconciled``, by default its
+    own addresses), if ``reconcile_if`` (default: always) accepts the headers.
     Raises ``InconsistentAnswer`` when the answers (blocks, logs, receipts) do not fit
     together; the caller reads the range again.
     """
+    headers, deposits = await _decoded(chain, reader, raw, blocks, tokens=tokens, watched=watched)
+    if reconciliation is None or (reconcile_if is not None and not reconcile_if(headers)):
+        return headers, deposits
+    deposits.extend(await reconciliation.find(headers, raw.blocks, reconciled))
+    deposits.sort(key=lambda d: (d.block_number, d.tx_index, d.log_index))
+    return headers, deposits
+
+
+async def _decoded(
+    chain: str,
+    reader: ChainReader,
+    raw: RawRange,
+    blocks: BlockRange,
+    *,
+    tokens: Collection[str],
+    watched: WatchedAddresses,
+) -> tuple[list[BlockHeader], list[ChainTransfer]]:
+    """Decoded deposits, natives settled by their receipts."""
     found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
     if not found.natives:
         return found.headers, found.deposits

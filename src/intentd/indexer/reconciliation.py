@@ -38,7 +38,7 @@ from intentd.indexer.balances import (
     movements,
     reconciled_deposits,
 )
-from intentd.indexer.decoding import BlockHeader, Deposit, InconsistentAnswer
+from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
 
 __all__ = ["ChainState", "OpenNativeIntents", "Reconciliation"]
 
@@ -81,7 +81,7 @@ class Reconciliation:
         headers: Sequence[BlockHeader],
         blocks: Sequence[Mapping[str, Any]],
         reconciled: Sequence[Reconciled] | None = None,
-    ) -> list[Deposit]:
+    ) -> list[ChainTransfer]:
         """Reconciled deposits in ``blocks`` (full, decoded into ``headers``), chain order.
 
         ``reconciled``: the addresses to reconcile; by default the open native-coin
@@ -112,7 +112,7 @@ class Reconciliation:
             return []
         inner = headers[:-1]
         answers = await self._state.balances([(a, h.hash) for a in short for h in inner])
-        found: list[Deposit] = []
+        found: list[ChainTransfer] = []
         for n, address in enumerate(short):
             per_block = answers[n * len(inner) : (n + 1) * len(inner)]
             balances = [before[address], *per_block, after[address]]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from intentd.indexer.decoding import BlockHeader, Deposit
+from intentd.indexer.decoding import BlockHeader, ChainTransfer
 
 __all__ = [
     "Cursor",
@@ -67,10 +67,10 @@ class PublishedDeposit(NamedTuple):
 
     @property
     def key(self) -> tuple[str, str | None, int | None]:
-        """The deposit's identity (``decoding.Deposit.key``)."""
+        """The deposit's identity (``decoding.ChainTransfer.key``)."""
         return self.tx_hash, self.token, self.transfer_index
 
-    def made_again_by(self, deposit: Deposit) -> bool:
+    def made_again_by(self, deposit: ChainTransfer) -> bool:
         """``deposit`` (from the new branch) is this transfer again: same identity, same
         recipient and, where known, same amount. A transaction re-mined elsewhere can
         make another transfer at the same position; that one is a new deposit."""
@@ -113,7 +113,7 @@ def common_ancestor(stored: Mapping[int, str], canonical: Mapping[int, str | Non
 
 
 def retractions(
-    orphans: Iterable[PublishedDeposit], replacements: Iterable[Deposit]
+    orphans: Iterable[PublishedDeposit], replacements: Iterable[ChainTransfer]
 ) -> list[PublishedDeposit]:
     """Orphaned published deposits that the new canonical blocks do not contain again.
 
@@ -121,7 +121,7 @@ def retractions(
     position in the transaction), so it is republished, not retracted, as long as it
     pays the same recipient the same amount (:meth:`PublishedDeposit.made_again_by`).
     """
-    present: dict[tuple[str, str | None, int | None], list[Deposit]] = {}
+    present: dict[tuple[str, str | None, int | None], list[ChainTransfer]] = {}
     for deposit in replacements:
         present.setdefault(deposit.key, []).append(deposit)
     seen: set[tuple[str, str | None, int | None]] = set()

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
-from intentd.indexer.decoding import Deposit, InconsistentAnswer, NativeCandidate
+from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer, NativeCandidate
 
 __all__ = ["Credit", "credit_of", "needs_receipt", "settle_natives"]
 
@@ -70,14 +70,14 @@ def needs_receipt(candidate: NativeCandidate) -> bool:
 
 def settle_natives(
     candidates: Sequence[NativeCandidate], receipts: Mapping[str, Mapping[str, Any]]
-) -> tuple[list[Deposit], list[NativeCandidate]]:
+) -> tuple[list[ChainTransfer], list[NativeCandidate]]:
     """(deposits, refused): the candidates whose value reached ``to``, and the others.
 
     ``receipts`` holds the receipt of every candidate that :func:`needs_receipt`, by
     transaction hash. A receipt missing, or from a block other than the candidate's
     (the node answered from two forks), raises :class:`InconsistentAnswer`.
     """
-    deposits: list[Deposit] = []
+    deposits: list[ChainTransfer] = []
     refused: list[NativeCandidate] = []
     for candidate in candidates:
         deposit = candidate.deposit

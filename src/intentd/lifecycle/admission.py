@@ -19,10 +19,10 @@ that was sent; ``confirmed`` names the action's confirmed transfer with its figu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from intentd.adapters.action_evidence import ActionFacts
 from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
-from intentd.settings import ChainConfig
 
 __all__ = [
     "CHAIN_MISMATCH",
@@ -39,6 +39,13 @@ RESULT_MISMATCH = "result_mismatch"
 """Reason code of an action result that disagrees with what the executor recorded."""
 
 
+class ConfiguredChain(Protocol):
+    """What admission needs of a configured chain (``ChainBook``'s, or the settings')."""
+
+    @property
+    def chain_id(self) -> int: ...
+
+
 class Refused(Exception):
     """A message this module refuses; ``str(exc)`` is the dead-letter reason."""
 
@@ -53,7 +60,7 @@ def refusal(
     message: DepositMessage | RetractionMessage,
     topic: str,
     prefix: str,
-    chains: Mapping[str, ChainConfig],
+    chains: Mapping[str, ConfiguredChain],
 ) -> str | None:
     """Why ``message``, read from ``topic``, must not be applied; None if it may be."""
     topic_chain = chain_of_topic(topic, prefix)

@@ -25,15 +25,12 @@ import contextlib
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 import orjson
 import structlog
-from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
-from intentd.adapters import action_evidence
-from intentd.adapters.intent_store import Connection
+from intentd import wire
 from intentd.adapters.kafka import (
     ConsumerRecord,
     KafkaPublisher,
@@ -42,20 +39,21 @@ from intentd.adapters.kafka import (
     commit_positions,
     make_consumer,
 )
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.outbox import OutboxRelay
-from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres import create_pool
 from intentd.faults import crash_point
 from intentd.lifecycle import admission, failures
+from intentd.lifecycle.chain_book import ChainBook
+from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.failures import Failure
-from intentd.lifecycle.handlers import (
-    Outcome,
-    apply_action_result,
-    apply_deposit,
-    apply_retraction,
-)
+from intentd.lifecycle.handlers import apply_action_result
 from intentd.lifecycle.holds import HoldWatch
 from intentd.lifecycle.outages import outlast_outages
+from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.ports import Inbox, Publisher, Store, UnitOfWork
+from intentd.lifecycle.retractions import retract
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
     ActionResultMessage,
@@ -77,10 +75,6 @@ _PROBE_SECONDS = 2.0
 Message = DepositMessage | RetractionMessage | ActionResultMessage
 
 
-class Publisher(Protocol):
-    async def publish(self, message: OutgoingMessage) -> None: ...
-
-
 class Stopped(Exception):
     """``stop`` was set while the consumer waited for the database; the message in hand
     was neither applied nor dead-lettered, and its offset must not be committed."""
@@ -97,13 +91,13 @@ class LifecycleConsumer:
     def __init__(
         self,
         settings: Settings,
-        pool: Pool,
+        store: Store,
         publisher: Publisher,
         *,
         retry_base: float = 0.05,
     ) -> None:
-        self._settings = settings
-        self._pool = pool
+        self._book = ChainBook.of_settings(settings)
+        self._store = store
         self._publisher = publisher
         self._retry_base = retry_base
         self._stop = asyncio.Event()
@@ -114,14 +108,14 @@ class LifecycleConsumer:
         self.topics.append(self._results)
         self._dlq = dlq_topic(prefix)
 
-    async def run(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
+    async def run(self, consumer: Inbox, stop: asyncio.Event) -> None:
         """Consume until ``stop``; the batch in hand is finished and committed first
         (if the database is down meanwhile, only what was settled is committed)."""
         self._stop = stop
         with contextlib.suppress(Stopped):
             await self._consume(consumer, stop)
 
-    async def _consume(self, consumer: AIOKafkaConsumer, stop: asyncio.Event) -> None:
+    async def _consume(self, consumer: Inbox, stop: asyncio.Event) -> None:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=200)
             for tp, records in batches.items():
@@ -148,7 +142,7 @@ class LifecycleConsumer:
             await self._dead_letter(record, str(exc))
             return None
         if not isinstance(message, ActionResultMessage):
-            refused = admission.refusal(message, record.topic, self._prefix, self._settings.chains)
+            refused = admission.refusal(message, record.topic, self._prefix, self._book.chains)
             if refused is not None:
                 await self._dead_letter(record, refused)
                 return None
@@ -171,8 +165,8 @@ class LifecycleConsumer:
         while True:
             attempt += 1
             try:
-                async with self._pool.acquire() as conn:
-                    return await self._apply(conn, message)
+                async with self._store.unit() as uow:
+                    return await self._apply(uow, message)
             except admission.Refused as exc:
                 return _Refused(str(exc))
             except Exception as exc:
@@ -202,7 +196,7 @@ class LifecycleConsumer:
     async def _database_answers(self) -> bool:
         try:
             async with asyncio.timeout(_PROBE_SECONDS):
-                await self._pool.fetchval("SELECT 1")
+                await self._store.ping()
         except Exception as exc:
             if failures.classify(exc) is Failure.PERMANENT:
                 raise
@@ -224,17 +218,17 @@ class LifecycleConsumer:
                 log.info("the database answers again")
                 return
 
-    async def _apply(self, conn: Connection, message: Message) -> Outcome:
+    async def _apply(self, uow: UnitOfWork, message: Message) -> Outcome:
         now = datetime.now(UTC)
         if isinstance(message, DepositMessage):
-            return await apply_deposit(conn, self._settings, message, now=now)
+            return await credit(uow, self._book, wire.deposit(message), now=now)
         if isinstance(message, RetractionMessage):
-            return await apply_retraction(conn, self._settings, message, now=now)
-        evidence = await action_evidence.facts(conn, message.action_id, message.tx_hash)
+            return await retract(uow, self._book, wire.retraction(message), now=now)
+        evidence = await uow.action_facts(message.action_id, message.tx_hash)
         refused = admission.result_refusal(message, evidence)
         if refused is not None:
             raise admission.Refused(refused)
-        return await apply_action_result(conn, self._settings, message, now=now)
+        return await apply_action_result(uow, self._book, wire.action_result(message), now=now)
 
     async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:
         body = {
@@ -275,7 +269,7 @@ def lifecycle_role(settings: Settings) -> Role:
             max_size=settings.database.max_pool,
         )
         publisher = KafkaPublisher(settings.kafka, client_suffix="-lifecycle")
-        lifecycle = LifecycleConsumer(settings, pool, publisher)
+        lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
         verifier = TriggerVerifier(settings, pool)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group

@@ -38,10 +38,13 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.adapters import event_log, intent_store
+from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
 from intentd.lifecycle import failures
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.failures import Failure
-from intentd.lifecycle.handlers import Outcome, expire
+from intentd.lifecycle.handlers import expire
+from intentd.lifecycle.outcomes import Outcome
 from intentd.settings import Settings
 
 log = structlog.get_logger()
@@ -58,7 +61,8 @@ class Expiry:
         prune_every: float = 3600.0,
         prune_batch: int = 1_000,
     ) -> None:
-        self._settings = settings
+        self._book = ChainBook.of_settings(settings)
+        self._retention_days = settings.intents.event_retention_days
         self._pool = pool
         self._max_sleep = max_sleep
         self._batch = batch
@@ -93,7 +97,7 @@ class Expiry:
             )
             for intent_id in due:
                 try:
-                    outcome = await expire(conn, self._settings, intent_id, now=now)
+                    outcome = await expire(PostgresUnitOfWork(conn), self._book, intent_id, now=now)
                 except Exception as exc:
                     failure = failures.classify(exc)
                     if failure is Failure.UNAVAILABLE:
@@ -119,7 +123,7 @@ class Expiry:
         clock = time.monotonic()
         if self._pruned_at is not None and clock - self._pruned_at < self._prune_every:
             return 0
-        days = self._settings.intents.event_retention_days
+        days = self._retention_days
         try:
             deleted = await event_log.prune(
                 self._pool, older_than_days=days, limit=self._prune_batch

@@ -12,14 +12,15 @@ default):
   again next round; only another block at that height counts as a reorg;
 - it has another one (a reorg orphaned it), and the transaction is now in another block at
   confirmation depth, succeeded (receipt status 1) and makes the same transfer (same
-  identity, token, recipient and amount): it is applied again as the poller's deposit
-  would be, so the lifecycle relocates the record to that block (still credited once;
-  no event; actions held for it are released);
+  identity, token, recipient and amount): it is credited again as the poller's deposit
+  would be (:func:`~intentd.lifecycle.crediting.credit`), so the lifecycle relocates
+  the record to that block (still credited once; no event; actions held for it are
+  released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
   with each other: look again next round;
-- otherwise the transfer is gone: a :class:`~intentd.messages.RetractionMessage` is
+- otherwise the transfer is gone: a :class:`~intentd.domain.deposits.Retraction` is
   applied exactly as the poller's would be
-  (:func:`~intentd.lifecycle.handlers.apply_retraction`: un-credited while nothing
+  (:func:`~intentd.lifecycle.retractions.retract`: un-credited while nothing
   irreversible happened, an operator alert otherwise), the intent's trigger scan is
   rewound to the orphaned height (so the next trigger-processing call reads the new
   branch), and the deposit is no longer watched. All three in one transaction.
@@ -35,13 +36,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import Counter
 from datetime import UTC, datetime
 
 import structlog
 
 from intentd import observability as metrics
+from intentd import wire
 from intentd.adapters import trigger_deposits
 from intentd.adapters.chain import (
     EvmChainReader,
@@ -52,18 +53,20 @@ from intentd.adapters.chain import (
     open_chain,
 )
 from intentd.adapters.cursor_store import WINDOW
+from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
-from intentd.adapters.trigger_deposits import Watched
-from intentd.indexer.decoding import Deposit, InconsistentAnswer
+from intentd.domain.deposits import Disposition, RecordedDeposit, Retraction
+from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
 from intentd.indexer.finality import Verdict, find_again, judge
 from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.publishing import deposit_message
-from intentd.indexer.range_deposits import range_deposits
+from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle import failures
+from intentd.lifecycle.chain_book import ChainBook
+from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.failures import Failure
-from intentd.lifecycle.handlers import Outcome, apply_deposit, apply_retraction
-from intentd.messages import RetractionMessage, deposit_id
+from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.retractions import retract
 from intentd.settings import ChainConfig, Settings
 
 __all__ = ["TriggerVerifier"]
@@ -86,6 +89,7 @@ class TriggerVerifier:
         batch: int = 500,
     ) -> None:
         self._settings = settings
+        self._book = ChainBook.of_settings(settings)
         self._pool = pool
         self._final_depth = final_depth
         self._interval = interval
@@ -128,11 +132,12 @@ class TriggerVerifier:
         config = self._settings.chains[chain]
         client, reader = self._reader(config)
         latest = await reader.latest_block()
-        canonical = await reader.block_hashes(sorted({w.block_number for w in watched}))
+        canonical = await reader.block_hashes(sorted({w.deposit.block_number for w in watched}))
         counts: Counter[str] = Counter()
-        for deposit in watched:
-            if deposit.disposition == "retracted":  # by the poller
-                await self._settle(deposit, "gone")
+        for recorded in watched:
+            deposit = recorded.deposit
+            if recorded.disposition is Disposition.RETRACTED:  # by the poller
+                await self._settle(recorded, "gone")
                 counts["gone"] += 1
                 continue
             verdict = judge(
@@ -143,11 +148,11 @@ class TriggerVerifier:
                 final_depth=self._final_depth,
             )
             if verdict is Verdict.FINAL:
-                await self._settle(deposit, verdict.value)
+                await self._settle(recorded, verdict.value)
             if verdict is not Verdict.ORPHANED:
                 counts[verdict.value] += 1
                 continue
-            counts[await self._orphaned(config, client, reader, deposit, latest)] += 1
+            counts[await self._orphaned(config, client, reader, recorded, latest)] += 1
         for outcome, count in counts.items():
             metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, outcome).inc(count)
         return dict(counts)
@@ -157,10 +162,11 @@ class TriggerVerifier:
         config: ChainConfig,
         client: JsonRpcClient,
         reader: EvmChainReader,
-        deposit: Watched,
+        recorded: RecordedDeposit,
         latest: int,
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
+        deposit = recorded.deposit
         receipt = await client.call("eth_getTransactionReceipt", [deposit.tx_hash], allow_null=True)
         if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
             number = int(receipt["blockNumber"], 16)
@@ -170,33 +176,32 @@ class TriggerVerifier:
             raw = await reader.read_range(blocks)
             tokens = frozenset(t.address.lower() for t in config.tokens)
             watched = WatchedAddresses([deposit.to_address])
-            headers, found = await range_deposits(
+            headers, found = await scan_range(
                 config.name, reader, raw, blocks, tokens=tokens, watched=watched
             )
             if headers[0].hash != str(receipt["blockHash"]).lower():
                 return "waiting"  # the node reorganised between the two reads
-            again = find_again(
-                found,
-                tx_hash=deposit.tx_hash,
-                transfer_index=deposit.transfer_index,
-                log_index=deposit.log_index,
-                token=deposit.token,
-                to_address=deposit.to_address,
-                amount=deposit.amount,
-            )
+            again = find_again(found, deposit)
             if again is not None:
-                return await self._move(config, deposit, again)
-        return await self._retract(config, deposit)
+                return await self._move(config, recorded, again)
+        return await self._retract(config, recorded)
 
-    async def _move(self, config: ChainConfig, deposit: Watched, again: Deposit) -> str:
-        """Apply the re-mined transfer as the poller would: the lifecycle relocates it."""
-        message = deposit_message(config.name, config.chain_id, again, time.time_ns() // 10**6)
+    async def _move(
+        self, config: ChainConfig, recorded: RecordedDeposit, again: ChainTransfer
+    ) -> str:
+        """Credit the re-mined transfer as the poller's would be: it is relocated."""
+        deposit = recorded.deposit
         async with self._pool.acquire() as conn:
-            outcome = await apply_deposit(conn, self._settings, message, now=datetime.now(UTC))
+            outcome = await credit(
+                PostgresUnitOfWork(conn),
+                self._book,
+                wire.found_deposit(config.name, again),
+                now=datetime.now(UTC),
+            )
         if outcome is Outcome.RELOCATED:
             log.warning(
                 "reorg moved a trigger-credited deposit to another block",
-                deposit=deposit.deposit_id,
+                deposit=recorded.id,
                 tx_hash=deposit.tx_hash,
                 orphaned_block=deposit.block_number,
                 block=again.block_number,
@@ -204,15 +209,9 @@ class TriggerVerifier:
             return "moved"
         return "changed" if outcome is Outcome.DUPLICATE else outcome.value
 
-    async def _retract(self, config: ChainConfig, deposit: Watched) -> str:
-        index = deposit.transfer_index
-        message = RetractionMessage(
-            id=deposit_id(
-                config.name,
-                deposit.tx_hash,
-                deposit.token,
-                deposit.log_index if index is None else index,
-            ),
+    async def _retract(self, config: ChainConfig, recorded: RecordedDeposit) -> str:
+        deposit = recorded.deposit
+        retraction = Retraction(
             chain=config.name,
             tx_hash=deposit.tx_hash,
             log_index=deposit.log_index,
@@ -220,26 +219,28 @@ class TriggerVerifier:
             block_hash=deposit.block_hash,
             to_address=deposit.to_address,
             token=deposit.token,
-            transfer_index=index,
+            transfer_index=deposit.transfer_index,
         )
         async with self._pool.acquire() as conn, conn.transaction():
-            outcome = await apply_retraction(conn, self._settings, message, now=datetime.now(UTC))
+            outcome = await retract(
+                PostgresUnitOfWork(conn), self._book, retraction, now=datetime.now(UTC)
+            )
             if outcome in (Outcome.RETRACTED, Outcome.RETRACTION_ALERT):
-                await trigger_deposits.settle(conn, deposit.deposit_id, outcome.value)
-                if deposit.intent_id is not None:
+                await trigger_deposits.settle(conn, recorded.id, outcome.value)
+                if recorded.intent_id is not None:
                     await trigger_deposits.rewind_scan(
-                        conn, deposit.intent_id, deposit.block_number
+                        conn, recorded.intent_id, deposit.block_number
                     )
         log.warning(
             "reorg removed a trigger-credited deposit",
-            deposit=message.id,
+            deposit=str(recorded.key),
             outcome=outcome.value,
         )
         return outcome.value
 
-    async def _settle(self, deposit: Watched, outcome: str) -> None:
+    async def _settle(self, recorded: RecordedDeposit, outcome: str) -> None:
         async with self._pool.acquire() as conn:
-            await trigger_deposits.settle(conn, deposit.deposit_id, outcome)
+            await trigger_deposits.settle(conn, recorded.id, outcome)
 
     def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
         found = self._readers.get(chain.name)

@@ -3,14 +3,26 @@ transfer is the same one mined again."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from intentd.indexer.decoding import Deposit
+from intentd.domain.deposits import Deposit
+from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.finality import Verdict, find_again, judge
 
 A, B = "0x" + "a" * 64, "0x" + "b" * 64
 TX = "0x" + "c" * 64
 TO, TOKEN = "0x" + "1" * 40, "0x" + "2" * 40
+
+
+def recorded(*, transfer_index: int | None) -> Deposit:
+    """The deposit as recorded: 7 of TOKEN to TO, log 0 of its old block."""
+    return Deposit(
+        chain="C", tx_hash=TX, log_index=0, block_number=1, block_hash=A,
+        block_time=datetime(2026, 1, 1, tzinfo=UTC), token=TOKEN, from_address=TO,
+        to_address=TO, amount=7, transfer_index=transfer_index,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -38,14 +50,14 @@ def test_judge_needs_a_positive_depth() -> None:
         judge(A, A, block_number=1, latest=1, final_depth=0)
 
 
-def deposit(**changes: object) -> Deposit:
+def deposit(**changes: object) -> ChainTransfer:
     fields: dict[str, object] = {
         "block_number": 101, "block_hash": B, "block_time": 5, "tx_hash": TX, "tx_index": 0,
         "log_index": 0, "token": TOKEN, "from_address": TO, "to_address": TO, "amount": 7,
         "transfer_index": 0,
     }  # fmt: skip
     fields.update(changes)
-    return Deposit(**fields)  # type: ignore[arg-type]
+    return ChainTransfer(**fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -61,10 +73,8 @@ def deposit(**changes: object) -> Deposit:
         ([], None),
     ],
 )
-def test_find_again_by_identity(found: list[Deposit], expected: int | None) -> None:
-    again = find_again(
-        found, tx_hash=TX, transfer_index=0, log_index=0, token=TOKEN, to_address=TO, amount=7
-    )
+def test_find_again_by_identity(found: list[ChainTransfer], expected: int | None) -> None:
+    again = find_again(found, recorded(transfer_index=0))
     assert again is (None if expected is None else found[expected])
 
 
@@ -76,9 +86,7 @@ def test_find_again_by_identity(found: list[Deposit], expected: int | None) -> N
     ],
 )
 def test_find_again_of_a_record_without_identity(
-    found: list[Deposit], expected: int | None
+    found: list[ChainTransfer], expected: int | None
 ) -> None:
-    again = find_again(
-        found, tx_hash=TX, transfer_index=None, log_index=0, token=TOKEN, to_address=TO, amount=7
-    )
+    again = find_again(found, recorded(transfer_index=None))
     assert again is (None if expected is None else found[expected])

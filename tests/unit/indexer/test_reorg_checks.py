@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.indexer.decoding import BlockHeader, Deposit
+from intentd.indexer.decoding import BlockHeader, ChainTransfer
 from intentd.indexer.reorg import (
     Cursor,
     DeepReorgError,
@@ -81,8 +81,8 @@ TOKEN = "0x" + "e" * 40
 
 def deposit(
     tx: str, transfer_index: int, block: int, tag: str = "b", *, log_index: int = 0
-) -> Deposit:
-    return Deposit(
+) -> ChainTransfer:
+    return ChainTransfer(
         block_number=block, block_hash=h(tag, block), block_time=0, tx_hash=tx,
         tx_index=0, log_index=log_index, token=TOKEN,
         from_address="0x" + "1" * 40, to_address="0x" + "2" * 40, amount=1,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from intentd.indexer.decoding import (
     NATIVE,
     TRANSFER_TOPIC,
-    Deposit,
+    ChainTransfer,
     InconsistentAnswer,
     chain_order,
     decode_headers,
@@ -170,7 +170,7 @@ def test_the_fast_payload_is_the_encoded_message(
 ) -> None:  # fmt: skip
     block_hash, tx_hash = ("0x" + h.hex() for h in hashes)
     token, sender, to = ("0x" + a.hex() for a in addresses)
-    deposit = Deposit(
+    deposit = ChainTransfer(
         number, block_hash, number * 2, tx_hash, 0, log_index, token, sender, to, amount,
         transfer_index,
     )  # fmt: skip

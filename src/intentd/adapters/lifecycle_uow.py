@@ -1,0 +1,163 @@
+"""The lifecycle's unit of work and store on PostgreSQL (asyncpg).
+
+:class:`PostgresUnitOfWork` runs every operation of
+:class:`~intentd.lifecycle.ports.UnitOfWork` on one connection, through the
+modules that hold the SQL (``intent_store``, ``lifecycle_store``, ``deposit_holds``,
+``trigger_deposits``, ``action_evidence``); :class:`PostgresStore` lends one per
+connection of a pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from intentd.adapters import (
+    action_evidence,
+    deposit_holds,
+    event_log,
+    intent_store,
+    lifecycle_store,
+    trigger_deposits,
+)
+from intentd.adapters.action_evidence import ActionFacts
+from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Pool
+from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
+from intentd.domain.intent import Intent, PendingAction, RefundReason
+from intentd.intents.record import IntentRow
+
+__all__ = ["PostgresStore", "PostgresUnitOfWork"]
+
+
+class PostgresUnitOfWork:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        return self.conn.transaction()
+
+    async def intent_at(self, address: str) -> IntentRow | None:
+        return await intent_store.get_by_address(self.conn, address, lock=True)
+
+    async def lock_intent(self, intent_id: int) -> IntentRow | None:
+        return await intent_store.lock_by_id(self.conn, intent_id)
+
+    async def intent(self, intent_id: int) -> IntentRow | None:
+        return await intent_store.get_by_id(self.conn, intent_id)
+
+    async def save_intent(self, intent: Intent, *, expected_version: int) -> None:
+        await intent_store.save_intent(self.conn, intent, expected_version=expected_version)
+
+    async def find_deposit(self, deposit: Deposit) -> RecordedDeposit | None:
+        return await lifecycle_store.find_deposit(self.conn, deposit, lock=True)
+
+    async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
+        return await lifecycle_store.find_published(self.conn, retraction)
+
+    async def record_deposit(
+        self,
+        deposit: Deposit,
+        *,
+        intent_id: int | None,
+        disposition: Disposition,
+        reason: RefundReason | None,
+        revive: int | None = None,
+    ) -> int:
+        return await lifecycle_store.record_deposit(
+            self.conn,
+            deposit,
+            intent_id=intent_id,
+            disposition=disposition,
+            reason=reason,
+            revive=revive,
+        )
+
+    async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
+        await lifecycle_store.relocate(self.conn, recorded, deposit)
+
+    async def mark_retracted(self, deposit_id: int) -> None:
+        await lifecycle_store.mark_retracted(self.conn, deposit_id)
+
+    async def is_own_transaction(self, chain: str, tx_hash: str) -> bool:
+        return await lifecycle_store.is_own_transaction(self.conn, chain, tx_hash)
+
+    async def hold(self, deposit_id: int, intent_id: int, chain: str) -> int:
+        return await deposit_holds.hold(self.conn, deposit_id, intent_id, chain)
+
+    async def release(self, intent_id: int, chain: str) -> int:
+        return await deposit_holds.release(self.conn, intent_id, chain)
+
+    async def watch(self, key: DepositKey, *, reopen: bool) -> None:
+        await trigger_deposits.remember(self.conn, key, reopen=reopen)
+
+    async def create_action(
+        self,
+        *,
+        intent_id: int,
+        action: PendingAction,
+        address_index: int,
+        deposit_id: int | None = None,
+    ) -> int:
+        return await lifecycle_store.create_action(
+            self.conn,
+            intent_id=intent_id,
+            action=action,
+            address_index=address_index,
+            deposit_id=deposit_id,
+        )
+
+    async def cancel_deposit_refund(self, deposit_id: int) -> bool:
+        return await lifecycle_store.cancel_deposit_refund(self.conn, deposit_id)
+
+    async def cancel_prefill(self, intent_id: int) -> bool:
+        return await lifecycle_store.cancel_prefill(self.conn, intent_id)
+
+    async def mark_result_applied(self, result_id: str) -> bool:
+        return await lifecycle_store.mark_result_applied(self.conn, result_id)
+
+    async def action_reason(self, action_id: int) -> tuple[str | None, str, int] | None:
+        return await lifecycle_store.action_reason(self.conn, action_id)
+
+    async def action_age(self, action_id: int) -> float:
+        return await lifecycle_store.action_age(self.conn, action_id)
+
+    async def action_facts(self, action_id: int, tx_hash: str | None) -> ActionFacts | None:
+        return await action_evidence.facts(self.conn, action_id, tx_hash)
+
+    async def enqueue(self, *, topic: str, key: str, payload: bytes) -> None:
+        await lifecycle_store.enqueue(self.conn, topic=topic, key=key, payload=payload)
+
+    async def record_event(
+        self,
+        *,
+        intent_id: int,
+        client_id: UUID,
+        envelope: Mapping[str, Any],
+        payload: bytes,
+        created_at: datetime,
+    ) -> None:
+        await event_log.record(
+            self.conn,
+            intent_id=intent_id,
+            client_id=client_id,
+            envelope=envelope,
+            payload=payload,
+            created_at=created_at,
+        )
+
+
+class PostgresStore:
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[PostgresUnitOfWork]:
+        async with self._pool.acquire() as conn:
+            yield PostgresUnitOfWork(conn)
+
+    async def ping(self) -> None:
+        await self._pool.fetchval("SELECT 1")

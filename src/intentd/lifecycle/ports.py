@@ -1,0 +1,164 @@
+"""What the lifecycle needs of the world, as small protocols (implemented in ``adapters``).
+
+- :class:`UnitOfWork`: one connection's worth of the store, the intents, deposits,
+  actions and outbox a handler reads and writes; everything a handler does inside
+  :meth:`UnitOfWork.transaction` commits together or not at all. Reads named
+  ``lock``/``locked`` take the row lock that serialises the messages of one intent.
+- :class:`Store`: hands out units of work and says whether the database answers.
+- :class:`Inbox`: the consumed topics (a Kafka consumer with auto-commit off).
+- :class:`Publisher`: where dead letters go (awaited and acknowledged).
+
+Fakes of all of them live in ``tests/unit/lifecycle/lifecycle_fakes.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+from uuid import UUID
+
+from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
+from intentd.domain.intent import Intent, PendingAction, RefundReason
+from intentd.intents.record import IntentRow
+
+if TYPE_CHECKING:
+    from intentd.adapters.action_evidence import ActionFacts
+    from intentd.adapters.kafka import OutgoingMessage
+
+__all__ = ["Inbox", "Publisher", "Store", "UnitOfWork"]
+
+
+class UnitOfWork(Protocol):
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """A transaction (a savepoint inside one already open)."""
+        ...
+
+    # --- intents --------------------------------------------------------------------
+    async def intent_at(self, address: str) -> IntentRow | None:
+        """The intent at ``address`` (any case), locked."""
+        ...
+
+    async def lock_intent(self, intent_id: int) -> IntentRow | None: ...
+
+    async def intent(self, intent_id: int) -> IntentRow | None:
+        """The intent as stored now (after this unit's writes)."""
+        ...
+
+    async def save_intent(self, intent: Intent, *, expected_version: int) -> None:
+        """Compare-and-set on the row version; raises if it changed meanwhile."""
+        ...
+
+    # --- deposits -------------------------------------------------------------------
+    async def find_deposit(self, deposit: Deposit) -> RecordedDeposit | None:
+        """The recorded deposit that is the same transfer, on any fork (locked)."""
+        ...
+
+    async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
+        """The deposit recorded from the block and log ``retraction`` names (locked)."""
+        ...
+
+    async def record_deposit(
+        self,
+        deposit: Deposit,
+        *,
+        intent_id: int | None,
+        disposition: Disposition,
+        reason: RefundReason | None,
+        revive: int | None = None,
+    ) -> int:
+        """Record the deposit (or revive the retracted record ``revive``); its id."""
+        ...
+
+    async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
+        """The recorded transfer is now where ``deposit`` was seen; no longer orphaned."""
+        ...
+
+    async def mark_retracted(self, deposit_id: int) -> None: ...
+
+    async def is_own_transaction(self, chain: str, tx_hash: str) -> bool:
+        """Whether one of our signers sent ``tx_hash``."""
+        ...
+
+    async def hold(self, deposit_id: int, intent_id: int, chain: str) -> int:
+        """Mark the deposit orphaned, hold the intent's ready spending actions on
+        ``chain``; how many were held."""
+        ...
+
+    async def release(self, intent_id: int, chain: str) -> int:
+        """Put held actions back to ready unless a deposit there is still orphaned."""
+        ...
+
+    async def watch(self, key: DepositKey, *, reopen: bool) -> None:
+        """Have the trigger verifier watch the recorded deposit ``key`` for reorgs."""
+        ...
+
+    # --- actions --------------------------------------------------------------------
+    async def create_action(
+        self,
+        *,
+        intent_id: int,
+        action: PendingAction,
+        address_index: int,
+        deposit_id: int | None = None,
+    ) -> int: ...
+
+    async def cancel_deposit_refund(self, deposit_id: int) -> bool:
+        """Cancel a deposit's refund before any transaction; False if one was recorded."""
+        ...
+
+    async def cancel_prefill(self, intent_id: int) -> bool: ...
+
+    async def mark_result_applied(self, result_id: str) -> bool:
+        """Remember an applied action result; False if it was applied before."""
+        ...
+
+    async def action_reason(self, action_id: int) -> tuple[str | None, str, int] | None:
+        """(reason, token, amount) of an action."""
+        ...
+
+    async def action_age(self, action_id: int) -> float:
+        """Seconds since the action was written (0 if it does not exist)."""
+        ...
+
+    async def action_facts(self, action_id: int, tx_hash: str | None) -> ActionFacts | None:
+        """What the executor recorded about the action (to check a result against)."""
+        ...
+
+    # --- outbox ---------------------------------------------------------------------
+    async def enqueue(self, *, topic: str, key: str, payload: bytes) -> None:
+        """Add a message to the outbox; relayed once the transaction commits."""
+        ...
+
+    async def record_event(
+        self,
+        *,
+        intent_id: int,
+        client_id: UUID,
+        envelope: Mapping[str, Any],
+        payload: bytes,
+        created_at: datetime,
+    ) -> None:
+        """Add a public event to the event log (``GET /api/v1/events``), in this transaction."""
+        ...
+
+
+class Store(Protocol):
+    def unit(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A unit of work on a connection of its own, for as long as the context lasts."""
+        ...
+
+    async def ping(self) -> None:
+        """Return if the database answers; raise otherwise."""
+        ...
+
+
+class Inbox(Protocol):
+    """A consumer of the lifecycle's topics (``aiokafka.AIOKafkaConsumer``)."""
+
+    async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Any]]: ...
+
+
+class Publisher(Protocol):
+    async def publish(self, message: OutgoingMessage) -> None: ...

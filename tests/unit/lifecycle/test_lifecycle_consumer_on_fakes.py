@@ -1,0 +1,213 @@
+"""The lifecycle consumer over in-memory fakes: apply, dead-letter, retry, commit."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from tests.unit.lifecycle.lifecycle_builders import (
+    DESTINATION,
+    NOW,
+    PAYER,
+    RELAYER,
+    SOURCE,
+    USDC,
+    intent_row,
+    tx,
+)
+from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
+from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
+
+from intentd.adapters.action_evidence import ActionFacts
+from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.domain.status import IntentStatus
+from intentd.lifecycle.consumer import LifecycleConsumer
+from intentd.lifecycle.outcomes import Outcome
+from intentd.messages import (
+    ActionResultMessage,
+    DepositMessage,
+    action_results_topic,
+    deposits_topic,
+    dlq_topic,
+    encode,
+)
+from intentd.settings import Settings
+
+PREFIX = "unit"
+
+
+def settings() -> Settings:
+    token = {"address": USDC, "symbol": "USDC", "name": "USDC", "decimals": 6,
+             "category": "stablecoin"}  # fmt: skip
+    chain = {"network": "test", "rpc_urls": ["http://a"], "relayer": RELAYER, "tokens": [token]}
+    return Settings.model_validate(
+        {
+            "database": {"url": "postgresql://x/y"},
+            "kafka": {"bootstrap_servers": "k:1", "topic_prefix": PREFIX},
+            "chains": {SOURCE: {**chain, "chain_id": 1}, DESTINATION: {**chain, "chain_id": 2}},
+        }
+    )
+
+
+def deposit_message(amount: int, *, n: int = 1, chain: str = SOURCE) -> DepositMessage:
+    return DepositMessage(
+        id=f"{chain}:{tx(n)}:{USDC}:0", chain=chain, chain_id=1, tx_hash=tx(n), log_index=0,
+        transfer_index=0, block_number=n, block_hash=tx(10_000 + n),
+        block_time=int(NOW.timestamp()), token=USDC, from_address=PAYER,
+        to_address=intent_row(1).intent_address, amount=amount,
+    )  # fmt: skip
+
+
+def record(topic: str, value: bytes, offset: int = 0) -> Record:
+    return Record(topic=topic, partition=0, offset=offset, key=b"k", value=value)
+
+
+class Harness:
+    def __init__(self, **options: Any) -> None:
+        self.uow = FakeUnitOfWork()
+        self.uow.add_intent(intent_row(1, total_due=1_000))
+        self.store = FakeStore(self.uow)
+        self.out = FakePublisher()
+        self.consumer = LifecycleConsumer(
+            settings(), self.store, self.out, retry_base=0.0001, **options
+        )
+
+    async def handle(self, topic: str, value: bytes) -> Outcome | None:
+        return await self.consumer.handle(record(topic, value))  # type: ignore[arg-type]
+
+    def dead(self) -> list[str]:
+        assert all(m.topic == dlq_topic(PREFIX) for m in self.out.sent)
+        return [orjson.loads(m.value)["reason"] for m in self.out.sent]
+
+
+SOURCE_TOPIC = deposits_topic(PREFIX, SOURCE)
+
+
+async def test_the_topics_are_every_chains_deposits_and_the_action_results() -> None:
+    assert Harness().consumer.topics == [
+        deposits_topic(PREFIX, SOURCE),
+        deposits_topic(PREFIX, DESTINATION),
+        action_results_topic(PREFIX),
+    ]
+
+
+async def test_a_deposit_message_is_credited_through_the_unit_of_work() -> None:
+    harness = Harness()
+    assert await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000))) is Outcome.CREDITED
+    assert harness.uow.row(1).status is IntentStatus.FUNDED
+    assert harness.out.sent == []
+
+
+async def test_a_deposit_read_from_another_chains_topic_is_dead_lettered() -> None:
+    harness = Harness()
+    topic = deposits_topic(PREFIX, DESTINATION)
+    assert await harness.handle(topic, encode(deposit_message(1_000))) is None
+    [reason] = harness.dead()
+    assert reason.startswith("chain_mismatch")
+    assert harness.uow.state.deposits == {}
+
+
+async def test_an_unparsable_message_is_dead_lettered() -> None:
+    harness = Harness()
+    assert await harness.handle(SOURCE_TOPIC, b"{not json") is None
+    [reason] = harness.dead()
+    assert reason.startswith("malformed")
+
+
+async def test_a_deposit_that_contradicts_the_store_is_dead_lettered_at_once() -> None:
+    harness = Harness()
+    await harness.handle(SOURCE_TOPIC, encode(deposit_message(400)))
+    other = deposit_message(400).model_copy(update={"amount": 900, "block_hash": tx(5)})
+    assert await harness.handle(SOURCE_TOPIC, encode(other)) is None
+    [reason] = harness.dead()
+    assert reason.startswith("error:Unappliable")
+    assert harness.uow.row(1).received == 400
+
+
+def sent_prefill(action_id: int) -> ActionResultMessage:
+    return ActionResultMessage(
+        id=f"action:{action_id}:sent", action_id=action_id, intent_id=1, action_kind="prefill",
+        event="sent", chain=DESTINATION, tx_hash=tx(77),
+    )  # fmt: skip
+
+
+async def test_an_action_result_the_executor_did_not_record_is_dead_lettered() -> None:
+    harness = Harness()
+    await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000)))
+    [prefill] = harness.uow.actions_of(1)
+    topic = action_results_topic(PREFIX)
+    assert await harness.handle(topic, encode(sent_prefill(prefill.id))) is None
+    [reason] = harness.dead()
+    assert reason.startswith("result_mismatch")
+    assert harness.uow.row(1).status is IntentStatus.FUNDED
+
+
+async def test_an_action_result_that_agrees_with_the_record_is_applied() -> None:
+    harness = Harness()
+    await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000)))
+    [prefill] = harness.uow.actions_of(1)
+    harness.uow.state.facts[prefill.id] = ActionFacts(
+        intent_id=1, kind="prefill", chain=DESTINATION, status="sent", tx_hash=None,
+        amount_sent=None, gas_cost=None, transfer_sent=True,
+    )  # fmt: skip
+    topic = action_results_topic(PREFIX)
+    assert await harness.handle(topic, encode(sent_prefill(prefill.id))) is Outcome.APPLIED
+    assert harness.uow.row(1).status is IntentStatus.INITIATED
+
+
+async def test_a_transaction_lost_to_another_is_retried_then_applied() -> None:
+    harness = Harness()
+    harness.uow.fail_next = ConcurrentUpdate("lost")
+    assert await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000))) is Outcome.CREDITED
+    assert harness.out.sent == []
+
+
+async def test_while_the_database_is_down_the_message_waits_for_it() -> None:
+    """Lost connections past the retries, and the database does not answer: the
+    consumer waits for it (no dead letter), then applies the message."""
+    harness = Harness()
+    harness.store.unanswered = 3
+    attempts = 0
+    real = harness.uow.transaction
+
+    def flaky() -> Any:
+        nonlocal attempts
+        attempts += 1
+        if attempts <= 8:
+            raise ConnectionResetError("gone")
+        return real()
+
+    harness.uow.transaction = flaky  # type: ignore[method-assign]
+    assert await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000))) is Outcome.CREDITED
+    assert harness.out.sent == [] and attempts == 9
+    assert harness.store.pings == 4  # three unanswered, then it answers
+
+
+async def test_stopping_while_the_database_is_down_settles_nothing() -> None:
+    harness = Harness()
+    harness.store.unanswered = 10**6
+    stop = asyncio.Event()
+
+    def gone() -> Any:
+        raise ConnectionResetError("gone")
+
+    harness.uow.transaction = gone  # type: ignore[method-assign]
+    inbox = FakeInbox([{"p0": [record(SOURCE_TOPIC, encode(deposit_message(1_000)))]}], stop)
+    await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)  # the inbox sets stop
+    assert inbox.committed == {} and harness.out.sent == []
+
+
+async def test_the_loop_commits_each_partition_after_its_messages_are_settled() -> None:
+    harness = Harness()
+    stop = asyncio.Event()
+    first = [
+        record(SOURCE_TOPIC, encode(deposit_message(400, n=1)), 0),
+        record(SOURCE_TOPIC, b"junk", 1),
+        record(SOURCE_TOPIC, encode(deposit_message(600, n=2)), 2),
+    ]
+    inbox = FakeInbox([{"p0": first}], stop)
+    await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)
+    assert inbox.committed == {"p0": 3}
+    assert harness.uow.row(1).received == 1_000
+    assert len(harness.dead()) == 1
