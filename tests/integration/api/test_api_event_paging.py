@@ -20,9 +20,9 @@ from tests.integration.api.events_support import (
     pay,
     until,
 )
+from tests.lifecycle_calls import Outcome, apply_deposit
 
 from intentd.adapters.postgres import Pool
-from intentd.lifecycle.handlers import Outcome, apply_deposit
 
 pytestmark = pytest.mark.integration
 
