@@ -37,6 +37,7 @@ from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
 from intentd.intents.validation import IntentRequestError
 from intentd.intents.writer import IntentWriter
+from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.settings import Settings
 
@@ -103,6 +104,7 @@ def create_app(
         routes_events.router,
     ):
         app.include_router(router)
+    app.include_router(pay_router(settings))  # the payment modal and checkout page
     app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
     if settings.api.cors_origins:
         app.add_middleware(
@@ -111,6 +113,7 @@ def create_app(
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
         )
+    app.add_middleware(PayHeaders, frame_ancestors=settings.api.cors_origins)
     app.add_middleware(RequestMetrics)  # added last: the outermost
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
