@@ -10,6 +10,7 @@ session tokens only, and the API-key endpoints API keys only.
 
 from __future__ import annotations
 
+import math
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -214,6 +215,20 @@ async def session_quotes(
     return json_response({"quotes": [quote_json(q, value, symbol) for q in found]})
 
 
+def _intent_lifetime(services: Services, session: Session, now: datetime) -> int:
+    """An intent of a session expires by the time its session does: the modal watches
+    the intent with the session token, so it must not outlive the token."""
+    left = math.floor(session.expires_at - now.timestamp())
+    if left < services.settings.intents.min_expires_in:
+        raise ApiProblem(
+            401,
+            "session_expired",
+            "the session expires too soon for a payment; create a new one",
+            headers={"WWW-Authenticate": 'Bearer realm="intentd"'},
+        )
+    return min(services.settings.intents.default_expires_in, left)
+
+
 @router.post(
     "/session/intents",
     status_code=201,
@@ -239,6 +254,7 @@ async def session_intent(
     if source is not None:
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
+    now = services.now()
     row = await create_intent(
         services.settings,
         services.writer,
@@ -253,9 +269,10 @@ async def session_intent(
             amount_symbol=symbol,
             token_out=session.token,
             metadata={"session_id": session.id},
+            expires_in=_intent_lifetime(services, session, now),
         ),
         client_id=session.client_id,
-        now=services.now(),
+        now=now,
         idempotency_key=f"{session.id}:{key}" if key is not None else None,
         prices=services.prices,
         session_id=session.id,

@@ -1,0 +1,83 @@
+"""An intent created in a payment-modal session expires by the time its session does:
+the modal watches the intent with the session token, so the intent must not outlive
+it (the payer's countdown is the intent's), and a session too close to its end to
+leave time for a payment creates no intent."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from tests.integration.api.conftest import SESSION_SECRET, Api
+
+from intentd.adapters import api_keys
+from intentd.adapters.postgres import Pool
+from intentd.api.credentials import hash_key
+from intentd.api.sessions import Session, sign_session
+
+PAYER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+def usdc(api: Api, chain: str) -> str:
+    return next(t.address for t in api.settings.chains[chain].tokens if t.symbol == "USDC")
+
+
+def when(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+async def test_a_session_intent_expires_when_its_session_does(api: Api, test_key: str) -> None:
+    body = {
+        "recipient": PAYER,
+        "amount": "5",
+        "destinationChain": "ARBITRUM_TESTNET",
+        "token": usdc(api, "ARBITRUM_TESTNET"),
+        "expires_in": 300,
+    }
+    status, session, _ = await api.call("POST", "/sessions", test_key, body=body)
+    assert status == 201, session
+    choice = {
+        "source_chain": "BASE_TESTNET",
+        "tokenIn": usdc(api, "BASE_TESTNET"),
+        "refund_address": PAYER,
+    }
+    status, intent, _ = await api.call(
+        "POST", "/session/intents", session["session_token"], body=choice
+    )
+    assert status == 201, intent
+    assert api.settings.intents.default_expires_in > 300
+    ends = when(session["expires_at"])
+    assert ends - 1 < when(intent["expires_at"]) <= ends
+
+
+async def test_a_session_about_to_expire_creates_no_intent(
+    api: Api, test_key: str, pool: Pool
+) -> None:
+    async with pool.acquire() as conn:
+        key = await api_keys.find_by_hash(conn, hash_key(test_key))
+    assert key is not None
+    now = int(time.time())
+    left = api.settings.intents.min_expires_in - 5
+    session = Session(
+        id="ses_nearly_over",
+        key_id=key.id,
+        client_id=key.client_id,
+        recipient=PAYER.lower(),
+        amount="5",
+        destination_chain="ARBITRUM_TESTNET",
+        token=usdc(api, "ARBITRUM_TESTNET").lower(),
+        exclude_chains=(),
+        issued_at=now - 600,
+        expires_at=now + left,
+    )
+    token = sign_session(session, SESSION_SECRET.encode())
+    choice = {
+        "source_chain": "BASE_TESTNET",
+        "tokenIn": usdc(api, "BASE_TESTNET"),
+        "refund_address": PAYER,
+    }
+    status, problem, response = await api.call("POST", "/session/intents", token, body=choice)
+    assert (status, problem["code"]) == (401, "session_expired")
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    status, _, _ = await api.call("GET", "/session", token)
+    assert status == 200  # the session itself is still good for reading
