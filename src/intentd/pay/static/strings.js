@@ -27,7 +27,7 @@ export const STRINGS = {
     chooseInvalid: 'Choose how to pay.',
     continue: 'Continue',
     headingSend: 'Send {amount} {symbol}',
-    sendOn: 'on {chain} (chain id {chainId}), in one payment or several, to:',
+    sendOn: 'on {chain} (chain id {chainId}), to this address:',
     addressLabel: 'Deposit address',
     amountToSend: 'Exact amount',
     copy: 'Copy',
