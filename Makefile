@@ -5,15 +5,16 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo test unit lint typecheck check bench clean
+.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench clean
 
 help:
 	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
+	@echo "make modal-demo a demo shop on http://127.0.0.1:8090 paying through the payment modal"
 	@echo "make test       lint, typecheck and the whole test suite against real services"
 	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, two anvil chains"
 	@echo "make infra-down stop what infra-up started"
 	@echo "make bench      run the benchmarks in bench/"
-	@echo "make ops-tools  install promtool, prometheus and systemd-analyze (Debian) if missing"
+	@echo "make ops-tools  install promtool, prometheus, systemd-analyze, chromium (Debian) if missing"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +47,10 @@ migrate: infra-up
 
 demo: infra-up
 	$(PY) -m intentd_dev.demo --config config/local.toml
+
+# The payment modal's demo shop (docs/payment-modal.md): runs intentd and the shop.
+modal-demo: infra-up
+	$(PY) -m intentd.modal_demo --config config/local.toml
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
