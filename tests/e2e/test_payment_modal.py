@@ -85,6 +85,7 @@ async def test_the_modal_takes_a_payment_from_the_shop_to_done(stack: Stack) -> 
     assert paid["intent_status"] == "COMPLETED"
     assert paid["intent_address"] == address
     assert paid["amount_received"] == amount
+    await frame.wait_for_function("innerHeight < 500")  # the box fits the short end screen
     await shot(page, "modal-4-done")
     await frame.get_by_role("button", name="Close").last.click()
     await modal_closed(page)
@@ -139,7 +140,7 @@ async def tab_through(page: Page, frame: Frame) -> set[str]:
 
 
 @pytest.mark.timeout(240)
-async def test_the_hosted_page_takes_a_native_payment_by_keyboard_at_phone_width(
+async def test_the_hosted_page_takes_an_overpaid_native_payment_by_keyboard_at_phone_width(
     stack: Stack,
 ) -> None:
     async with stack.http.post(
@@ -197,15 +198,17 @@ async def test_the_hosted_page_takes_a_native_payment_by_keyboard_at_phone_width
     await shot(page, "hosted-2-pay-phone")
 
     rpc = stack.infra["INTENTD_BASE_TESTNET_RPC_URL"]
-    await asyncio.to_thread(
-        send_payments, rpc, stack.payer_key, [(NATIVE_TOKEN, address, units(amount, 18))]
-    )
+    over = units(amount, 18) + 5 * 10**14  # 0.0005 ETH too much: refunded at initiation
+    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(NATIVE_TOKEN, address, over)])
     made = page.get_by_role("button", name="I have made payment")
     async with page.expect_response(lambda r: r.url.endswith("/payment-made")) as answer_info:
         await made.focus()
         await page.keyboard.press("Enter")
     assert (await answer_info.value).status == 200
     await expect(page.get_by_role("heading", name="Payment complete")).to_be_visible(timeout=90_000)
+    await expect(page.get_by_text("You sent 0.0005 ETH more than needed")).to_have_text(
+        f"You sent 0.0005 ETH more than needed: it goes back to {stack.payer}."
+    )
     await shot(page, "hosted-3-done-phone")
     assert page.errors == []  # type: ignore[attr-defined]
 

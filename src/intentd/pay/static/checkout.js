@@ -42,11 +42,17 @@ function show(screen, ...children) {
   app.replaceChildren(...[bar, ...children].filter(Boolean));
   app.dataset.screen = screen;
   app.setAttribute('aria-busy', 'false');
+  fit();
   const heading = app.querySelector('h1');
   if (heading) {
     heading.tabIndex = -1;
     heading.focus();
   }
+}
+
+// Tells the modal how tall the content is, so that its box fits it (up to the screen).
+function fit() {
+  if (embedded) tell('resize', { height: Math.ceil(app.getBoundingClientRect().height) });
 }
 
 function leave(screen) {
@@ -258,8 +264,17 @@ function done() {
       recipient: shortAddress(intent.recipient), amount: state.amount ?? state.session.amount,
       symbol: state.session.token.symbol, chain: chainLabel(intent.destination_chain),
     })),
-    intent.tx_hash ? h('p', { class: 'hint' }, say('transaction', { hash: intent.tx_hash })) : null,
+    excess(intent) ? h('p', {}, say('doneExcess', {
+      excess: excess(intent), symbol: intent.asset_token_symbol, refund: intent.refund_address,
+    })) : null,
+    intent.tx_hash ? h('p', { class: 'hint' }, T.transaction, h('code', { class: 'block' }, intent.tx_hash)) : null,
     embedded ? h('button', { type: 'button', class: 'primary', onclick: () => leave('done') }, T.close) : null);
+}
+
+function excess(intent) {
+  const decimals = intent.asset_token_decimals;
+  const extra = toUnits(intent.amount_received, decimals) - toUnits(intent.total_amount_in_asset_token, decimals);
+  return extra > 0n ? fromUnits(extra, decimals) : null;
 }
 
 function expired(intent) {
@@ -285,7 +300,10 @@ function refunded(intent) {
 async function start() {
   document.documentElement.lang = lang;
   document.title = T.pageTitle;
-  if (embedded) trapFocus(document.body);
+  if (embedded) {
+    trapFocus(document.body);
+    new ResizeObserver(fit).observe(app);
+  }
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && embedded) leave(app.dataset.screen);
   });

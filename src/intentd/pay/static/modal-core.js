@@ -89,6 +89,8 @@ function createOpenPayment(base) {
         call(opts.onError, msg.error);
       } else if (msg.event === 'restart') {
         load();
+      } else if (msg.event === 'resize' && typeof msg.height === 'number' && msg.height > 0) {
+        css(box, { height: 'min(' + Math.ceil(msg.height) + 'px, 100vh)' });
       }
     }
 
