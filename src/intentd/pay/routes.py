@@ -19,10 +19,11 @@ Content-Security-Policy and the other security headers on every answer under
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import orjson
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -85,43 +86,52 @@ def _chains(settings: Settings) -> dict[str, object]:
     }
 
 
-def _answer(body: bytes, media_type: str, *, cors: bool = False) -> Response:
-    headers = {"Cache-Control": "public, max-age=300"}
-    if cors:
-        headers["Access-Control-Allow-Origin"] = "*"
-    return Response(body, media_type=media_type, headers=headers)
+class _File:
+    """A served file: its bytes and validator. Browsers revalidate each use
+    (``no-cache`` and an ETag), so an upgrade of intentd never mixes old and new files."""
+
+    def __init__(self, body: bytes, media_type: str, *, cors: bool = False) -> None:
+        self.body = body
+        self.media_type = media_type
+        self.etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        self.headers = {"Cache-Control": "no-cache", "ETag": self.etag}
+        if cors:
+            self.headers["Access-Control-Allow-Origin"] = "*"
+
+    def answer(self, request: Request) -> Response:
+        given = request.headers.get("if-none-match", "")
+        if self.etag in (tag.strip() for tag in given.split(",")):
+            return Response(status_code=304, headers=self.headers)
+        return Response(self.body, media_type=self.media_type, headers=self.headers)
 
 
 def pay_router(settings: Settings) -> APIRouter:
     """The routes of ``/pay`` (left out of the API's OpenAPI document)."""
     router = APIRouter(prefix=PAY_PREFIX, include_in_schema=False)
     scripts = modal_scripts()
-    page = (STATIC / "checkout.html").read_bytes()
-    assets = {name: (STATIC / name).read_bytes() for name in ASSETS}
-    config = orjson.dumps(_chains(settings))
+    files = {
+        "modal.js": _File(scripts["modal.js"], _TYPES[".js"], cors=True),
+        "pay.js": _File(scripts["pay.js"], _TYPES[".js"], cors=True),
+        "checkout": _File((STATIC / "checkout.html").read_bytes(), _TYPES[".html"]),
+        "config.json": _File(orjson.dumps(_chains(settings)), "application/json"),
+    }
+    assets = {
+        name: _File((STATIC / name).read_bytes(), _TYPES[Path(name).suffix]) for name in ASSETS
+    }
 
-    @router.get("/modal.js")
-    async def modal_module() -> Response:
-        return _answer(scripts["modal.js"], _TYPES[".js"], cors=True)
-
-    @router.get("/pay.js")
-    async def modal_classic() -> Response:
-        return _answer(scripts["pay.js"], _TYPES[".js"], cors=True)
-
-    @router.get("/checkout")
-    async def checkout() -> Response:
-        return Response(page, media_type=_TYPES[".html"], headers={"Cache-Control": "no-cache"})
-
-    @router.get("/config.json")
-    async def chains() -> Response:
-        return _answer(config, "application/json")
+    @router.get("/{name}")
+    async def top(request: Request, name: str) -> Response:
+        found = files.get(name)
+        if found is None:
+            return Response(b"not found", status_code=404, media_type="text/plain")
+        return found.answer(request)
 
     @router.get("/assets/{name}")
-    async def asset(name: str) -> Response:
-        body = assets.get(name)
-        if body is None:
+    async def asset(request: Request, name: str) -> Response:
+        found = assets.get(name)
+        if found is None:
             return Response(b"not found", status_code=404, media_type="text/plain")
-        return _answer(body, _TYPES[Path(name).suffix])
+        return found.answer(request)
 
     return router
 

@@ -16,7 +16,6 @@ import zxingcpp
 from intentd.pay.routes import STATIC
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (make install)")
 
 
 def run_module(tmp_path: Path, body: str) -> Any:
@@ -28,7 +27,8 @@ def run_module(tmp_path: Path, body: str) -> Any:
         f"const out = await (async () => {{ {body} }})();\n"
         "console.log(JSON.stringify(out));\n"
     )
-    assert NODE is not None
+    if NODE is None:
+        pytest.fail("Node.js is missing (README: Node.js 20+)", pytrace=False)
     result = subprocess.run(
         [NODE, "--no-warnings", str(script)],
         capture_output=True,

@@ -23,7 +23,9 @@ SETTINGS = Settings.model_validate(
 BUDGET = 50 * 1024
 
 
-async def get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:
+async def get(
+    app: Any, path: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One GET through the ASGI app (no server, no lifespan: /pay needs no services)."""
     sent: list[dict[str, Any]] = []
 
@@ -43,7 +45,7 @@ async def get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": b"",
-        "headers": [(b"host", b"intentd.test")],
+        "headers": [(b"host", b"intentd.test"), *(headers or [])],
         "client": ("127.0.0.1", 1),
         "server": ("intentd.test", 80),
         "app": app,
@@ -77,6 +79,17 @@ async def test_every_file_is_served_with_the_policy(app: Any, path: str, media: 
     assert headers["content-security-policy"] == content_security_policy([])
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["referrer-policy"] == "no-referrer"
+
+
+async def test_browsers_revalidate_every_file_by_its_etag(app: Any) -> None:
+    for path in ("/pay/modal.js", "/pay/checkout", "/pay/assets/checkout.js"):
+        status, headers, body = await get(app, path)
+        assert status == 200 and headers["cache-control"] == "no-cache"
+        tag = headers["etag"]
+        status, again, body = await get(app, path, [(b"if-none-match", tag.encode())])
+        assert (status, body, again["etag"]) == (304, b"", tag)
+        status, _, body = await get(app, path, [(b"if-none-match", b'"other"')])
+        assert status == 200 and body
 
 
 async def test_an_unknown_file_is_404_with_the_policy_too(app: Any) -> None:

@@ -83,12 +83,13 @@ function failure(error, retry) {
     retry ? h('button', { type: 'button', class: 'primary', onclick: retry }, T.tryAgain) : null);
 }
 
-function amountStep() {
+function amountStep(refused = '') {
   const symbol = state.session.token.symbol;
-  const error = h('p', { id: 'amount-error', class: 'error', role: 'alert' });
+  const error = h('p', { id: 'amount-error', class: 'error', role: 'alert' }, typeof refused === 'string' ? refused : '');
   const input = h('input', {
     id: 'amount', name: 'amount', inputmode: 'decimal', autocomplete: 'off', required: true,
     'aria-describedby': 'amount-hint amount-error', value: state.amount ?? '',
+    'aria-invalid': typeof refused === 'string' && refused !== '' ? 'true' : null,
   });
   const form = h('form', { novalidate: true },
     h('label', { for: 'amount' }, say('amountLabel', { symbol })), input,
@@ -110,9 +111,11 @@ function amountStep() {
 }
 
 async function loadQuotes() {
+  const open = state.session.amount === null;
   try {
-    state.quotes = (await api.quotes(state.session.amount === null ? state.amount : null, excluded)).quotes;
+    state.quotes = (await api.quotes(open ? state.amount : null, excluded)).quotes;
   } catch (error) {
+    if (open && error.status === 422) return amountStep(error.message);
     return failure(error, loadQuotes);
   }
   chooseStep();
