@@ -142,7 +142,10 @@ async def stack(
 
 
 async def new_page(stack: Stack, width: int = 1280, height: int = 900) -> Page:
-    context = await stack.browser.new_context(viewport={"width": width, "height": height})
+    context = await stack.browser.new_context(
+        viewport={"width": width, "height": height},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))

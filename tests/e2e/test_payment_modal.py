@@ -202,6 +202,12 @@ async def test_the_hosted_page_takes_an_overpaid_native_payment_by_keyboard_at_p
     address, amount = await deposit(page.main_frame)
     uri = qr_text(await page.locator("svg.qr path").get_attribute("d") or "")
     assert uri == f"ethereum:{address}@84532?value={units(amount, 18)}"
+    copy = page.get_by_role("button", name="Copy the deposit address")
+    await copy.click()
+    await expect(copy).to_have_text("Copied")
+    assert await page.evaluate("navigator.clipboard.readText()") == address
+    await page.get_by_role("button", name="Copy the amount").click()
+    assert await page.evaluate("navigator.clipboard.readText()") == amount
     assert await tab_through(page, page.main_frame) == set()
     assert await page.evaluate(UNNAMED) == []
     assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
