@@ -208,6 +208,7 @@ async def test_the_hosted_page_takes_an_overpaid_native_payment_by_keyboard_at_p
     assert await page.evaluate("navigator.clipboard.readText()") == address
     await page.get_by_role("button", name="Copy the amount").click()
     assert await page.evaluate("navigator.clipboard.readText()") == amount
+    await expect(page.locator("#announcer")).to_have_text(f"Copied: {amount}")  # read out
     assert await tab_through(page, page.main_frame) == set()
     assert await page.evaluate(UNNAMED) == []
     assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")

@@ -19,6 +19,17 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+// Says something to screen readers without moving focus (a polite live region).
+export function announce(text) {
+  let region = document.getElementById('announcer');
+  if (!region) {
+    region = h('div', { id: 'announcer', class: 'offscreen', 'aria-live': 'polite' });
+    document.body.append(region);
+  }
+  region.textContent = '';
+  setTimeout(() => { region.textContent = text; }, 50);
+}
+
 export function copyButton(text, label, t) {
   const button = h('button', { type: 'button', class: 'copy', 'aria-label': label }, t.copy);
   button.addEventListener('click', async () => {
@@ -33,6 +44,7 @@ export function copyButton(text, label, t) {
       area.remove();
     }
     button.textContent = t.copied;
+    announce(`${t.copied}: ${text}`);
     button.dataset.copied = 'true';
     setTimeout(() => {
       button.textContent = t.copy;
