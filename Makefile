@@ -50,7 +50,7 @@ demo: infra-up
 
 # The payment modal's demo shop (docs/payment-modal.md): runs intentd and the shop.
 modal-demo: infra-up
-	$(PY) -m intentd.modal_demo --config config/local.toml
+	$(PY) -m intentd_dev.modal_demo --config config/local.toml
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

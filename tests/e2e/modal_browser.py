@@ -1,5 +1,5 @@
 """The browser tests' stack: ``intentd run`` on a database and topics of its own, the
-demo shop (``intentd.modal_demo``) in this process, Debian's chromium under Playwright;
+demo shop (``intentd_dev.modal_demo``) in this process, Debian's chromium under Playwright;
 and helpers to find the modal's frame, decode the QR code drawn, take screenshots."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from tests.support import daemon_env, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.modal_demo.merchant import Shop, merchant_app
 from intentd.settings import Settings
+from intentd_dev.modal_demo.merchant import Shop, merchant_app
 
 CHROMIUM = shutil.which("chromium")
 SCREENS = Path(

@@ -1,4 +1,4 @@
-"""``python -m intentd.modal_demo``: start ``intentd run`` and the demo shop.
+"""``python -m intentd_dev.modal_demo``: start ``intentd run`` and the demo shop.
 
 Starts the daemon as a user would (with a session secret made up for this run, if
 ``INTENTD_SESSION_SECRET`` is not set), creates a test API key with ``intentd keys
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from intentd.modal_demo.merchant import Shop, merchant_app
 from intentd.settings import load_settings
+from intentd_dev.modal_demo.merchant import Shop, merchant_app
 
 
 def _intentd(config: str, *args: str) -> list[str]:
@@ -70,7 +70,7 @@ async def _serve(shop: Shop, port: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m intentd.modal_demo")
+    parser = argparse.ArgumentParser(prog="python -m intentd_dev.modal_demo")
     parser.add_argument("--config", default="config/local.toml")
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--api", help="a running intentd's URL (default: start intentd run)")
