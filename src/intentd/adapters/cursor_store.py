@@ -6,28 +6,24 @@ reorg walk-back) and ``published_deposits`` (deposits published from those block
 to retract them if a reorg orphans them; an orphan's identity, token and
 ``transfer_index``, is read from its stored payload).
 
-One poller per chain works at a time: :class:`ChainLock` (a session advisory lock)
-makes a second one wait as a standby. Behind it, each change of the cursor is one
-transaction and a compare-and-set on the cursor row, so a second poller that got
-past the lock (say, after the first one's database session died) fails with
-:class:`CursorConflict` instead of interleaving with the first.
+One poller per chain works at a time: :class:`ChainLock` (a session advisory lock,
+an :class:`~intentd.adapters.lease.Lease`) makes a second one wait as a standby.
+Behind it, each change of the cursor is one transaction and a compare-and-set on
+the cursor row, so a second poller that got past the lock (say, after the first
+one's database session died) fails with :class:`CursorConflict` instead of
+interleaving with the first.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Sequence
 
-import asyncpg
 import orjson
-import structlog
 
-from intentd.adapters.postgres import Pool
+from intentd.adapters.lease import Lease
+from intentd.adapters.postgres import Connection, Pool
 from intentd.indexer.decoding import BlockHeader
 from intentd.indexer.reorg import Cursor, PublishedDeposit
-
-Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 
 __all__ = [
     "WINDOW",
@@ -36,8 +32,6 @@ __all__ = [
     "PostgresAddressSource",
     "PostgresPollerStore",
 ]
-
-log = structlog.get_logger()
 
 WINDOW = 256
 """Processed blocks remembered per chain; a reorg deeper than this stops the poller."""
@@ -200,41 +194,11 @@ class PostgresPollerStore:
 _LOCK_CLASS = 0x1A7E_0D01 & 0x7FFF_FFFF  # first key of the two-key advisory lock of a chain
 
 
-class ChainLock:
-    """Who polls a chain: a session advisory lock held on a connection of its own."""
+class ChainLock(Lease):
+    """Who polls a chain: the chain's poller :class:`~intentd.adapters.lease.Lease`."""
 
     def __init__(self, pool: Pool, chain: str) -> None:
-        self._pool = pool
-        self._chain = chain
-        self._conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record] | None = None
-
-    async def acquire(self, stop: asyncio.Event, *, retry_every: float = 1.0) -> bool:
-        """Wait until this process holds the chain; False if ``stop`` was set first."""
-        conn = await self._pool.acquire()
-        waiting = False
-        while not stop.is_set():
-            if await conn.fetchval(
-                "SELECT pg_try_advisory_lock($1, hashtext($2))", _LOCK_CLASS, self._chain
-            ):
-                self._conn = conn
-                return True
-            if not waiting:
-                waiting = True
-                log.info("another poller holds the chain; waiting as a standby", chain=self._chain)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), retry_every)
-        await self._pool.release(conn)
-        return False
-
-    async def release(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            try:
-                await conn.execute(
-                    "SELECT pg_advisory_unlock($1, hashtext($2))", _LOCK_CLASS, self._chain
-                )
-            finally:
-                await self._pool.release(conn)
+        super().__init__(pool, _LOCK_CLASS, chain, holder="poller")
 
 
 class PostgresAddressSource:
