@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Connection
 from intentd.domain.actions import ActionKind, ActionStatus
 
 __all__ = ["ActionFacts", "facts"]

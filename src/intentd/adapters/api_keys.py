@@ -11,7 +11,7 @@ from uuid import UUID, uuid4, uuid5
 
 import asyncpg
 
-from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Connection
 from intentd.api.credentials import KeyMode, NewKey
 
 __all__ = ["ApiKey", "client_id_of", "find_by_hash", "find_by_id", "insert_key", "list_keys"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Connection
 
 __all__ = ["OverdueHold", "hold", "overdue", "release"]
 

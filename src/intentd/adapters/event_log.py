@@ -27,8 +27,7 @@ from uuid import UUID
 
 import orjson
 
-from intentd.adapters.intent_store import Connection
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
 
 __all__ = ["EventFilter", "LogPosition", "StoredEvent", "page", "prune", "record", "timeline"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intentd.adapters.deposit_rows import RECORDED, recorded
-from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Connection
 from intentd.domain.deposits import RecordedDeposit
 
 __all__ = ["ScanProgress", "advance", "deposits_of", "load", "start"]

@@ -8,7 +8,7 @@ emits commit together or not at all.
 from __future__ import annotations
 
 from intentd.adapters.deposit_rows import RECORDED, deposit_values, recorded
-from intentd.adapters.intent_store import Connection
+from intentd.adapters.postgres import Connection
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import PendingAction, RefundReason, SignerKind
 

@@ -14,9 +14,11 @@ from importlib import resources
 
 import asyncpg
 
-__all__ = ["Migration", "Pool", "available_migrations", "create_pool", "migrate"]
+__all__ = ["Connection", "Migration", "Pool", "available_migrations", "create_pool", "migrate"]
 
 Pool = asyncpg.Pool
+Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+"""A connection of its own or one lent by a :data:`Pool`: what store functions take."""
 _MIGRATION_LOCK = 0x1A7E_0D00  # advisory lock key held while migrating
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 

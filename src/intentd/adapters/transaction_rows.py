@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from intentd.adapters.intent_store import Connection
 from intentd.adapters.lifecycle_store import enqueue
+from intentd.adapters.postgres import Connection
 from intentd.execution.gas import Fees
 from intentd.execution.planning import Purpose
 from intentd.execution.ports import NewTx

@@ -15,8 +15,7 @@ from uuid import UUID
 
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.intent_store import Connection
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
 from intentd.api.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.api.problems import ApiProblem
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds

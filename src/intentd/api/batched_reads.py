@@ -18,8 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from intentd.adapters.intent_store import Connection
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
 
 __all__ = ["BatchedReads"]
 
