@@ -32,10 +32,10 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
 )
 
 from intentd import observability as metrics
+from intentd.backoff import Backoff
 
 if TYPE_CHECKING:
     from intentd.settings import ChainConfig
@@ -178,8 +178,7 @@ class JsonRpcClient:
         self._transport = transport or HttpTransport()
         self._timeout = timeout
         self._attempts = attempts
-        self._backoff = backoff
-        self._backoff_max = backoff_max
+        self._wait = Backoff(backoff, cap=backoff_max, jitter=backoff)
         self._max_calls = max_calls
         self._posts = asyncio.Semaphore(parallel_posts)
         self._chain_id = chain_id
@@ -216,9 +215,7 @@ class JsonRpcClient:
     async def _send(self, calls: Sequence[Call], allow_null: bool) -> list[Any]:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential_jitter(
-                multiplier=self._backoff, jitter=self._backoff, max=self._backoff_max
-            ),
+            wait=lambda state: self._wait.delay(state.attempt_number),
             retry=retry_if_exception(_retryable),
             reraise=True,
         )

@@ -23,6 +23,7 @@ from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.lifecycle_store import OUTBOX_CHANNEL
 from intentd.adapters.postgres import Pool
 from intentd.faults import crash_point
+from intentd.wait import wait_any
 
 log = structlog.get_logger()
 _RELAY_LOCK = 0x1A7E_0B0C
@@ -52,13 +53,7 @@ class OutboxRelay:
                 if stop.is_set():
                     return
                 self._wakeup.clear()
-                waiter = asyncio.ensure_future(self._wakeup.wait())
-                stopper = asyncio.ensure_future(stop.wait())
-                await asyncio.wait(
-                    {waiter, stopper}, timeout=self._idle_poll, return_when="FIRST_COMPLETED"
-                )
-                waiter.cancel()
-                stopper.cancel()
+                await wait_any(self._wakeup, stop, within=self._idle_poll)
         finally:
             await listener.remove_listener(OUTBOX_CHANNEL, self._on_notify)
             await self._pool.release(listener)

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from intentd.backoff import Backoff
 from intentd.domain.actions import NATIVE
 
 __all__ = [
@@ -129,7 +130,5 @@ def check_balance(deposit: Credited, before: int, after: int) -> str | None:
 def retry_delay(waited: float) -> float:
     """Seconds before the next try, after ``waited`` seconds unconfirmed: doubling from
     5 s, at most 2 min (a provider that lags a few blocks catches up quickly)."""
-    delay = _FIRST_WAIT
-    while delay < _LONGEST_WAIT and delay < waited:
-        delay *= 2
-    return min(delay, _LONGEST_WAIT)
+    due = min(waited, _LONGEST_WAIT)
+    return next(d for d in Backoff(_FIRST_WAIT, cap=_LONGEST_WAIT).delays() if d >= due)

@@ -38,6 +38,7 @@ from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring
+from intentd.backoff import Backoff
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.leader import ExecutorLease
 from intentd.execution.ports import ChainWriter, ExecutionStore, Lease
@@ -46,6 +47,7 @@ from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.runtime import READINESS, Role
 from intentd.settings import ChainConfig, ExecutionConfig, Settings
+from intentd.wait import wait_any
 
 __all__ = ["Executor", "executor_role"]
 
@@ -93,9 +95,9 @@ class Executor:
                 await self.tick()
                 backoff = 0.0
             except _RPC_ERRORS as exc:
-                backoff = min(max(backoff * 2, 0.5), 10.0)
+                backoff = Backoff(0.5, cap=10.0).after(backoff)
                 log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
-            await _wait_any(stop, wakeup, max(backoff, self._config.poll_interval))
+            await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
 
     async def tick(self) -> None:
         """Start due actions, then advance every transaction in flight."""
@@ -109,15 +111,6 @@ class Executor:
     async def track(self) -> None:
         """Advance every action in flight by what its receipts say."""
         await self._settler.track()
-
-
-async def _wait_any(stop: asyncio.Event, wakeup: asyncio.Event, seconds: float) -> None:
-    waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wakeup.wait())]
-    try:
-        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
 
 
 def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -> Role:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from intentd.backoff import Backoff
+
 __all__ = ["GiveUp", "RetryLater", "RetryPolicy", "after_failure"]
 
 
@@ -44,4 +46,4 @@ def after_failure(failed_before: int, policy: RetryPolicy) -> RetryLater | GiveU
     attempts = failed_before + 1
     if attempts >= policy.max_attempts:
         return GiveUp(attempts)
-    return RetryLater(attempts, min(policy.backoff * 2 ** (attempts - 1), policy.backoff_max))
+    return RetryLater(attempts, Backoff(policy.backoff, cap=policy.backoff_max).delay(attempts))

@@ -20,7 +20,6 @@ Guarantees (see ``docs/indexer.md``):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -34,6 +33,7 @@ from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.backoff import Backoff
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
@@ -46,6 +46,7 @@ from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import deposits_topic, encode
 from intentd.runtime import READINESS, Role
 from intentd.settings import ChainConfig, Settings
+from intentd.wait import wait_any
 
 __all__ = ["Poller", "TornReads", "poller_role"]
 
@@ -188,8 +189,7 @@ class Poller:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), min(self._idle_refresh, remaining))
+            await wait_any(stop, within=min(self._idle_refresh, remaining))
             await self._refresh_watched()
 
     async def _refresh_watched(self) -> None:
@@ -275,7 +275,7 @@ class Poller:
         log.warning("inconsistent read; reading again", blocks=str(blocks), reason=reason)
         if self._torn_reads > MAX_TORN_READS:
             raise TornReads(f"{self._chain}: blocks {blocks} read inconsistently: {reason}")
-        await asyncio.sleep(min(self._torn_backoff * 2 ** (self._torn_reads - 1), 2.0))
+        await asyncio.sleep(Backoff(self._torn_backoff, cap=2.0).delay(self._torn_reads))
 
     async def _rewind(self) -> None:
         """Walk back to the common ancestor and rewind the cursor there."""

@@ -30,7 +30,6 @@ the next round.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from datetime import UTC, datetime
 
@@ -46,6 +45,7 @@ from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import expire
 from intentd.lifecycle.outcomes import Outcome
 from intentd.settings import Settings
+from intentd.wait import wait_any
 
 log = structlog.get_logger()
 
@@ -81,8 +81,7 @@ class Expiry:
                 if failures.classify(exc) is not Failure.UNAVAILABLE:
                     raise
                 log.warning("expiry: the database is unavailable; next round", error=repr(exc))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self._max_sleep)
+                await wait_any(stop, within=self._max_sleep)
                 continue
             if expired >= self._batch:
                 continue
@@ -146,5 +145,4 @@ class Expiry:
         delay = self._max_sleep
         if upcoming is not None:
             delay = min(max((upcoming - datetime.now(UTC)).total_seconds(), 0.0), delay)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay + 0.01)
+        await wait_any(stop, within=delay + 0.01)

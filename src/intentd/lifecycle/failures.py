@@ -27,6 +27,7 @@ from enum import StrEnum
 import asyncpg
 
 from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.backoff import Backoff
 
 __all__ = ["ATTEMPTS", "Failure", "backoff", "classify", "reason", "reason_code"]
 
@@ -88,6 +89,4 @@ def reason_code(reason: str) -> str:
 def backoff(attempt: int, *, base: float, cap: float = 5.0) -> float:
     """Seconds to wait after failed attempt ``attempt`` (1-based): ``base * 2**(attempt-1)``,
     at most ``cap``."""
-    if attempt < 1:
-        raise ValueError(f"attempt counts from 1, not {attempt}")
-    return float(min(cap, base * 2 ** min(attempt - 1, 32)))
+    return Backoff(base, cap=cap).delay(attempt)

@@ -12,7 +12,6 @@ without the funds would only fail on chain, or spend what the relayer is owed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -20,6 +19,7 @@ import structlog
 from intentd import observability as metrics
 from intentd.adapters import deposit_holds
 from intentd.adapters.postgres import Pool
+from intentd.wait import wait_any
 
 __all__ = ["HOLD_ALERT_AFTER", "HoldWatch"]
 
@@ -40,8 +40,7 @@ class HoldWatch:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.check()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._interval)
+            await wait_any(stop, within=self._interval)
 
     async def check(self) -> int:
         """Alert on each hold older than the bound (once each); return how many."""

@@ -14,13 +14,13 @@ else still ends the role.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
 
 from intentd.lifecycle import failures
 from intentd.lifecycle.failures import Failure
+from intentd.wait import wait_any
 
 __all__ = ["outlast_outages"]
 
@@ -50,8 +50,7 @@ async def outlast_outages(
                 error=repr(exc),
                 failures=failed,
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), failures.backoff(failed, base=base))
+            await wait_any(stop, within=failures.backoff(failed, base=base))
             if stop.is_set():
                 return
             continue

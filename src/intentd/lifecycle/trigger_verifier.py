@@ -35,7 +35,6 @@ a failed read, and nothing here stops the lifecycle role.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -68,6 +67,7 @@ from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.retractions import retract
 from intentd.settings import ChainConfig, Settings
+from intentd.wait import wait_any
 
 __all__ = ["TriggerVerifier"]
 
@@ -120,8 +120,7 @@ class TriggerVerifier:
                     else:
                         metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, "error").inc()
                         log.exception("trigger deposits check failed", chain=chain)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._interval)
+            await wait_any(stop, within=self._interval)
 
     async def check(self, chain: str) -> dict[str, int]:
         """One round for ``chain``: how many watched deposits ended how (empty if none)."""
