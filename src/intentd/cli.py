@@ -1,4 +1,4 @@
-"""The ``intentd`` command: parse arguments, load settings, wire a role, run it.
+"""The ``intentd`` command: parse arguments, load settings, run a process of roles.
 
 Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
 names the key and value), 3 a request that cannot be served (for example an
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import structlog
@@ -26,10 +27,12 @@ from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
 from intentd.intents.writer import IntentWriter
-from intentd.lifecycle.consumer import lifecycle_role
 from intentd.observability import configure_logging
-from intentd.runtime import Role, run_roles
+from intentd.runtime import run_roles
 from intentd.settings import ConfigError, Settings, load_settings, secret_from_env
+
+if TYPE_CHECKING:
+    from intentd.composition.process import Roles
 
 DEFAULT_CONFIG = "config/local.toml"
 
@@ -225,6 +228,8 @@ async def _supervise(args: argparse.Namespace, settings: Settings, workers: int)
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    from intentd.composition.process import Roles, run_process  # the roles' imports are heavy
+
     match args.command:
         case "migrate":
             return await _migrate(settings)
@@ -235,7 +240,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
             return await keys_command(args, settings)
         case "api":
-            from intentd.api.server import api_role, bind
+            from intentd.api.server import bind
 
             if settings.hd_mnemonic is not None:
                 structlog.get_logger().warning(
@@ -249,38 +254,27 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 args.port or settings.api.port,
                 reuse_port=args.worker,
             )
-            await run_roles(
-                [api_role(settings, sock=sock)],
+            await run_process(
+                settings,
+                Roles(api=True),
                 metrics_port=None if args.worker else settings.observability.metrics_port,
+                api_socket=sock,
             )
             return 0
         case "poll":
-            settings.chain(args.chain)
-            await run_roles(
-                [_poller(settings, args.chain)], metrics_port=settings.observability.metrics_port
-            )
+            await _run(settings, Roles(pollers=(args.chain,)))
             return 0
         case "lifecycle":
-            await run_roles(
-                [lifecycle_role(settings)], metrics_port=settings.observability.metrics_port
-            )
+            await _run(settings, Roles(lifecycle=True))
             return 0
         case "execute":
-            await run_roles(
-                [_executor(settings, args.chain)], metrics_port=settings.observability.metrics_port
-            )
+            await _run(settings, Roles(executors=(args.chain,)))
             return 0
         case "run":
             if not args.no_migrate:
                 await _migrate(settings)
-            from intentd.api.server import api_role
-
             settings = _with_workers(settings, 1)
-            roles = [_poller(settings, chain) for chain in settings.chains]
-            roles += [_executor(settings, chain) for chain in settings.chains]
-            roles.append(lifecycle_role(settings))
-            roles.append(api_role(settings))
-            await run_roles(roles, metrics_port=settings.observability.metrics_port)
+            await _run(settings, Roles.everything(settings))
             return 0
     raise AssertionError(f"unhandled command {args.command}")
 
@@ -291,16 +285,10 @@ def _with_workers(settings: Settings, workers: int) -> Settings:
     return settings.model_copy(update={"api": api})
 
 
-def _executor(settings: Settings, chain: str) -> Role:
-    from intentd.execution.executor import executor_role
+async def _run(settings: Settings, roles: Roles) -> None:
+    from intentd.composition.process import run_process
 
-    return executor_role(settings, chain)
-
-
-def _poller(settings: Settings, chain: str) -> Role:
-    from intentd.indexer.poller import poller_role
-
-    return poller_role(settings, chain)
+    await run_process(settings, roles, metrics_port=settings.observability.metrics_port)
 
 
 async def _migrate(settings: Settings) -> int:

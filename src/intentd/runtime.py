@@ -3,7 +3,9 @@
 A *role* is ``async def role(stop: asyncio.Event) -> None``: it takes work until
 ``stop`` is set, finishes what it holds, releases its resources and returns. A role
 that raises ends the process with an error (the supervisor restarts it), after the
-other roles are cancelled.
+other roles are cancelled. A role still running ``drain_seconds`` after ``stop``
+(default :data:`DRAIN_SECONDS`, below the supervisors' 30 s before SIGKILL) is
+cancelled, so its ``finally`` blocks still run; the process then exits normally.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 
 Role = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 log = structlog.get_logger()
+
+DRAIN_SECONDS = 20.0
+"""How long roles may take to finish after stop before they are cancelled."""
 
 
 class Readiness:
@@ -46,10 +51,13 @@ async def run_roles(
     *,
     metrics_port: int | None = None,
     registry: CollectorRegistry = REGISTRY,
+    drain_seconds: float = DRAIN_SECONDS,
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """Run ``roles`` until SIGTERM/SIGINT or until one fails; serve the health
-    endpoint with ``registry``'s metrics on ``metrics_port`` if given."""
-    stop = asyncio.Event()
+    """Run ``roles`` until SIGTERM/SIGINT (or ``stop``, if given, is set) or until one
+    fails; serve the health endpoint with ``registry``'s metrics on ``metrics_port`` if
+    given. Roles still running ``drain_seconds`` after stop are cancelled."""
+    stop = stop if stop is not None else asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _on_signal, stop, sig)
@@ -57,11 +65,39 @@ async def run_roles(
         async with asyncio.TaskGroup() as group:
             if metrics_port is not None:
                 group.create_task(serve_health(metrics_port, stop, registry))
-            for role in roles:
-                group.create_task(role(stop))
+            running = [group.create_task(role(stop)) for role in roles]
+            group.create_task(_drain_deadline(stop, running, drain_seconds))
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+async def _drain_deadline(
+    stop: asyncio.Event, running: list[asyncio.Task[None]], seconds: float
+) -> None:
+    """Once ``stop`` is set, cancel the roles still running after ``seconds``; return
+    early when every role has returned."""
+    pending: set[asyncio.Future[Any]] = set(running)
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    try:
+        while pending and not stop.is_set():
+            _, waiting = await asyncio.wait(
+                {stopping, *pending}, return_when=asyncio.FIRST_COMPLETED
+            )
+            pending = waiting - {stopping}
+    finally:
+        stopping.cancel()
+    if not pending:
+        return
+    _, late = await asyncio.wait(pending, timeout=seconds)
+    if late:
+        log.warning(
+            "roles did not stop within the drain deadline; cancelling them",
+            roles=len(late),
+            drain_seconds=seconds,
+        )
+        for task in late:
+            task.cancel()
 
 
 def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:

@@ -31,7 +31,7 @@ from tests.support import new_intent
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
 from intentd.api.credentials import generate_key
-from intentd.execution.executor import executor_role
+from intentd.composition.roles import executor_role
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data

@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
-from intentd.execution.executor import executor_role
+from intentd.composition.roles import executor_role
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
 from intentd_dev.devinfra.accounts import Role, dev_account

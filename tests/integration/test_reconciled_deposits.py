@@ -27,9 +27,9 @@ from intentd.adapters import intent_scans, intent_store
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
 from intentd.api.processing import Processor
+from intentd.composition.roles import poller_role
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
 from intentd.indexer.decoding import NATIVE
-from intentd.indexer.poller import poller_role
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
 from intentd.messages import (

@@ -27,29 +27,21 @@ A thin loop over the ports of ``execution.ports``; the steps live in
 from __future__ import annotations
 
 import asyncio
-import time
-from contextlib import AsyncExitStack
 
 import structlog
 
-from intentd import observability as metrics
-from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTransportError
-from intentd.adapters.chain_writer import EvmChainWriter
-from intentd.adapters.execution_store import PostgresExecutionStore
-from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.chain import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.backoff import Backoff
 from intentd.execution.deposit_verifier import DepositVerifier
-from intentd.execution.leader import ExecutorLease
 from intentd.execution.ports import ChainWriter, ExecutionStore, Lease
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
-from intentd.runtime import READINESS, Role
-from intentd.settings import ChainConfig, ExecutionConfig, Settings
+from intentd.settings import ChainConfig, ExecutionConfig
 from intentd.wait import wait_any
 
-__all__ = ["Executor", "executor_role"]
+__all__ = ["Executor"]
 
 log = structlog.get_logger()
 _RPC_ERRORS = (RpcError, RpcTransportError, MissingResult)
@@ -111,52 +103,3 @@ class Executor:
     async def track(self) -> None:
         """Advance every action in flight by what its receipts say."""
         await self._settler.track()
-
-
-def executor_role(settings: Settings, chain: str, *, pool: Pool | None = None) -> Role:
-    """The ``execute --chain NAME`` role. Keys are loaded (and the relayer key checked
-    against the chain's ``relayer``) now, so a bad secret fails at start."""
-    config = settings.chain(chain)
-    keyring = Keyring.from_settings(settings)
-    keyring.check_relayer(config)
-
-    async def role(stop: asyncio.Event) -> None:
-        ready_name = f"execute:{chain}"
-        READINESS.expect(ready_name)
-        with structlog.contextvars.bound_contextvars(chain=chain):
-            async with AsyncExitStack() as resources:
-                db = pool
-                if db is None:
-                    db = await create_pool(
-                        settings.database.url.get_secret_value(), min_size=1, max_size=4
-                    )
-                    resources.push_async_callback(db.close)
-                lease = ExecutorLease(db, chain)
-                if not await lease.acquire(stop):
-                    return
-                resources.push_async_callback(lease.release)
-                metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
-                resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
-                urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
-                writer = EvmChainWriter(
-                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id),
-                    JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
-                )
-                resources.push_async_callback(writer.close)
-                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
-                if verifier is not None:
-                    resources.push_async_callback(verifier.close)
-                executor = Executor(
-                    config,
-                    settings.execution,
-                    store=PostgresExecutionStore(db, chain, settings.kafka.topic_prefix),
-                    writer=writer,
-                    keyring=keyring,
-                    verifier=verifier,
-                )
-                READINESS.ready(ready_name)
-                started = time.monotonic()
-                await executor.run(stop, lease)
-                log.info("executor stopped", seconds=round(time.monotonic() - started, 1))
-
-    return role

@@ -1,4 +1,4 @@
-"""The poll loop of one chain, and the ``poll`` role that wires it to the real services.
+"""The poll loop of one chain (``composition.roles.poller_role`` wires it to the services).
 
 Guarantees (see ``docs/indexer.md``):
 
@@ -22,17 +22,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.chain import open_chain
-from intentd.adapters.chain_state import EvmChainState
-from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
-from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
-from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.kafka import OutgoingMessage
 from intentd.backoff import Backoff
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
@@ -43,12 +37,11 @@ from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.messages import deposits_topic, encode
-from intentd.runtime import READINESS, Role
-from intentd.settings import ChainConfig, Settings
+from intentd.messages import encode
+from intentd.settings import ChainConfig
 from intentd.wait import wait_any
 
-__all__ = ["Poller", "TornReads", "poller_role"]
+__all__ = ["Poller", "TornReads"]
 
 log = structlog.get_logger()
 
@@ -309,68 +302,3 @@ async def _cancel(pending: _Fetch | None) -> None:
     await asyncio.wait([task])
     if not task.cancelled():
         task.exception()  # retrieved: the range is read again if still wanted
-
-
-def poller_role(
-    settings: Settings,
-    chain: str,
-    *,
-    pool: Pool | None = None,
-    publisher: Publisher | None = None,
-    reader: ChainReader | None = None,
-    reconciliation: Reconciliation | None = None,
-) -> Role:
-    """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
-
-    ``pool``, ``publisher`` and ``reader`` may be given (tests); those are not closed.
-    Without a ``reader``, the balance reconciliation reads through the role's own RPC
-    client; with one, only if ``reconciliation`` is given.
-    """
-    config = settings.chain(chain)
-
-    async def role(stop: asyncio.Event) -> None:
-        ready_name = f"poll:{chain}"
-        READINESS.expect(ready_name)
-        with structlog.contextvars.bound_contextvars(chain=chain):
-            async with AsyncExitStack() as resources:
-                db = pool
-                if db is None:
-                    db = await create_pool(
-                        settings.database.url.get_secret_value(),
-                        min_size=1,
-                        max_size=4,
-                    )
-                    resources.push_async_callback(db.close)
-                lock = ChainLock(db, chain)
-                if not await lock.acquire(stop):
-                    return
-                resources.push_async_callback(lock.release)
-                out = publisher
-                if out is None:
-                    kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
-                    await kafka.start()
-                    resources.push_async_callback(kafka.stop)
-                    out = kafka
-                intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
-                chain_reader, reconcile = reader, reconciliation
-                if chain_reader is None:
-                    client, evm = open_chain(config)
-                    resources.push_async_callback(evm.close)
-                    chain_reader = evm
-                    if reconcile is None:
-                        reconcile = Reconciliation(chain, EvmChainState(client), intents)
-                poller = Poller(
-                    config,
-                    reader=chain_reader,
-                    store=PostgresPollerStore(db, chain),
-                    publisher=out,
-                    watched=WatchedIntents(intents),
-                    topic=deposits_topic(settings.kafka.topic_prefix, chain),
-                    reconciliation=reconcile,
-                )
-                await poller.start()
-                READINESS.ready(ready_name)
-                await poller.run(stop)
-                log.info("poller stopped", cursor=poller.cursor.number)
-
-    return role

@@ -33,28 +33,19 @@ from intentd import observability as metrics
 from intentd import wire
 from intentd.adapters.kafka import (
     ConsumerRecord,
-    KafkaPublisher,
     OutgoingMessage,
     TopicPartition,
     commit_positions,
-    make_consumer,
 )
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.outbox import OutboxRelay
-from intentd.adapters.postgres import create_pool
 from intentd.faults import crash_point
 from intentd.lifecycle import admission, failures
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
-from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import apply_action_result
-from intentd.lifecycle.holds import HoldWatch
-from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import Inbox, Publisher, Store, UnitOfWork
 from intentd.lifecycle.retractions import retract
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -65,7 +56,6 @@ from intentd.messages import (
     deposits_topic,
     dlq_topic,
 )
-from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
 
 log = structlog.get_logger()
@@ -257,43 +247,4 @@ class LifecycleConsumer:
         )
 
 
-def lifecycle_role(settings: Settings) -> Role:
-    """The lifecycle consumer, the outbox relay, the expiry and the verifier of
-    trigger-credited deposits, with their own pool and producer."""
-
-    async def role(stop: asyncio.Event) -> None:
-        READINESS.expect("lifecycle")
-        pool = await create_pool(
-            settings.database.url.get_secret_value(),
-            min_size=settings.database.min_pool,
-            max_size=settings.database.max_pool,
-        )
-        publisher = KafkaPublisher(settings.kafka, client_suffix="-lifecycle")
-        lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
-        verifier = TriggerVerifier(settings, pool)
-        consumer = make_consumer(
-            settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
-        )
-        try:
-            await publisher.start()
-            await consumer.start()
-            READINESS.ready("lifecycle")
-            log.info("lifecycle started", topics=lifecycle.topics)
-            async with asyncio.TaskGroup() as group:
-                relay = OutboxRelay(pool, publisher)
-                group.create_task(outlast_outages("outbox relay", relay.run, stop))
-                group.create_task(lifecycle.run(consumer, stop))
-                group.create_task(Expiry(settings, pool).run(stop))
-                group.create_task(verifier.run(stop))
-                group.create_task(HoldWatch(pool).run(stop))
-        finally:
-            await verifier.close()
-            await consumer.stop()
-            await publisher.stop()
-            await pool.close()
-            log.info("lifecycle stopped")
-
-    return role
-
-
-__all__ = ["LifecycleConsumer", "Stopped", "TopicPartition", "lifecycle_role"]
+__all__ = ["LifecycleConsumer", "Stopped", "TopicPartition"]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from intentd.adapters.signer import Keyring
+from intentd.composition.roles import executor_role
 from intentd.custody import IntentKeys
 from intentd.domain.actions import SignerKind
-from intentd.execution.executor import executor_role
 from intentd.settings import ConfigError, load_settings
 from intentd_dev.devinfra.accounts import ANVIL_MNEMONIC, Role, dev_account
 

@@ -1,0 +1,130 @@
+"""One process: the roles it runs, on one pool and one Kafka producer.
+
+:func:`run_process` checks the configuration of every role first (chains known,
+executor keys loaded and matching the chain's ``relayer``), then opens one
+PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
+one Kafka producer; it hands them to the roles, runs them with
+:func:`~intentd.runtime.run_roles` (drain deadline, then cancellation) and closes
+the producer, then the pool, once every role has returned.
+"""
+
+from __future__ import annotations
+
+import socket
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.signer import Keyring
+from intentd.composition.roles import (
+    EXECUTOR_CONNECTIONS,
+    POLLER_CONNECTIONS,
+    executor_role,
+    lifecycle_role,
+    poller_role,
+)
+from intentd.runtime import DRAIN_SECONDS, Role, run_roles
+from intentd.settings import DatabaseConfig, Settings
+
+__all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
+
+
+@dataclass(frozen=True, slots=True)
+class Roles:
+    """What one process runs."""
+
+    pollers: tuple[str, ...] = ()
+    executors: tuple[str, ...] = ()
+    lifecycle: bool = False
+    api: bool = False
+
+    @classmethod
+    def everything(cls, settings: Settings) -> Roles:
+        """``intentd run``: every role of every chain."""
+        chains = tuple(settings.chains)
+        return cls(pollers=chains, executors=chains, lifecycle=True, api=True)
+
+    @property
+    def publishes(self) -> bool:
+        return bool(self.pollers) or self.lifecycle
+
+    @property
+    def kafka_client_suffix(self) -> str:
+        """The producer's client id suffix: the role's, when the process runs one."""
+        if self.pollers and not (self.lifecycle or self.executors or self.api):
+            return f"-poll-{self.pollers[0]}" if len(self.pollers) == 1 else "-poll"
+        return "-lifecycle" if self == Roles(lifecycle=True) else "-run"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSize:
+    min_size: int
+    max_size: int
+    session_reset: bool
+    """False only for the API alone, which leaves no session state behind."""
+
+
+def pool_size(roles: Roles, database: DatabaseConfig) -> PoolSize:
+    """The sum of what each role may hold at once: a poller or an executor
+    :data:`~intentd.composition.roles.POLLER_CONNECTIONS` (one held by its lock),
+    the lifecycle and the API ``database.max_pool`` each."""
+    most = POLLER_CONNECTIONS * len(roles.pollers) + EXECUTOR_CONNECTIONS * len(roles.executors)
+    most += database.max_pool * (int(roles.lifecycle) + int(roles.api))
+    if most == 0:
+        raise ValueError("a process runs at least one role")
+    least = database.min_pool if roles.lifecycle or roles.api else 1
+    return PoolSize(
+        min_size=min(least, most),
+        max_size=most,
+        session_reset=roles != Roles(api=True),
+    )
+
+
+async def open_pool(roles: Roles, database: DatabaseConfig) -> Pool:
+    size = pool_size(roles, database)
+    return await create_pool(
+        database.url.get_secret_value(),
+        min_size=size.min_size,
+        max_size=size.max_size,
+        session_reset=size.session_reset,
+    )
+
+
+async def run_process(
+    settings: Settings,
+    roles: Roles,
+    *,
+    metrics_port: int | None,
+    api_socket: socket.socket | None = None,
+    drain_seconds: float = DRAIN_SECONDS,
+) -> None:
+    """Run ``roles`` until SIGTERM/SIGINT or until one fails (see the module)."""
+    for chain in (*roles.pollers, *roles.executors):
+        settings.chain(chain)  # ConfigError for an unknown chain, before connecting
+    keyring = Keyring.from_settings(settings) if roles.executors else None
+    if keyring is not None:
+        for chain in roles.executors:
+            keyring.check_relayer(settings.chain(chain))
+    async with AsyncExitStack() as resources:
+        pool = await open_pool(roles, settings.database)
+        resources.push_async_callback(pool.close)
+        publisher = None
+        if roles.publishes:
+            publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
+            resources.push_async_callback(publisher.stop)  # safe if it never started
+            await publisher.start()
+        built: list[Role] = [
+            poller_role(settings, chain, pool=pool, publisher=publisher) for chain in roles.pollers
+        ]
+        built += [
+            executor_role(settings, chain, pool=pool, keyring=keyring) for chain in roles.executors
+        ]
+        if roles.lifecycle:
+            assert publisher is not None
+            built.append(lifecycle_role(settings, pool=pool, publisher=publisher))
+        if roles.api:
+            from intentd.api.server import api_role  # FastAPI only where the API runs
+
+            built.append(api_role(settings, pool=pool, sock=api_socket))
+        await run_roles(built, metrics_port=metrics_port, drain_seconds=drain_seconds)

@@ -1,0 +1,199 @@
+"""Each role wired from its loop and the ports it is given.
+
+A role builder checks what it can at once (the chain is configured, the executor's
+keys are there) so a bad configuration fails before anything connects. The pool and
+the Kafka producer are the process's (:mod:`~intentd.composition.process`) and are
+not closed by the role; a role given none opens its own and closes it (tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import AsyncExitStack
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.adapters.chain import JsonRpcClient, open_chain
+from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters.chain_writer import EvmChainWriter
+from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
+from intentd.adapters.execution_store import PostgresExecutionStore
+from intentd.adapters.kafka import KafkaPublisher, make_consumer
+from intentd.adapters.lifecycle_uow import PostgresStore
+from intentd.adapters.native_intents import PostgresOpenNativeIntents
+from intentd.adapters.outbox import OutboxRelay
+from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.signer import Keyring
+from intentd.execution.deposit_verifier import DepositVerifier
+from intentd.execution.executor import Executor
+from intentd.execution.leader import ExecutorLease
+from intentd.indexer.poller import Poller
+from intentd.indexer.ports import ChainReader, Publisher
+from intentd.indexer.reconciliation import Reconciliation
+from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.lifecycle.consumer import LifecycleConsumer
+from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.holds import HoldWatch
+from intentd.lifecycle.outages import outlast_outages
+from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.messages import deposits_topic
+from intentd.runtime import READINESS, Role
+from intentd.settings import Settings
+
+__all__ = ["executor_role", "lifecycle_role", "poller_role"]
+
+log = structlog.get_logger()
+
+POLLER_CONNECTIONS = 4
+"""Pool connections a poller uses at most (one holds its chain lock)."""
+EXECUTOR_CONNECTIONS = 4
+"""Pool connections an executor uses at most (one holds its lease and listens)."""
+
+
+async def _own_pool(settings: Settings, resources: AsyncExitStack, max_size: int) -> Pool:
+    pool = await create_pool(settings.database.url.get_secret_value(), max_size=max_size)
+    resources.push_async_callback(pool.close)
+    return pool
+
+
+def poller_role(
+    settings: Settings,
+    chain: str,
+    *,
+    pool: Pool | None = None,
+    publisher: Publisher | None = None,
+    reader: ChainReader | None = None,
+    reconciliation: Reconciliation | None = None,
+) -> Role:
+    """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
+
+    Without a ``reader``, the balance reconciliation reads through the role's own RPC
+    client; with one, only if ``reconciliation`` is given.
+    """
+    config = settings.chain(chain)
+
+    async def role(stop: asyncio.Event) -> None:
+        ready_name = f"poll:{chain}"
+        READINESS.expect(ready_name)
+        with structlog.contextvars.bound_contextvars(chain=chain):
+            async with AsyncExitStack() as resources:
+                db = (
+                    pool
+                    if pool is not None
+                    else await _own_pool(settings, resources, POLLER_CONNECTIONS)
+                )
+                lock = ChainLock(db, chain)
+                if not await lock.acquire(stop):
+                    return
+                resources.push_async_callback(lock.release)
+                out = publisher
+                if out is None:
+                    kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
+                    await kafka.start()
+                    resources.push_async_callback(kafka.stop)
+                    out = kafka
+                intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
+                chain_reader, reconcile = reader, reconciliation
+                if chain_reader is None:
+                    client, evm = open_chain(config)
+                    resources.push_async_callback(evm.close)
+                    chain_reader = evm
+                    if reconcile is None:
+                        reconcile = Reconciliation(chain, EvmChainState(client), intents)
+                poller = Poller(
+                    config,
+                    reader=chain_reader,
+                    store=PostgresPollerStore(db, chain),
+                    publisher=out,
+                    watched=WatchedIntents(intents),
+                    topic=deposits_topic(settings.kafka.topic_prefix, chain),
+                    reconciliation=reconcile,
+                )
+                await poller.start()
+                READINESS.ready(ready_name)
+                await poller.run(stop)
+                log.info("poller stopped", cursor=poller.cursor.number)
+
+    return role
+
+
+def executor_role(
+    settings: Settings, chain: str, *, pool: Pool | None = None, keyring: Keyring | None = None
+) -> Role:
+    """The ``execute --chain NAME`` role. Keys are loaded (and the relayer key checked
+    against the chain's ``relayer``) now, so a bad secret fails at start."""
+    config = settings.chain(chain)
+    keys = keyring if keyring is not None else Keyring.from_settings(settings)
+    keys.check_relayer(config)
+
+    async def role(stop: asyncio.Event) -> None:
+        ready_name = f"execute:{chain}"
+        READINESS.expect(ready_name)
+        with structlog.contextvars.bound_contextvars(chain=chain):
+            async with AsyncExitStack() as resources:
+                db = (
+                    pool
+                    if pool is not None
+                    else await _own_pool(settings, resources, EXECUTOR_CONNECTIONS)
+                )
+                lease = ExecutorLease(db, chain)
+                if not await lease.acquire(stop):
+                    return
+                resources.push_async_callback(lease.release)
+                metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
+                resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
+                urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
+                writer = EvmChainWriter(
+                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id),
+                    JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
+                )
+                resources.push_async_callback(writer.close)
+                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
+                if verifier is not None:
+                    resources.push_async_callback(verifier.close)
+                executor = Executor(
+                    config,
+                    settings.execution,
+                    store=PostgresExecutionStore(db, chain, settings.kafka.topic_prefix),
+                    writer=writer,
+                    keyring=keys,
+                    verifier=verifier,
+                )
+                READINESS.ready(ready_name)
+                started = time.monotonic()
+                await executor.run(stop, lease)
+                log.info("executor stopped", seconds=round(time.monotonic() - started, 1))
+
+    return role
+
+
+def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher) -> Role:
+    """The lifecycle consumer, the outbox relay, the expiry and the verifier of
+    trigger-credited deposits, on the process's pool and producer."""
+
+    async def role(stop: asyncio.Event) -> None:
+        READINESS.expect("lifecycle")
+        lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
+        verifier = TriggerVerifier(settings, pool)
+        consumer = make_consumer(
+            settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
+        )
+        try:
+            await consumer.start()
+            READINESS.ready("lifecycle")
+            log.info("lifecycle started", topics=lifecycle.topics)
+            async with asyncio.TaskGroup() as group:
+                relay = OutboxRelay(pool, publisher)
+                group.create_task(outlast_outages("outbox relay", relay.run, stop))
+                group.create_task(lifecycle.run(consumer, stop))
+                group.create_task(Expiry(settings, pool).run(stop))
+                group.create_task(verifier.run(stop))
+                group.create_task(HoldWatch(pool).run(stop))
+        finally:
+            await verifier.close()
+            await consumer.stop()
+            log.info("lifecycle stopped")
+
+    return role
