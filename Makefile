@@ -52,9 +52,12 @@ demo: infra-up
 modal-demo: infra-up
 	$(PY) -m intentd_dev.modal_demo --config config/local.toml
 
+# lint-imports checks the layer contracts of pyproject.toml ([tool.importlinter]) on
+# the code in src/ (PYTHONPATH: also right from a git worktree sharing another's venv).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -69,4 +72,4 @@ bench: infra-up
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) node_modules .local .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules .local .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

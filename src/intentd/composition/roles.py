@@ -20,6 +20,7 @@ from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
+from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
@@ -28,7 +29,6 @@ from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
-from intentd.execution.leader import ExecutorLease
 from intentd.indexer.poller import Poller
 from intentd.indexer.ports import ChainReader, Publisher
 from intentd.indexer.reconciliation import Reconciliation

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from intentd.adapters.cursor_store import ChainLock
+from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.lease import Lease, LeaseLost
-from intentd.execution.leader import ExecutorLease, LeadershipLost
+from intentd.execution.leader import LeadershipLost
 
 
 class _Conn:
