@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -61,15 +61,8 @@ class NewIntent:
     """The payment-modal session the intent was created in, if any."""
 
 
-_COLUMNS = """
-    id, client_id, sender, initial_amount, amount_symbol, source_chain, destination_chain,
-    token_in, token_out, token_out_decimals, asset_token_symbol, asset_token_decimals,
-    total_due, fees_in_asset, app_fee_in_asset, amount_out, fees_in_usd, app_fee_in_usd,
-    total_in_usd, slippage, address_index, intent_address, recipient, refund_address,
-    relayer, coordinator, bridger, bridge_extra_data, status, funding_status, received,
-    tx_hash, needs_relay, event_sequence, version, metadata, expires_at, created_at, updated_at,
-    session_id, refunded
-"""
+_COLUMNS = ", ".join(field.name for field in fields(IntentRow))
+"""The columns of ``intents`` that are read: the fields of :class:`IntentRow`, in order."""
 
 
 def _row(record: asyncpg.Record) -> IntentRow:
@@ -117,40 +110,29 @@ class AddressIndexes:
         return [self._drawn.popleft() for _ in range(count)]
 
 
-# Column name and array type of each inserted value (fields of ``AddressedIntent``
-# and of its ``NewIntent``).
-_INSERTED = (
-    ("client_id", "uuid"),
-    ("idempotency_key", "text"),
-    ("request_hash", "text"),
-    ("sender", "text"),
-    ("initial_amount", "text"),
-    ("amount_symbol", "text"),
-    ("source_chain", "text"),
-    ("destination_chain", "text"),
-    ("token_in", "text"),
-    ("token_out", "text"),
-    ("token_out_decimals", "integer"),
-    ("asset_token_symbol", "text"),
-    ("asset_token_decimals", "integer"),
-    ("total_due", "numeric"),
-    ("fees_in_asset", "numeric"),
-    ("app_fee_in_asset", "numeric"),
-    ("amount_out", "numeric"),
-    ("fees_in_usd", "numeric"),
-    ("app_fee_in_usd", "numeric"),
-    ("total_in_usd", "numeric"),
-    ("slippage", "numeric"),
-    ("address_index", "bigint"),
-    ("intent_address", "text"),
-    ("recipient", "text"),
-    ("refund_address", "text"),
-    ("coordinator", "text"),
-    ("bridger", "text"),
-    ("metadata", "jsonb"),
-    ("expires_at", "timestamptz"),
-    ("session_id", "text"),
+_SQL_TYPES = {
+    "client_id": "uuid",
+    "token_out_decimals": "integer",
+    "asset_token_decimals": "integer",
+    "total_due": "numeric",
+    "fees_in_asset": "numeric",
+    "app_fee_in_asset": "numeric",
+    "amount_out": "numeric",
+    "fees_in_usd": "numeric",
+    "app_fee_in_usd": "numeric",
+    "total_in_usd": "numeric",
+    "slippage": "numeric",
+    "address_index": "bigint",
+    "metadata": "jsonb",
+    "expires_at": "timestamptz",
+}
+"""The array type of an inserted column that is not ``text``."""
+_INSERTED = tuple(
+    (name, _SQL_TYPES.get(name, "text"))
+    for name in (*(field.name for field in fields(NewIntent)), "address_index", "intent_address")
 )
+"""Column name and array type of each inserted value: the fields of :class:`NewIntent`
+and the two of :class:`AddressedIntent` beside it."""
 _NAMES = ", ".join(name for name, _ in _INSERTED)
 _INSERT_MANY = f"""
     INSERT INTO intents ({_NAMES}, status)
