@@ -210,7 +210,7 @@ def _serve_api(args: argparse.Namespace, settings: Settings) -> int:
 async def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> int:
     import tempfile
 
-    from intentd.api.workers import multiprocess_registry, supervise_workers
+    from intentd.api.workers import STOP_TIMEOUT, multiprocess_registry, supervise_workers
 
     command = [sys.executable, "-m", "intentd", "--config", args.config, "api", "--worker"]
     if args.host:
@@ -223,6 +223,7 @@ async def _supervise(args: argparse.Namespace, settings: Settings, workers: int)
             [supervise_workers(command, workers, directory, shares)],
             metrics_port=settings.observability.metrics_port,
             registry=multiprocess_registry(directory),
+            drain_seconds=STOP_TIMEOUT + 5.0,  # its own stop kills workers after STOP_TIMEOUT
         )
     return 0
 

@@ -23,7 +23,8 @@ Role = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 log = structlog.get_logger()
 
 DRAIN_SECONDS = 20.0
-"""How long roles may take to finish after stop before they are cancelled."""
+"""How long roles may take to finish after stop before they are cancelled (the
+default; processes of roles take ``process.drain_seconds``)."""
 
 
 class Readiness:

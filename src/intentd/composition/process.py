@@ -4,7 +4,7 @@
 executor keys loaded and matching the chain's ``relayer``), then opens one
 PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
 one Kafka producer; it hands them to the roles, runs them with
-:func:`~intentd.runtime.run_roles` (drain deadline, then cancellation) and closes
+:func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
 the producer, then the pool, once every role has returned.
 """
 
@@ -24,7 +24,7 @@ from intentd.composition.roles import (
     lifecycle_role,
     poller_role,
 )
-from intentd.runtime import DRAIN_SECONDS, Role, run_roles
+from intentd.runtime import Role, run_roles
 from intentd.settings import DatabaseConfig, Settings
 
 __all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
@@ -97,7 +97,6 @@ async def run_process(
     *,
     metrics_port: int | None,
     api_socket: socket.socket | None = None,
-    drain_seconds: float = DRAIN_SECONDS,
 ) -> None:
     """Run ``roles`` until SIGTERM/SIGINT or until one fails (see the module)."""
     for chain in (*roles.pollers, *roles.executors):
@@ -127,4 +126,6 @@ async def run_process(
             from intentd.api.server import api_role  # FastAPI only where the API runs
 
             built.append(api_role(settings, pool=pool, sock=api_socket))
-        await run_roles(built, metrics_port=metrics_port, drain_seconds=drain_seconds)
+        await run_roles(
+            built, metrics_port=metrics_port, drain_seconds=settings.process.drain_seconds
+        )

@@ -48,6 +48,7 @@ from intentd.settings.sections import (
     IntentsConfig,
     KafkaConfig,
     ObservabilityConfig,
+    ProcessConfig,
 )
 from intentd.settings.tokens import MIN_SWEEP_DEFAULTS, NativeTokenConfig, TokenConfig
 
@@ -66,6 +67,7 @@ __all__ = [
     "KafkaConfig",
     "NativeTokenConfig",
     "ObservabilityConfig",
+    "ProcessConfig",
     "Settings",
     "TokenConfig",
     "load_settings",

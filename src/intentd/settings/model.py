@@ -28,6 +28,7 @@ from intentd.settings.sections import (
     IntentsConfig,
     KafkaConfig,
     ObservabilityConfig,
+    ProcessConfig,
 )
 
 
@@ -39,6 +40,7 @@ class Settings(ConfigModel):
     chains: dict[str, ChainConfig] = Field(min_length=1)
     intents: IntentsConfig = IntentsConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    process: ProcessConfig = ProcessConfig()
     api: ApiConfig = ApiConfig()
     fees: FeesConfig = FeesConfig()
     prices: dict[str, Decimal] = Field(default_factory=dict)

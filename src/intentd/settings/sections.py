@@ -55,6 +55,12 @@ class ObservabilityConfig(ConfigModel):
     """Port of the Prometheus / health endpoint; None disables it."""
 
 
+class ProcessConfig(ConfigModel):
+    drain_seconds: float = Field(default=20.0, gt=0, le=600)
+    """After SIGTERM, how long the roles of a process may take to finish what they hold
+    before they are cancelled; keep it below the supervisor's stop timeout (30 s)."""
+
+
 class BridgeOption(ConfigModel):
     """One way to move value between chains, with its fee (see docs/api.md, Fees)."""
 
