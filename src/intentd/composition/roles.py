@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
+from typing import TypeVar
 
 import structlog
 
@@ -22,6 +24,7 @@ from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
+from intentd.adapters.lease import Lease
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
@@ -52,10 +55,29 @@ EXECUTOR_CONNECTIONS = 4
 """Pool connections an executor uses at most (one holds its lease and listens)."""
 
 
-async def _own_pool(settings: Settings, resources: AsyncExitStack, max_size: int) -> Pool:
-    pool = await create_pool(settings.database.url.get_secret_value(), max_size=max_size)
-    resources.push_async_callback(pool.close)
-    return pool
+_L = TypeVar("_L", bound=Lease)
+
+
+async def _leased(
+    lease_of: Callable[[Pool], _L],
+    stop: asyncio.Event,
+    resources: AsyncExitStack,
+    *,
+    settings: Settings,
+    pool: Pool | None,
+    connections: int,
+) -> tuple[Pool, _L] | None:
+    """The pool (``pool``, or one of the role's own of ``connections``) and the chain's
+    lease, released with ``resources``; None if ``stop`` came first."""
+    db = pool
+    if db is None:
+        db = await create_pool(settings.database.url.get_secret_value(), max_size=connections)
+        resources.push_async_callback(db.close)
+    lease = lease_of(db)
+    if not await lease.acquire(stop):
+        return None
+    resources.push_async_callback(lease.release)
+    return db, lease
 
 
 def poller_role(
@@ -79,15 +101,13 @@ def poller_role(
         READINESS.expect(ready_name)
         with structlog.contextvars.bound_contextvars(chain=chain):
             async with AsyncExitStack() as resources:
-                db = (
-                    pool
-                    if pool is not None
-                    else await _own_pool(settings, resources, POLLER_CONNECTIONS)
-                )
-                lock = ChainLock(db, chain)
-                if not await lock.acquire(stop):
+                leased = await _leased(
+                    lambda db: ChainLock(db, chain), stop, resources,
+                    settings=settings, pool=pool, connections=POLLER_CONNECTIONS,
+                )  # fmt: skip
+                if leased is None:
                     return
-                resources.push_async_callback(lock.release)
+                db, _ = leased
                 out = publisher
                 if out is None:
                     kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
@@ -133,15 +153,13 @@ def executor_role(
         READINESS.expect(ready_name)
         with structlog.contextvars.bound_contextvars(chain=chain):
             async with AsyncExitStack() as resources:
-                db = (
-                    pool
-                    if pool is not None
-                    else await _own_pool(settings, resources, EXECUTOR_CONNECTIONS)
-                )
-                lease = ExecutorLease(db, chain)
-                if not await lease.acquire(stop):
+                leased = await _leased(
+                    lambda db: ExecutorLease(db, chain), stop, resources,
+                    settings=settings, pool=pool, connections=EXECUTOR_CONNECTIONS,
+                )  # fmt: skip
+                if leased is None:
                     return
-                resources.push_async_callback(lease.release)
+                db, lease = leased
                 metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
                 resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
                 urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
