@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from intentd.adapters.postgres import Pool
-from intentd.adapters.transaction_rows import TX_COLUMNS, Connection, TransactionRows, tx_of_row
+from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.transaction_rows import TX_COLUMNS, TransactionRows, tx_of_row
 from intentd.domain.actions import NATIVE, Action, ActionKind, ActionStatus, SignerKind, moves_into
 from intentd.execution.deposit_check import Credited
 from intentd.execution.tracking import Tx

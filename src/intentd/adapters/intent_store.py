@@ -18,7 +18,7 @@ from uuid import UUID
 
 import asyncpg
 
-from intentd.adapters.postgres import Connection as Connection  # noqa: PLC0414 - re-exported
+from intentd.adapters.postgres import Connection
 from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow

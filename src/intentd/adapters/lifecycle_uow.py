@@ -24,8 +24,7 @@ from intentd.adapters import (
     trigger_deposits,
 )
 from intentd.adapters.action_evidence import ActionFacts
-from intentd.adapters.intent_store import Connection
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.intents.record import IntentRow

@@ -25,7 +25,7 @@ from intentd.execution.ports import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage, action_results_topic
 
-__all__ = ["TX_COLUMNS", "Connection", "TransactionRows", "tx_of_row"]
+__all__ = ["TX_COLUMNS", "TransactionRows", "tx_of_row"]
 
 TX_COLUMNS = (
     "id, action_id, purpose, signer, nonce, tx_hash, raw_tx, to_address, value, gas_limit,"

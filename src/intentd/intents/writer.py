@@ -35,8 +35,8 @@ import asyncpg
 
 from intentd import observability as metrics
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, Connection, NewIntent
-from intentd.adapters.postgres import Pool
+from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, NewIntent
+from intentd.adapters.postgres import Connection, Pool
 from intentd.intents.record import IntentRow
 
 __all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter"]
