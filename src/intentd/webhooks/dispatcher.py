@@ -1,0 +1,164 @@
+"""Sends due deliveries: claim, sign, POST, record, schedule the next attempt.
+
+Guarantees:
+
+- **Durable**: a delivery is leased in PostgreSQL while it is sent and its attempt is
+  recorded afterwards; a process that dies in between leaves the lease to expire and
+  the delivery is sent again by any dispatcher, with the same ``webhook-id`` and body
+  (the only source of duplicates: a crash between the answer and the record).
+- **Isolation**: each delivery is its own task; at most ``per_endpoint`` are in
+  flight per endpoint (across processes) and ``max_in_flight`` per process, so a
+  failing or slow endpoint holds a few slots and never delays the others.
+- **Order**: within one intent, first attempts to an endpoint go out in ``sequence``
+  order (the store does not hand out a delivery before the earlier ones were tried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.faults import crash_point
+from intentd.webhooks.ports import Attempt, DueDelivery, Sender, WebhookStore
+from intentd.webhooks.schedule import decide
+from intentd.webhooks.secret_box import SecretBox
+from intentd.webhooks.signing import signed_headers
+
+__all__ = ["Dispatcher"]
+
+log = structlog.get_logger()
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: WebhookStore,
+        sender: Sender,
+        box: SecretBox,
+        clock: Callable[[], datetime],
+        *,
+        max_in_flight: int = 256,
+        per_endpoint: int = 4,
+        lease: timedelta = timedelta(seconds=60),
+        idle_poll: float = 1.0,
+    ) -> None:
+        self._store = store
+        self._sender = sender
+        self._box = box
+        self._clock = clock
+        self._max = max_in_flight
+        self._per_endpoint = per_endpoint
+        self._lease = lease
+        self._idle_poll = idle_poll
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.wakeup = asyncio.Event()
+        """Set it (a NOTIFY, a new event) to look for due work at once."""
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Dispatch until ``stop``; the attempts in flight are finished and recorded."""
+        try:
+            while not stop.is_set():
+                claimed = await self.dispatch_once()
+                if claimed and self.in_flight < self._max:
+                    continue
+                self.wakeup.clear()
+                waiters = [asyncio.ensure_future(e.wait()) for e in (self.wakeup, stop)]
+                done_any = asyncio.ensure_future(self._any_done())
+                await asyncio.wait(
+                    [*waiters, done_any], timeout=self._idle_poll, return_when="FIRST_COMPLETED"
+                )
+                for waiter in (*waiters, done_any):
+                    waiter.cancel()
+        finally:
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _any_done(self) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), return_when="FIRST_COMPLETED")
+        else:
+            await asyncio.Event().wait()
+
+    async def dispatch_once(self) -> int:
+        """Claim what is due (within the free slots) and start sending it."""
+        free = self._max - len(self._tasks)
+        if free <= 0:
+            return 0
+        due = await self._store.claim_due(self._clock(), free, self._per_endpoint, self._lease)
+        for delivery in due:
+            task = asyncio.create_task(self._deliver(delivery))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return len(due)
+
+    async def drain(self) -> None:
+        """Wait for every attempt in flight (tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _deliver(self, delivery: DueDelivery) -> None:
+        with structlog.contextvars.bound_contextvars(
+            event_id=delivery.event_id,
+            endpoint_id=str(delivery.endpoint_id),
+            delivery_id=delivery.id,
+        ):
+            try:
+                await self._attempt(delivery)
+            except Exception:  # the lease expires and it is tried again
+                log.exception("webhook attempt not recorded")
+
+    async def _attempt(self, delivery: DueDelivery) -> None:
+        secrets = [self._box.open(s, delivery.endpoint_id) for s in delivery.sealed_secrets]
+        headers = signed_headers(
+            delivery.event_id, int(self._clock().timestamp()), delivery.body, secrets
+        )
+        headers["content-type"] = "application/json"
+        headers["user-agent"] = "intentd-webhooks/1"
+        started = time.monotonic()
+        attempt: Attempt = await self._sender.send(delivery.url, headers, delivery.body)
+        crash_point("webhooks.after_send")
+        now = self._clock()
+        failed = not (attempt.status is not None and 200 <= attempt.status < 300)
+        failing_since = delivery.failing_since
+        if failed and failing_since is None:
+            failing_since = now
+        decision = decide(
+            status=attempt.status,
+            failed_attempts=delivery.round_attempts + 1,
+            now=now,
+            failing_since=failing_since,
+            retry_after=attempt.retry_after,
+        )
+        await self._store.record_attempt(delivery, attempt, decision, now)
+        outcome = (
+            "delivered"
+            if decision.delivered
+            else "disabled"
+            if decision.disable
+            else "failed"
+            if decision.failed
+            else "retry"
+        )
+        metrics.WEBHOOK_DELIVERIES.labels(outcome).inc()
+        metrics.WEBHOOK_ATTEMPT_SECONDS.observe(time.monotonic() - started)
+        if decision.disable is not None:
+            metrics.WEBHOOK_ENDPOINTS_DISABLED.labels(decision.disable.value).inc()
+            log.warning("webhook endpoint disabled", reason=decision.disable.value)
+        elif failed:
+            log.info(
+                "webhook attempt failed",
+                status=attempt.status,
+                error=attempt.error,
+                next_attempt_at=decision.next_attempt_at.isoformat()
+                if decision.next_attempt_at
+                else None,
+            )
