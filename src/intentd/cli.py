@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     execute = sub.add_parser("execute", help="perform one chain's actions (one active per chain)")
     execute.add_argument("--chain", required=True, help="chain name, e.g. BASE_TESTNET")
     sub.add_parser("lifecycle", help="apply deposits to intents and relay events")
+    sub.add_parser("webhooks", help="deliver intent events to merchants' webhook endpoints")
     run = sub.add_parser("run", help="every role in one process (development, small sites)")
     run.add_argument("--no-migrate", action="store_true", help="do not migrate at start")
     api = sub.add_parser("api", help="serve the HTTP API (/api/v1)")
@@ -265,6 +266,13 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 [lifecycle_role(settings)], metrics_port=settings.observability.metrics_port
             )
             return 0
+        case "webhooks":
+            from intentd.webhooks.role import webhooks_role
+
+            await run_roles(
+                [webhooks_role(settings)], metrics_port=settings.observability.metrics_port
+            )
+            return 0
         case "execute":
             await run_roles(
                 [_executor(settings, args.chain)], metrics_port=settings.observability.metrics_port
@@ -280,6 +288,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             roles += [_executor(settings, chain) for chain in settings.chains]
             roles.append(lifecycle_role(settings))
             roles.append(api_role(settings))
+            if settings.webhook_key is not None:  # webhooks need the key that seals secrets
+                from intentd.webhooks.role import webhooks_role
+
+                roles.append(webhooks_role(settings))
             await run_roles(roles, metrics_port=settings.observability.metrics_port)
             return 0
     raise AssertionError(f"unhandled command {args.command}")

@@ -59,6 +59,7 @@ from intentd.config_guards import (
 from intentd.custody import IntentKeys
 from intentd.domain.amounts import AmountError, parse_amount
 from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
+from intentd.webhooks.config import WebhooksConfig
 
 NATIVE_TOKEN = "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE"
 """Pseudo-address that stands for a chain's native coin wherever a token address goes."""
@@ -404,6 +405,9 @@ class Settings(_Model):
     """From the environment only: ``INTENTD_RELAYER_KEY(_FILE)``, hex private key."""
     gas_tank_key: SecretStr | None = None
     """From the environment only: ``INTENTD_GAS_TANK_KEY(_FILE)``, hex private key."""
+    webhooks: WebhooksConfig = WebhooksConfig()
+    webhook_key: SecretStr | None = None
+    """From the environment only: ``INTENTD_WEBHOOK_KEY(_FILE)``, seals webhook secrets."""
 
     @field_validator("prices")
     @classmethod
@@ -636,7 +640,9 @@ def secret_from_env(env: Mapping[str, str], name: str) -> str | None:
         raise ConfigError(f"{name}_FILE = {file!r}: cannot read it ({exc.strerror})") from None
 
 
-_SECRET_FIELDS = frozenset({"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key"})
+_SECRET_FIELDS = frozenset(
+    {"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key", "webhook_key"}
+)
 _URL_FIELDS = frozenset({"rpc_urls", "verify_rpc_urls"})
 
 
