@@ -24,7 +24,7 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.api import routes_intents, routes_quotes, routes_sessions
+from intentd.api import routes_intents, routes_quotes, routes_sessions, routes_webhooks
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.context import API_PREFIX, Services
@@ -96,7 +96,12 @@ def create_app(
         lifespan=lifespan,
         dependencies=[Depends(single_valued_query)],
     )
-    for router in (routes_quotes.router, routes_intents.router, routes_sessions.router):
+    for router in (
+        routes_quotes.router,
+        routes_intents.router,
+        routes_sessions.router,
+        routes_webhooks.router,
+    ):
         app.include_router(router)
     app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
     if settings.api.cors_origins:
