@@ -174,9 +174,7 @@ async def test_problems_are_precise(hooks_api: Api, make_key: MakeKey) -> None:
         "POST", f"{base}/recover", key, body={"since": now, "until": now}
     )
     assert (status, problem["code"]) == (422, "empty_window")
-    status, problem, _ = await hooks_api.call(
-        "POST", f"{base}/deliveries/12345/redeliver", key
-    )
+    status, problem, _ = await hooks_api.call("POST", f"{base}/deliveries/12345/redeliver", key)
     assert (status, problem["code"]) == (404, "delivery_not_found")
     status, problem, _ = await hooks_api.call("GET", "/webhooks/not-a-uuid", key)
     assert (status, problem["code"]) == (400, "validation_error")

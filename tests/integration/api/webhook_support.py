@@ -104,14 +104,16 @@ def envelope(
 
 
 class Clock:
+    """Real time plus an offset the test moves forward."""
+
     def __init__(self) -> None:
-        self.now = datetime.now(UTC)
+        self.offset = timedelta()
 
     def __call__(self) -> datetime:
-        return self.now
+        return datetime.now(UTC) + self.offset
 
     def advance(self, delta: timedelta) -> None:
-        self.now += delta
+        self.offset += delta
 
 
 @dataclass
