@@ -130,7 +130,7 @@ def webhooks_role(settings: Settings) -> Role:
             lambda: datetime.now(UTC),
             max_in_flight=config.max_in_flight,
             per_endpoint=config.per_endpoint_concurrency,
-            lease=timedelta(seconds=config.total_timeout + 30),
+            lease=timedelta(seconds=2 * config.total_timeout + 5),
             idle_poll=config.poll_interval,
         )
         consumer = make_consumer(
