@@ -18,7 +18,10 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Path, Query, Request
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from intentd.adapters import webhook_endpoints as store
 from intentd.adapters.webhook_endpoints import AttemptRow, Endpoint
@@ -45,7 +48,26 @@ from intentd.webhooks.targets import TargetRefused, check_url, refusal
 
 __all__ = ["router"]
 
-router = APIRouter(prefix=API_PREFIX, tags=["webhooks"])
+
+class _Route(APIRoute):
+    """A route whose 405 answer's ``Allow`` lists every method of its path (several
+    operations share ``/webhooks/{endpoint_id}``), not only its own."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.methods and scope["method"] not in self.methods:
+            methods = sorted(
+                {
+                    method
+                    for route in router.routes
+                    if isinstance(route, APIRoute) and route.path == self.path
+                    for method in route.methods or ()
+                }
+            )
+            raise HTTPException(status_code=405, headers={"Allow": ", ".join(methods)})
+        await super().handle(scope, receive, send)
+
+
+router = APIRouter(prefix=API_PREFIX, tags=["webhooks"], route_class=_Route)
 EndpointId = Annotated[UUID, Path(description="the endpoint's id")]
 Limit = Annotated[int, Query(ge=1, le=100, description="items per page")]
 Cursor = Annotated[
@@ -173,7 +195,7 @@ def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI answers of an operation: the common ones plus ``statuses``."""
     shared = [s for s in statuses if s not in _OWN_DESCRIPTIONS]
     documented = errors(*shared)
-    for status in statuses:
+    for status in (*statuses, 422):
         if status in _OWN_DESCRIPTIONS:
             documented[status] = {"model": Problem, "description": _OWN_DESCRIPTIONS[status]}
     return documented

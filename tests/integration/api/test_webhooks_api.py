@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import aiohttp
 import pytest
-from tests.conftest import CHAINS
 from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 from tests.integration.api.webhook_support import WEBHOOK_KEY
 
@@ -218,8 +217,27 @@ async def test_unresolvable_names_are_refused(strict_api: Api, make_key: MakeKey
     assert (status, problem["code"]) == (422, "webhook_url_unresolvable")
 
 
-async def test_without_the_key_webhooks_are_disabled(api: Api, make_key: MakeKey) -> None:
+async def test_without_the_key_webhooks_are_disabled(
+    infra: dict[str, str],
+    make_settings: Callable[..., Settings],
+    pool: Pool,
+    http: aiohttp.ClientSession,
+    make_key: MakeKey,
+) -> None:
     key = await make_key("test", client="hooks-nokey")
-    status, problem, _ = await api.call("POST", "/webhooks", key, body={"url": RECEIVER})
-    assert (status, problem["code"]) == (503, "webhooks_disabled")
-    assert set(CHAINS) <= set(api.settings.chains)
+    settings = make_settings(**api_sections(infra, webhook_key=None))
+    async for url in serve(settings, pool):
+        api = Api(url, settings, http)
+        status, problem, _ = await api.call("POST", "/webhooks", key, body={"url": RECEIVER})
+        assert (status, problem["code"]) == (503, "webhooks_disabled")
+        status, problem, _ = await api.call("GET", "/webhooks", key)
+        assert status == 200 and problem == {"data": [], "next_cursor": None}
+
+
+async def test_a_405_lists_every_method_of_the_path(hooks_api: Api, make_key: MakeKey) -> None:
+    key = await make_key("test", client="hooks-405")
+    _, created, _ = await hooks_api.call("POST", "/webhooks", key, body={"url": RECEIVER})
+    status, _, response = await hooks_api.call("PUT", f"/webhooks/{created['id']}", key)
+    assert status == 405 and response.headers["Allow"] == "DELETE, GET, PATCH"
+    status, _, response = await hooks_api.call("DELETE", "/webhooks", key)
+    assert status == 405 and response.headers["Allow"] == "GET, POST"
