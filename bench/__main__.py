@@ -3,7 +3,8 @@
 Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd poll`` with
 a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 ``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
-(create and get intents over HTTP, see ``bench/api_throughput.py``).
+(create and get intents over HTTP, see ``bench/api_throughput.py``), ``webhooks``
+(events on Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -11,7 +12,14 @@ from __future__ import annotations
 
 import sys
 
-NAMES = ("backfill", "poller-memory", "head-latency", "execution-latency", "api-throughput")
+NAMES = (
+    "backfill",
+    "poller-memory",
+    "head-latency",
+    "execution-latency",
+    "api-throughput",
+    "webhooks",
+)
 
 
 def main(argv: list[str]) -> None:
@@ -38,6 +46,10 @@ def main(argv: list[str]) -> None:
         from bench import api_throughput
 
         api_throughput.run(rest)
+    if name in {"webhooks", "all"}:
+        from bench import webhooks
+
+        webhooks.run(rest)
 
 
 if __name__ == "__main__":

@@ -137,8 +137,12 @@ def webhooks_role(settings: Settings) -> Role:
             settings.kafka, [events_topic(settings.kafka.topic_prefix)], group_id=config.group
         )
         listener = await pool.acquire()
+
+        def wake(*_: object) -> None:
+            dispatcher.wakeup.set()
+
         try:
-            await listener.add_listener(CHANNEL, lambda *_: dispatcher.wakeup.set())
+            await listener.add_listener(CHANNEL, wake)
             await consumer.start()
             READINESS.ready("webhooks")
             log.info("webhooks started", group=config.group)
@@ -153,6 +157,7 @@ def webhooks_role(settings: Settings) -> Role:
         finally:
             await consumer.stop()
             await sender.close()
+            await listener.remove_listener(CHANNEL, wake)
             await pool.release(listener)
             await pool.close()
             log.info("webhooks stopped")
