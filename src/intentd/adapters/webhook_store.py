@@ -17,12 +17,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
 from intentd.adapters.postgres import Pool
 from intentd.webhooks.matching import Subscription, subscribers
-from intentd.webhooks.ports import Attempt, DueDelivery, EventToRecord
+from intentd.webhooks.ports import DueDelivery, EventToRecord, RecordedAttempt
 from intentd.webhooks.schedule import Decision
 
 __all__ = ["CHANNEL", "Health", "PostgresWebhookStore", "outcome_of"]
@@ -79,6 +80,46 @@ def outcome_of(decision: Decision) -> str:
     if decision.disable is not None:
         return "disabled"
     return "failed" if decision.next_attempt_at is None else "retry"
+
+
+def _status(decision: Decision) -> str:
+    if decision.delivered:
+        return "delivered"
+    return "pending" if decision.next_attempt_at is not None else "failed"
+
+
+def _head(text: str) -> str:
+    return text.encode()[:RESPONSE_HEAD_BYTES].decode("utf-8", "ignore").replace("\x00", "")
+
+
+@dataclass(frozen=True, slots=True)
+class _EndpointChange:
+    endpoint_id: UUID
+    succeeded: bool
+    """The endpoint's latest attempt of the batch succeeded."""
+    failed_at: datetime | None
+    """Its first failure of the batch (after its latest success, if any)."""
+    disable: str | None
+    at: datetime
+
+
+def _endpoint_changes(attempts: Sequence[RecordedAttempt]) -> list[_EndpointChange]:
+    """Per endpoint, what a batch of attempts changes (in the order they were made)."""
+    changes: dict[UUID, _EndpointChange] = {}
+    for r in sorted(attempts, key=lambda r: r.at):
+        before = changes.get(r.delivery.endpoint_id)
+        if r.decision.delivered:
+            change = _EndpointChange(r.delivery.endpoint_id, True, None, None, r.at)
+        else:
+            first = before.failed_at if before is not None and before.failed_at else r.at
+            change = _EndpointChange(r.delivery.endpoint_id, False, first, None, r.at)
+        disable = r.decision.disable.value if r.decision.disable is not None else None
+        if disable is None and before is not None:
+            disable = before.disable
+        changes[r.delivery.endpoint_id] = _EndpointChange(
+            change.endpoint_id, change.succeeded, change.failed_at, disable, change.at
+        )
+    return list(changes.values())
 
 
 class Health:
@@ -189,71 +230,74 @@ class PostgresWebhookStore:
             )
         return claimed
 
-    async def record_attempt(
-        self, delivery: DueDelivery, attempt: Attempt, decision: Decision, now: datetime
-    ) -> None:
-        status = (
-            "delivered"
-            if decision.delivered
-            else "pending"
-            if decision.next_attempt_at
-            else "failed"
-        )
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        if not attempts:
+            return
+        endpoints = _endpoint_changes(attempts)
         async with self._pool.acquire() as conn, conn.transaction():
-            updated = await conn.fetchval(
+            kept = await conn.fetch(
                 """
-                UPDATE webhook_deliveries
-                   SET attempts = attempts + 1, round_attempts = round_attempts + 1,
-                       status = $2, next_attempt_at = coalesce($3, next_attempt_at),
-                       lease_until = NULL, updated_at = $4
-                 WHERE id = $1
-                RETURNING id
+                UPDATE webhook_deliveries d
+                   SET attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
+                       status = u.status, next_attempt_at = coalesce(u.next_at, d.next_attempt_at),
+                       lease_until = NULL, updated_at = u.at
+                  FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+                       AS u (id, status, next_at, at)
+                 WHERE d.id = u.id
+                RETURNING d.id
                 """,
-                delivery.id,
-                status,
-                decision.next_attempt_at,
-                now,
+                [r.delivery.id for r in attempts],
+                [_status(r.decision) for r in attempts],
+                [r.decision.next_attempt_at for r in attempts],
+                [r.at for r in attempts],
             )
-            if updated is None:  # the endpoint was deleted meanwhile
-                return
+            present = {row["id"] for row in kept}  # an endpoint deleted meanwhile: none
+            rows = [r for r in attempts if r.delivery.id in present]
             await conn.execute(
                 """
                 INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempted_at,
                        status_code, latency_ms, error, response_head, outcome, next_attempt_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[], $4::int[],
+                                     $5::int[], $6::text[], $7::text[], $8::text[],
+                                     $9::timestamptz[])
                 """,
-                delivery.id,
-                delivery.endpoint_id,
-                now,
-                attempt.status,
-                max(int(attempt.latency * 1000), 0),
-                attempt.error,
-                attempt.response_head.encode()[:RESPONSE_HEAD_BYTES].decode("utf-8", "ignore"),
-                outcome_of(decision),
-                decision.next_attempt_at,
+                [r.delivery.id for r in rows],
+                [r.delivery.endpoint_id for r in rows],
+                [r.at for r in rows],
+                [r.attempt.status for r in rows],
+                [max(int(r.attempt.latency * 1000), 0) for r in rows],
+                [r.attempt.error for r in rows],
+                [_head(r.attempt.response_head) for r in rows],
+                [outcome_of(r.decision) for r in rows],
+                [r.decision.next_attempt_at for r in rows],
             )
             await conn.execute(
                 """
-                UPDATE webhook_endpoints
-                   SET failing_since = CASE WHEN $2 THEN NULL
-                                            ELSE coalesce(failing_since, $3) END,
-                       enabled = enabled AND $4::text IS NULL,
-                       disabled_reason = coalesce($4, disabled_reason),
-                       disabled_at = CASE WHEN $4::text IS NULL THEN disabled_at ELSE $3 END,
-                       updated_at = $3
-                 WHERE id = $1
+                UPDATE webhook_endpoints e
+                   SET failing_since = CASE WHEN u.succeeded THEN NULL
+                                            ELSE coalesce(e.failing_since, u.failed_at) END,
+                       enabled = e.enabled AND u.disable IS NULL,
+                       disabled_reason = coalesce(u.disable, e.disabled_reason),
+                       disabled_at = CASE WHEN u.disable IS NULL THEN e.disabled_at
+                                          ELSE u.at END,
+                       updated_at = u.at
+                  FROM unnest($1::uuid[], $2::bool[], $3::timestamptz[], $4::text[],
+                              $5::timestamptz[]) AS u (id, succeeded, failed_at, disable, at)
+                 WHERE e.id = u.id
                 """,
-                delivery.endpoint_id,
-                decision.delivered,
-                now,
-                decision.disable.value if decision.disable is not None else None,
+                [c.endpoint_id for c in endpoints],
+                [c.succeeded for c in endpoints],
+                [c.failed_at for c in endpoints],
+                [c.disable for c in endpoints],
+                [c.at for c in endpoints],
             )
-            if decision.disable is not None:
+            disabled = [c.endpoint_id for c in endpoints if c.disable is not None]
+            if disabled:
                 await conn.execute(
                     "UPDATE webhook_deliveries SET status = 'failed', lease_until = NULL,"
-                    " updated_at = $2 WHERE endpoint_id = $1 AND status = 'pending'",
-                    delivery.endpoint_id,
-                    now,
+                    " updated_at = now() WHERE endpoint_id = ANY($1::uuid[])"
+                    " AND status = 'pending'",
+                    disabled,
                 )
 
     async def health(self, now: datetime) -> Health:

@@ -11,6 +11,10 @@ Guarantees:
   failing or slow endpoint holds a few slots and never delays the others.
 - **Order**: within one intent, first attempts to an endpoint go out in ``sequence``
   order (the store does not hand out a delivery before the earlier ones were tried).
+
+Attempts are recorded by group commit: the attempts that finish while one batch is
+being written go together in the next transaction (each delivery's task waits for
+its own record before it frees its slot).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.faults import crash_point
-from intentd.webhooks.ports import Attempt, DueDelivery, Sender, WebhookStore
+from intentd.webhooks.ports import Attempt, DueDelivery, RecordedAttempt, Sender, WebhookStore
 from intentd.webhooks.schedule import decide
 from intentd.webhooks.secret_box import SecretBox
 from intentd.webhooks.signing import signed_headers
@@ -56,6 +60,9 @@ class Dispatcher:
         self._lease = lease
         self._idle_poll = idle_poll
         self._tasks: set[asyncio.Task[None]] = set()
+        self._to_record: list[tuple[RecordedAttempt, asyncio.Future[None]]] = []
+        self._recording = False
+        self._opened: dict[bytes, str] = {}
         self.wakeup = asyncio.Event()
         """Set it (a NOTIFY, a new event) to look for due work at once."""
 
@@ -117,7 +124,7 @@ class Dispatcher:
                 log.exception("webhook attempt not recorded")
 
     async def _attempt(self, delivery: DueDelivery) -> None:
-        secrets = [self._box.open(s, delivery.endpoint_id) for s in delivery.sealed_secrets]
+        secrets = [self._secret(s, delivery) for s in delivery.sealed_secrets]
         headers = signed_headers(
             delivery.event_id, int(self._clock().timestamp()), delivery.body, secrets
         )
@@ -138,7 +145,7 @@ class Dispatcher:
             failing_since=failing_since,
             retry_after=attempt.retry_after,
         )
-        await self._store.record_attempt(delivery, attempt, decision, now)
+        await self._record(RecordedAttempt(delivery, attempt, decision, now))
         outcome = (
             "delivered"
             if decision.delivered
@@ -162,3 +169,34 @@ class Dispatcher:
                 if decision.next_attempt_at
                 else None,
             )
+
+    def _secret(self, sealed: bytes, delivery: DueDelivery) -> str:
+        opened = self._opened.get(sealed)
+        if opened is None:
+            if len(self._opened) > 10_000:
+                self._opened.clear()
+            opened = self._opened[sealed] = self._box.open(sealed, delivery.endpoint_id)
+        return opened
+
+    async def _record(self, recorded: RecordedAttempt) -> None:
+        """Return once ``recorded`` is committed (with the others of its batch)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._to_record.append((recorded, done))
+        if not self._recording:
+            self._recording = True
+            try:
+                while self._to_record:
+                    batch, self._to_record = self._to_record, []
+                    try:
+                        await self._store.record_attempts([r for r, _ in batch])
+                    except Exception as exc:
+                        for _, waiter in batch:
+                            if not waiter.done():
+                                waiter.set_exception(exc)
+                    else:
+                        for _, waiter in batch:
+                            if not waiter.done():
+                                waiter.set_result(None)
+            finally:
+                self._recording = False
+        await done

@@ -14,7 +14,14 @@ from uuid import UUID
 
 from intentd.webhooks.schedule import Decision
 
-__all__ = ["Attempt", "DueDelivery", "EventToRecord", "Sender", "WebhookStore"]
+__all__ = [
+    "Attempt",
+    "DueDelivery",
+    "EventToRecord",
+    "RecordedAttempt",
+    "Sender",
+    "WebhookStore",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,16 @@ class Attempt:
     retry_after: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedAttempt:
+    """An attempt made and what the schedule decided after it, to be stored."""
+
+    delivery: DueDelivery
+    attempt: Attempt
+    decision: Decision
+    at: datetime
+
+
 class Sender(Protocol):
     async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
         """POST ``body``; never raises for what the endpoint or the network does."""
@@ -84,9 +101,7 @@ class WebhookStore(Protocol):
         ``now + lease``. Two processes never claim the same delivery at once."""
         ...
 
-    async def record_attempt(
-        self, delivery: DueDelivery, attempt: Attempt, decision: Decision, now: datetime
-    ) -> None:
-        """Store the attempt and apply ``decision`` to the delivery and its endpoint
-        (failing since, disabled), releasing the lease, in one transaction."""
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        """Store the attempts and apply each decision to its delivery and endpoint
+        (failing since, disabled), releasing the leases, in one transaction."""
         ...

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from intentd.webhooks.ports import Attempt, DueDelivery, EventToRecord
+from intentd.webhooks.ports import Attempt, DueDelivery, EventToRecord, RecordedAttempt
 from intentd.webhooks.schedule import Decision
 
 
@@ -28,13 +28,12 @@ class FakeStore:
         self.pending = [(at, d) for at, d in self.pending if d not in due]
         return due
 
-    async def record_attempt(
-        self, delivery: DueDelivery, attempt: Attempt, decision: Decision, now: datetime
-    ) -> None:
-        self.attempts.append((delivery, attempt, decision))
-        if decision.next_attempt_at is not None:
-            again = replace(delivery, round_attempts=delivery.round_attempts + 1)
-            self.pending.append((decision.next_attempt_at, again))
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        for r in attempts:
+            self.attempts.append((r.delivery, r.attempt, r.decision))
+            if r.decision.next_attempt_at is not None:
+                again = replace(r.delivery, round_attempts=r.delivery.round_attempts + 1)
+                self.pending.append((r.decision.next_attempt_at, again))
 
 
 @dataclass
