@@ -36,6 +36,8 @@ from intentd.webhooks.signing import signed_headers
 __all__ = ["Dispatcher"]
 
 log = structlog.get_logger()
+_COALESCE = 0.005
+"""Seconds a dispatcher woken only by finished attempts waits before claiming again."""
 
 
 class Dispatcher:
@@ -63,6 +65,7 @@ class Dispatcher:
         self._to_record: list[tuple[RecordedAttempt, asyncio.Future[None]]] = []
         self._recording = False
         self._opened: dict[bytes, str] = {}
+        self._freed = asyncio.Event()
         self.wakeup = asyncio.Event()
         """Set it (a NOTIFY, a new event) to look for due work at once."""
 
@@ -78,22 +81,23 @@ class Dispatcher:
                 if claimed and self.in_flight < self._max:
                     continue
                 self.wakeup.clear()
-                waiters = [asyncio.ensure_future(e.wait()) for e in (self.wakeup, stop)]
-                done_any = asyncio.ensure_future(self._any_done())
-                await asyncio.wait(
-                    [*waiters, done_any], timeout=self._idle_poll, return_when="FIRST_COMPLETED"
-                )
-                for waiter in (*waiters, done_any):
+                self._freed.clear()
+                waiters = [
+                    asyncio.ensure_future(e.wait()) for e in (self.wakeup, stop, self._freed)
+                ]
+                await asyncio.wait(waiters, timeout=self._idle_poll, return_when="FIRST_COMPLETED")
+                for waiter in waiters:
                     waiter.cancel()
+                if self._freed.is_set() and not (self.wakeup.is_set() or stop.is_set()):
+                    # A slot was freed: let a few more finish before the next claim.
+                    await asyncio.sleep(_COALESCE)
         finally:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _any_done(self) -> None:
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), return_when="FIRST_COMPLETED")
-        else:
-            await asyncio.Event().wait()
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._freed.set()
 
     async def dispatch_once(self) -> int:
         """Claim what is due (within the free slots) and start sending it."""
@@ -104,7 +108,7 @@ class Dispatcher:
         for delivery in due:
             task = asyncio.create_task(self._deliver(delivery))
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._finished)
         return len(due)
 
     async def drain(self) -> None:
