@@ -43,6 +43,7 @@ Description = Annotated[str, Field(max_length=512), AfterValidator(_text)]
 EventTypes = Annotated[
     list[EventType] | None,
     Field(
+        min_length=1,
         max_length=16,
         description="types to receive; null or absent: every type, including future ones",
     ),

@@ -88,3 +88,34 @@ async def test_run_stops_and_finishes_what_is_in_flight() -> None:
     stop.set()
     await asyncio.wait_for(task, 2)
     assert len(store.attempts) == 5
+
+
+def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
+    from intentd.adapters.webhook_store import _endpoint_changes
+    from intentd.webhooks.ports import RecordedAttempt
+    from intentd.webhooks.schedule import Decision, DisableReason
+
+    t0 = datetime.now(UTC)
+    a, b = uuid4(), uuid4()
+    ok = Decision(delivered=True, next_attempt_at=None)
+    retry = Decision(delivered=False, next_attempt_at=t0 + timedelta(seconds=5))
+    gone = Decision(delivered=False, next_attempt_at=None, disable=DisableReason.GONE)
+
+    def rec(endpoint: UUID, decision: Decision, seconds: int) -> RecordedAttempt:
+        return RecordedAttempt(
+            delivery(seconds, "u", [new_secret()], endpoint),
+            Attempt(200 if decision.delivered else 500, 0.0),
+            decision,
+            t0 + timedelta(seconds=seconds),
+        )
+
+    changes = {
+        c.endpoint_id: c
+        for c in _endpoint_changes(
+            [rec(a, retry, 3), rec(a, ok, 1), rec(a, retry, 2), rec(b, gone, 2), rec(b, ok, 3)]
+        )
+    }
+    # a: success at 1, failures from 2 on; b: disabled at 2 stays disabled.
+    assert (changes[a].succeeded, changes[a].failed_at) == (False, t0 + timedelta(seconds=2))
+    assert changes[a].disable is None
+    assert (changes[b].succeeded, changes[b].disable) == (True, "gone")
