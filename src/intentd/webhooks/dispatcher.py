@@ -7,8 +7,13 @@ Guarantees:
   the delivery is sent again by any dispatcher, with the same ``webhook-id`` and body
   (the only source of duplicates: a crash between the answer and the record).
 - **Isolation**: each delivery is its own task; at most ``per_endpoint`` are in
-  flight per endpoint (across processes) and ``max_in_flight`` per process, so a
-  failing or slow endpoint holds a few slots and never delays the others.
+  flight per endpoint (counting the leases of every process at each claim; two
+  processes claiming at the same instant may briefly exceed it) and
+  ``max_in_flight`` per process, so a failing or slow endpoint holds a few slots and
+  never delays the others.
+- A database error while claiming ends the role (the supervisor restarts it; nothing
+  is lost: leases expire); one while recording an attempt is logged and the
+  delivery is sent again when its lease expires.
 - **Order**: within one intent, first attempts to an endpoint go out in ``sequence``
   order (the store does not hand out a delivery before the earlier ones were tried).
 

@@ -7,6 +7,9 @@ the batch's offsets; a crash replays the uncommitted tail, which records nothing
 An event that cannot be parsed is logged and skipped (it could never be delivered).
 Replicas share the partitions through the consumer group, and the dispatchers of every
 replica share the deliveries through their leases.
+
+A database outage ends the role (the intake must not go past a batch it could not
+record, and a restart resumes from the committed offsets); the supervisor restarts it.
 """
 
 from __future__ import annotations
