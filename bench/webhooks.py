@@ -54,6 +54,10 @@ from intentd.webhooks.secret_box import SecretBox, parse_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "local.toml"
+_PROFILE = (
+    ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if "BENCH_PROFILE" in os.environ else []
+)
+"""``BENCH_PROFILE=FILE``: run the role under cProfile, its statistics written to FILE."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -237,7 +241,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         INTENTD_WEBHOOK_KEY=key,
     )
     role = subprocess.Popen(
-        [sys.executable, "-m", "intentd", "--config", str(CONFIG), "webhooks"], env=env, cwd=ROOT
+        [sys.executable, *_PROFILE, "-m", "intentd", "--config", str(CONFIG), "webhooks"],
+        env=env,
+        cwd=ROOT,
     )
     publisher = KafkaPublisher(kafka)
     await publisher.start()

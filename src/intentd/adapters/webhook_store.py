@@ -155,11 +155,14 @@ class PostgresWebhookStore:
                 )
                 for r in rows
             ]
+            by_client: dict[UUID, list[Subscription]] = {}
+            for subscription in subscriptions:
+                by_client.setdefault(subscription.client_id, []).append(subscription)
             pairs: list[tuple[EventToRecord, UUID]] = [
                 (event, s.endpoint_id)
                 for event in events
                 for s in subscribers(
-                    subscriptions,
+                    by_client.get(event.client_id, ()),
                     event.client_id,
                     "live" if event.mode == "live" else "test",
                     event.event_type,
