@@ -23,5 +23,8 @@ class WebhooksConfig(BaseModel):
     """Seconds an attempt may take, from connecting to the end of the (capped) answer."""
     poll_interval: float = Field(default=1.0, gt=0, le=60)
     """Seconds between looks for due retries when no NOTIFY arrives."""
+    fetch_max_wait_ms: int = Field(default=10, ge=1, le=500)
+    """How long a Kafka fetch may wait for events: an upper bound on the intake's
+    latency where the broker holds fetches (an idle consumer fetches this often)."""
     rotation_overlap: int = Field(default=86_400, ge=0, le=7 * 86_400)
     """Seconds a rotated-out secret still signs (both signatures are sent)."""

@@ -137,7 +137,10 @@ def webhooks_role(settings: Settings) -> Role:
             idle_poll=config.poll_interval,
         )
         consumer = make_consumer(
-            settings.kafka, [events_topic(settings.kafka.topic_prefix)], group_id=config.group
+            settings.kafka,
+            [events_topic(settings.kafka.topic_prefix)],
+            group_id=config.group,
+            fetch_max_wait_ms=config.fetch_max_wait_ms,
         )
         listener = await pool.acquire()
 
