@@ -303,6 +303,22 @@ class PostgresWebhookStore:
                     disabled,
                 )
 
+    async def prune(self, before: datetime) -> int:
+        """Forget deliveries that ended (delivered or failed) before ``before``, with
+        their attempts, and the events no delivery refers to any more; how many
+        deliveries went."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            status: str = await conn.execute(
+                "DELETE FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < $1",
+                before,
+            )
+            await conn.execute(
+                "DELETE FROM webhook_events ev WHERE ev.recorded_at < $1 AND NOT EXISTS"
+                " (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id)",
+                before,
+            )
+        return int(status.rsplit(maxsplit=1)[-1])
+
     async def health(self, now: datetime) -> Health:
         async with self._pool.acquire() as conn:
             row = await conn.fetchrow(

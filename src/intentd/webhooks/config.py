@@ -26,5 +26,7 @@ class WebhooksConfig(BaseModel):
     fetch_max_wait_ms: int = Field(default=10, ge=1, le=500)
     """How long a Kafka fetch may wait for events: an upper bound on the intake's
     latency where the broker holds fetches (an idle consumer fetches this often)."""
+    retention_days: int = Field(default=30, ge=1, le=3650)
+    """Days a delivered or failed delivery (with its attempts and event) is kept."""
     rotation_overlap: int = Field(default=86_400, ge=0, le=7 * 86_400)
     """Seconds a rotated-out secret still signs (both signatures are sent)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -40,6 +41,7 @@ __all__ = ["consume_events", "secret_box", "webhooks_role"]
 
 log = structlog.get_logger()
 _HEALTH_EVERY = 15.0
+_PRUNE_EVERY = 3600.0
 
 
 def secret_box(settings: Settings) -> SecretBox:
@@ -94,12 +96,20 @@ async def consume_events(
         await commit_positions(consumer, positions)
 
 
-async def _report_health(store: PostgresWebhookStore, stop: asyncio.Event) -> None:
+async def _maintain(store: PostgresWebhookStore, retention: timedelta, stop: asyncio.Event) -> None:
+    """Every 15 s the health gauges; every hour, forget what is older than ``retention``."""
+    last_prune = 0.0
     while not stop.is_set():
         try:
-            health = await store.health(datetime.now(UTC))
-        except Exception:  # a metric must not stop the role; the next round retries
-            log.exception("webhook health not read")
+            now = datetime.now(UTC)
+            health = await store.health(now)
+            if time.monotonic() - last_prune > _PRUNE_EVERY:
+                pruned = await store.prune(now - retention)
+                last_prune = time.monotonic()
+                if pruned:
+                    log.info("webhook deliveries pruned", count=pruned)
+        except Exception:  # gauges and pruning must not stop the role; next round retries
+            log.exception("webhook maintenance failed")
         else:
             metrics.WEBHOOK_PENDING.set(health.pending)
             metrics.WEBHOOK_OLDEST_PENDING.set(health.oldest_seconds)
@@ -159,7 +169,8 @@ def webhooks_role(settings: Settings) -> Role:
                     )
                 )
                 group.create_task(dispatcher.run(stop))
-                group.create_task(_report_health(store, stop))
+                retention = timedelta(days=config.retention_days)
+                group.create_task(_maintain(store, retention, stop))
         finally:
             await consumer.stop()
             await sender.close()

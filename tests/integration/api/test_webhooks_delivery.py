@@ -8,7 +8,7 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -350,3 +350,27 @@ async def test_internal_addresses_are_refused_at_connect_time(
     assert len(errors) == 2
     assert all(r["error"].startswith("refused") for r in errors), errors
     assert any("resolves to 127.0.0.1" in r["error"] for r in errors)
+
+
+async def test_ended_deliveries_are_pruned_after_the_retention(
+    hooks: Api, make_key: MakeKey, receiver: Receiver, role: Role, pool: Pool
+) -> None:
+    key = await make_key("test", client="hooks-prune")
+    client = client_id_of("hooks-prune")
+    await register(hooks, key, f"{receiver.url}/p")
+    await role.record(envelope(client, 901, 1))
+    await role.dispatch()  # delivered
+    receiver.answers["/p"] = [500]
+    await role.record(envelope(client, 902, 1))
+    await role.dispatch()  # waits for its retry
+    assert await role.store.prune(datetime.now(UTC) - timedelta(days=30)) == 0
+    assert await role.store.prune(datetime.now(UTC) + timedelta(seconds=1)) == 1
+    rows = await pool.fetch(
+        "SELECT d.status, (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id)"
+        " AS attempts FROM webhook_deliveries d JOIN webhook_endpoints e"
+        " ON e.id = d.endpoint_id WHERE e.client_id = $1",
+        client,
+    )
+    assert [(r["status"], r["attempts"]) for r in rows] == [("pending", 1)]
+    events = await pool.fetchval("SELECT count(*) FROM webhook_events WHERE intent_id = 901")
+    assert events == 0
