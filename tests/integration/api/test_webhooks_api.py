@@ -199,6 +199,8 @@ async def test_problems_are_precise(hooks_api: Api, make_key: MakeKey) -> None:
         "http://localhost/hook",
         "http://metadata.google.internal/computeMetadata/v1",
         "http://vm:8080/hook",  # a name that resolves to 127.0.0.1 (/etc/hosts)
+        "http://2130706433/hook",  # 127.0.0.1 as one number, resolved by getaddrinfo
+        "http://0x7f.1/hook",  # 127.0.0.1 in hex shorthand
     ],
 )
 async def test_internal_targets_are_refused_at_registration(
