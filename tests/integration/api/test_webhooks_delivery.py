@@ -99,7 +99,8 @@ async def test_events_from_kafka_reach_every_subscribed_endpoint_signed(
     await publisher.start()
     try:
         await publisher.publish_all(
-            OutgoingMessage(topic, str(e["intent"]["id"]), orjson.dumps(e)) for e in events
+            [OutgoingMessage(topic, "101", b"not an event")]  # skipped, logged
+            + [OutgoingMessage(topic, str(e["intent"]["id"]), orjson.dumps(e)) for e in events]
         )
     finally:
         await publisher.stop()

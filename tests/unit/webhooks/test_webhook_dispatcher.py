@@ -119,3 +119,19 @@ def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
     assert (changes[a].succeeded, changes[a].failed_at) == (False, t0 + timedelta(seconds=2))
     assert changes[a].disable is None
     assert (changes[b].succeeded, changes[b].disable) == (True, "gone")
+
+
+async def test_secrets_never_reach_the_logs() -> None:
+    from structlog.testing import capture_logs
+
+    now = datetime.now(UTC)
+    secret = new_secret()
+    store = FakeStore()
+    store.pending = [(now, delivery(1, "down", [secret]))]
+    sender = FakeSender(lambda url: Attempt(None, 1.0, error="timeout"))
+    dispatcher = Dispatcher(store, sender, BOX, lambda: now)
+    with capture_logs() as logs:
+        await dispatcher.dispatch_once()
+        await dispatcher.drain()
+    assert logs and logs[0]["error"] == "timeout"
+    assert secret not in repr(logs) and secret.removeprefix("whsec_") not in repr(logs)
