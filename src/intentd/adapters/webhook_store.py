@@ -38,7 +38,8 @@ WITH picked AS (
       FROM webhook_endpoints e
       CROSS JOIN LATERAL (
             SELECT count(*) AS n FROM webhook_deliveries x
-             WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.lease_until > $1
+             WHERE x.endpoint_id = e.id AND x.lease_until IS NOT NULL
+               AND x.lease_until > $1 AND x.status = 'pending'
       ) busy
       CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at FROM webhook_deliveries d

@@ -68,6 +68,8 @@ CREATE INDEX webhook_deliveries_pending_age
     ON webhook_deliveries (created_at) WHERE status = 'pending';
 CREATE INDEX webhook_deliveries_failed
     ON webhook_deliveries (endpoint_id, event_created_at) WHERE status = 'failed';
+CREATE INDEX webhook_deliveries_leased                               -- in flight
+    ON webhook_deliveries (endpoint_id, lease_until) WHERE lease_until IS NOT NULL;
 CREATE INDEX webhook_deliveries_ended
     ON webhook_deliveries (updated_at) WHERE status <> 'pending';     -- pruning
 
