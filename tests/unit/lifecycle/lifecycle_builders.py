@@ -42,12 +42,12 @@ def block(n: int, branch: int = 0) -> str:
     return f"0x{branch:032x}{n:032x}"
 
 
-def settings(*, prefix: str = "unit", token: str = USDC) -> Settings:
+def settings(*, prefix: str = "unit", token: str = USDC, confirmations: int = 1) -> Settings:
     """SOURCE (chain id 1) and DESTINATION (2), each with the stablecoin ``token``."""
     stablecoin = {"address": token, "symbol": "USDC", "name": "USDC", "decimals": 6,
                   "category": "stablecoin"}  # fmt: skip
     chain = {"network": "test", "rpc_urls": ["http://a"], "relayer": RELAYER,
-             "tokens": [stablecoin]}  # fmt: skip
+             "tokens": [stablecoin], "confirmations": confirmations}  # fmt: skip
     return Settings.model_validate(
         {
             "database": {"url": "postgresql://x/y"},
