@@ -95,7 +95,7 @@ class Expiry:
                 except Exception as exc:
                     failure = self._store.classify(exc)
                     if failure is Failure.UNAVAILABLE:
-                        raise  # the pool's connection is gone: the next round gets another
+                        raise  # the unit's connection is gone: the next round gets another
                     if failure is Failure.PERMANENT:
                         self._failed.add(intent_id)
                     metrics.EXPIRED.labels("error").inc()

@@ -4,7 +4,8 @@
   actions and outbox a handler reads and writes; everything a handler does inside
   :meth:`UnitOfWork.transaction` commits together or not at all. Reads named
   ``lock``/``locked`` take the row lock that serialises the messages of one intent.
-- :class:`Store`: hands out units of work and says whether the database answers.
+- :class:`Store`: hands out units of work, says whether the database answers and
+  what a failure of it means (:class:`~intentd.lifecycle.failures.Failure`).
 - :class:`Inbox`: the consumed topics (a Kafka consumer with auto-commit off).
 - :class:`Publisher`: where dead letters go (awaited and acknowledged).
 - :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
@@ -12,7 +13,8 @@
 The values they speak (:class:`ActionFacts`, :class:`OverdueHold`,
 :class:`OutgoingMessage`, :class:`InboxRecord`) are defined here, below the adapters.
 
-Fakes of all of them live in ``tests/unit/lifecycle/lifecycle_fakes.py``.
+Fakes of all of them live in ``tests/unit/lifecycle/`` (``lifecycle_fakes.py`` and
+its neighbours).
 """
 
 from __future__ import annotations
