@@ -13,9 +13,9 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from aiohttp import web
-from intentd.webhooks.http import HttpSender
 
 from intentd.adapters.postgres import Pool
+from intentd.adapters.webhook_http import HttpSender
 from intentd.adapters.webhook_store import PostgresWebhookStore
 from intentd.webhooks.dispatcher import Dispatcher
 from intentd.webhooks.intake import parse_event
