@@ -54,7 +54,7 @@ from typing import Any
 import asyncpg
 from prometheus_client.parser import text_string_to_metric_families
 
-from intentd.adapters import api_keys
+from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import create_pool, migrate
 from intentd.api.credentials import generate_key
 from intentd.settings import load_settings
@@ -297,9 +297,8 @@ async def prepare(database_url: str) -> str:
         await migrate(pool)
         new = generate_key("test")
         async with pool.acquire() as conn:
-            await api_keys.insert_key(
-                conn, new, client_name="bench", mode="test", rate_limit=1_000_000
-            )
+            client = await clients.create(conn, "bench")
+            await api_keys.insert_key(conn, new, client=client, mode="test", rate_limit=1_000_000)
     finally:
         await pool.close()
     return url + "#" + new.key

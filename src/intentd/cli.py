@@ -37,6 +37,19 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG = "config/local.toml"
 
 
+def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    clients = sub.add_parser("clients", help="create and list clients (the tenants keys act for)")
+    csub = clients.add_subparsers(dest="clients_command", required=True, metavar="ACTION")
+    ccreate = csub.add_parser("create", help="record a client and print its id, as JSON")
+    ccreate.add_argument("name", help="the client's name, unique (1 to 200 characters)")
+    ccreate.add_argument(
+        "--exist-ok",
+        action="store_true",
+        help="a client of that name exists already: print it and succeed (for scripts)",
+    )
+    csub.add_parser("list", help="list clients (ids, names, creation times)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="intentd", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"intentd {__version__}")
@@ -67,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     kcreate = ksub.add_parser("create", help="create a key and print it once, as JSON")
     kcreate.add_argument(
-        "--client", required=True, help="client name (keys of one client share intents)"
+        "--client",
+        required=True,
+        help="an existing client's id or name (intentd clients create); its keys share intents",
     )
     kcreate.add_argument("--mode", required=True, choices=["test", "live"])
     kcreate.add_argument(
@@ -81,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the extended public key of intent addresses (m/44'/60'/0'/0) from the"
         " mnemonic in INTENTD_HD_MNEMONIC(_FILE); needs no config",
     )
+
+    _add_clients(sub)
 
     intents = sub.add_parser("intents", help="create and inspect intents")
     isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
@@ -241,6 +258,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from intentd.keys_cli import keys_command
 
             return await keys_command(args, settings)
+        case "clients":
+            from intentd.keys_cli import clients_command
+
+            return await clients_command(args, settings)
         case "api":
             from intentd.api.server import bind
 

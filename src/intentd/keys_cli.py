@@ -1,7 +1,10 @@
-"""``intentd keys create|revoke|list``: API keys from the command line.
+"""``intentd keys create|revoke|list`` and ``intentd clients create|list``.
 
-``create`` prints the key once (JSON on stdout); only its SHA-256 is stored, so a
-lost key cannot be shown again: revoke it and create another.
+``clients create NAME`` records a client and prints its id; ``keys create --client
+ID|NAME`` then creates a key for that client only, and fails (exit 4) for a client
+that does not exist, so a typo never founds a new tenant. ``keys create`` prints the
+key once (JSON on stdout); only its SHA-256 is stored, so a lost key cannot be shown
+again: revoke it and create another.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ import json
 import sys
 from uuid import UUID
 
-from intentd.adapters import api_keys
+from intentd.adapters import api_keys, clients
 from intentd.adapters.api_keys import ApiKey
+from intentd.adapters.clients import Client, ClientExists
 from intentd.adapters.postgres import create_pool
 from intentd.api.credentials import generate_key
 from intentd.settings import Settings
 
-__all__ = ["keys_command"]
+__all__ = ["clients_command", "keys_command"]
 
 
 def _describe(key: ApiKey) -> dict[str, object]:
@@ -31,6 +35,42 @@ def _describe(key: ApiKey) -> dict[str, object]:
         "created_at": key.created_at.isoformat(),
         "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
     }
+
+
+def _client_json(client: Client) -> dict[str, object]:
+    return {
+        "client_id": str(client.id),
+        "name": client.name,
+        "created_at": client.created_at.isoformat(),
+    }
+
+
+async def clients_command(args: argparse.Namespace, settings: Settings) -> int:
+    pool = await create_pool(settings.database.url.get_secret_value(), max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            match args.clients_command:
+                case "create":
+                    name = args.name.strip()
+                    if not 1 <= len(name) <= 200:
+                        print("intentd: a client name has 1 to 200 characters", file=sys.stderr)
+                        return 3
+                    try:
+                        client = await clients.create(conn, name)
+                    except ClientExists as exc:
+                        if not args.exist_ok:
+                            print(f"intentd: {exc}", file=sys.stderr)
+                            return 4
+                        client = exc.existing
+                    print(json.dumps(_client_json(client), indent=2))
+                    return 0
+                case "list":
+                    found = await clients.list_clients(conn)
+                    print(json.dumps([_client_json(c) for c in found], indent=2))
+                    return 0
+        raise AssertionError(f"unhandled clients command {args.clients_command}")
+    finally:
+        await pool.close()
 
 
 async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -47,11 +87,19 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
                             file=sys.stderr,
                         )
                         return 3
+                    client = await clients.find(conn, args.client.strip())
+                    if client is None:
+                        print(
+                            f"intentd: no client {args.client.strip()!r} (an id or a name);"
+                            " create it first: intentd clients create NAME",
+                            file=sys.stderr,
+                        )
+                        return 4
                     new = generate_key(args.mode)
                     key = await api_keys.insert_key(
                         conn,
                         new,
-                        client_name=args.client.strip(),
+                        client=client,
                         mode=args.mode,
                         rate_limit=args.rate_limit,
                     )

@@ -140,12 +140,16 @@ def label(event: dict[str, Any]) -> str:
 
 
 def create_key(config: str) -> str:
-    """A test API key from ``intentd keys create`` (printed once, kept in memory only)."""
-    args = [sys.executable, "-m", "intentd", "--config", config, "keys", "create"]
-    args += ["--client", "demo", "--mode", "test"]
-    result = subprocess.run(args, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"key creation failed: {result.stderr.strip()}")
+    """A test API key of the client ``demo`` (recorded first if new) from ``intentd keys
+    create`` (printed once, kept in memory only)."""
+    intentd = [sys.executable, "-m", "intentd", "--config", config]
+    for args in (
+        [*intentd, "clients", "create", "demo", "--exist-ok"],
+        [*intentd, "keys", "create", "--client", "demo", "--mode", "test"],
+    ):
+        result = subprocess.run(args, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"key creation failed: {result.stderr.strip()}")
     key: str = json.loads(result.stdout)["api_key"]
     return key
 

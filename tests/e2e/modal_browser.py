@@ -107,6 +107,7 @@ async def stack(
             while await pool.fetchval("SELECT count(*) FROM chain_cursors") < len(settings.chains):
                 assert time.monotonic() < deadline, log.read_text()[-3000:]
                 await asyncio.sleep(0.2)
+            cli(env, "clients", "create", "demo-shop", "--exist-ok")
             key = cli(env, "keys", "create", "--client", "demo-shop", "--mode", "test")["api_key"]
             payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
             shop = Shop(settings=settings, api_url=api, api_key=key, payer_key=payer_key)

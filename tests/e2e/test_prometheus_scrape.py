@@ -29,7 +29,7 @@ from eth_account import Account
 from tests.operator_kit import DEPLOY, tool
 from tests.support import daemon_env, send_payments, start_daemon, wait_exit
 
-from intentd.adapters import api_keys
+from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import Pool
 from intentd.api.credentials import generate_key
 from intentd.settings import Settings
@@ -144,7 +144,8 @@ async def test_prometheus_scrapes_every_role_and_sees_the_key_series(
     )
     key = generate_key("test")
     async with pool.acquire() as conn:
-        await api_keys.insert_key(conn, key, client_name="e2e", mode="test", rate_limit=None)
+        client = await clients.create(conn, "e2e")
+        await api_keys.insert_key(conn, key, client=client, mode="test", rate_limit=None)
 
     processes: dict[str, subprocess.Popen[bytes]] = {}
     logs = {role: tmp_path / f"{role}.log" for role in ROLES}

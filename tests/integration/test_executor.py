@@ -28,7 +28,7 @@ from tests.conftest import chain_section
 from tests.integration.api.conftest import serve
 from tests.support import new_intent
 
-from intentd.adapters import api_keys
+from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import Pool
 from intentd.api.credentials import generate_key
 from intentd.composition.roles import executor_role
@@ -823,7 +823,8 @@ async def test_the_api_with_the_xpub_alone_creates_intents_the_executor_can_swee
     assert api_settings.hd_mnemonic is None
     key = generate_key("test")
     async with pool.acquire() as conn:
-        await api_keys.insert_key(conn, key, client_name="xpub-only", mode="test", rate_limit=None)
+        client = await clients.create(conn, "xpub-only")
+        await api_keys.insert_key(conn, key, client=client, mode="test", rate_limit=None)
     body = {
         "amount": "3", "tokenIn": chain.usdc, "source_chain": chain.name,
         "destination_chain": "ARBITRUM_TESTNET", "recipient": RECIPIENT,

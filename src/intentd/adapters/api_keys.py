@@ -1,6 +1,7 @@
 """API keys in PostgreSQL (asyncpg): create, look up by hash or id, revoke, list.
 
-Only the SHA-256 of a key is stored (see ``intentd.api.credentials``).
+Only the SHA-256 of a key is stored (see ``intentd.api.credentials``). A key belongs
+to an existing client (``adapters.clients``; a foreign key since migration 0012).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from uuid import UUID, uuid4, uuid5
 
 import asyncpg
 
+from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection
 from intentd.api.credentials import KeyMode, NewKey
 
@@ -21,7 +23,9 @@ _COLUMNS = "id, client_id, client_name, mode, prefix, rate_limit, created_at, re
 
 
 def client_id_of(client_name: str) -> UUID:
-    """The client id of ``client_name``: every key of one client sees the same intents."""
+    """The id a client named ``client_name`` had before clients were records (its keys
+    derived it from the name; migration 0012 keeps it). New clients get random ids
+    (``adapters.clients``); tests still use this for a stable, named client id."""
     return uuid5(_CLIENTS, client_name)
 
 
@@ -47,8 +51,9 @@ def _key(record: asyncpg.Record) -> ApiKey:
 
 
 async def insert_key(
-    conn: Connection, new: NewKey, *, client_name: str, mode: KeyMode, rate_limit: int | None
+    conn: Connection, new: NewKey, *, client: Client, mode: KeyMode, rate_limit: int | None
 ) -> ApiKey:
+    """Store ``new`` for ``client`` (which must exist: the foreign key refuses others)."""
     record = await conn.fetchrow(
         f"""
         INSERT INTO api_keys (id, client_id, client_name, mode, prefix, key_hash, rate_limit)
@@ -56,8 +61,8 @@ async def insert_key(
         RETURNING {_COLUMNS}
         """,
         uuid4(),
-        client_id_of(client_name),
-        client_name,
+        client.id,
+        client.name,
         mode,
         new.prefix,
         new.key_hash,

@@ -25,7 +25,9 @@ from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import (
+    routes_chains,
     routes_events,
+    routes_intent_list,
     routes_intents,
     routes_quotes,
     routes_sessions,
@@ -105,10 +107,12 @@ def create_app(
     )
     for router in (
         routes_quotes.router,
+        routes_intent_list.router,
         routes_intents.router,
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,
+        routes_chains.router,
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page

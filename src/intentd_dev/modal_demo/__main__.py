@@ -92,6 +92,12 @@ def main() -> int:
             )
         _wait_ready(api_url, daemon)
     if api_key is None:
+        subprocess.run(
+            _intentd(args.config, "clients", "create", "modal-demo", "--exist-ok"),
+            capture_output=True,
+            env=env,
+            check=True,
+        )
         created = subprocess.run(
             _intentd(args.config, "keys", "create", "--client", "modal-demo", "--mode", "test"),
             capture_output=True,

@@ -14,8 +14,9 @@ import pytest
 import uvicorn
 from tests.conftest import CHAINS, chain_section
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters import api_keys, clients
+from intentd.adapters.clients import Client, ClientExists
+from intentd.adapters.postgres import Connection, Pool
 from intentd.api.app import create_app
 from intentd.api.credentials import generate_key
 from intentd.api.server import Server, bind
@@ -163,6 +164,14 @@ async def production_api(
 MakeKey = Callable[..., Awaitable[str]]
 
 
+async def named_client(conn: Connection, name: str) -> Client:
+    """The client named ``name``, recorded first if new."""
+    try:
+        return await clients.create(conn, name)
+    except ClientExists as exc:
+        return exc.existing
+
+
 @pytest.fixture(scope="session")
 def make_key(pool: Pool) -> MakeKey:
     """``await make_key(mode="test", client=..., rate_limit=None)``: a new key's secret."""
@@ -175,7 +184,7 @@ def make_key(pool: Pool) -> MakeKey:
             await api_keys.insert_key(
                 conn,
                 new,
-                client_name=client or f"client-{secrets.token_hex(4)}",
+                client=await named_client(conn, client or f"client-{secrets.token_hex(4)}"),
                 mode=mode,  # type: ignore[arg-type]
                 rate_limit=rate_limit,
             )

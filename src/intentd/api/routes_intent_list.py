@@ -1,0 +1,131 @@
+"""``GET /api/v1/intents``: a client's intents, filtered, newest first, by cursor.
+
+What a merchant reconciles with. The route takes an API key and shows only the
+caller's client's intents on source chains its key may use (the rule of
+``GET /intents/{intent_id}``). A page is ``{"data": [intent record, …], "has_more":
+bool, "next_cursor": str | null}``. The order and why a cursor never skips an
+intent that commits late: ``adapters.intent_list``. Parameters and their problems:
+``api.list_params``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from intentd.adapters import intent_list
+from intentd.adapters.intent_list import IntentFilter
+from intentd.api.context import API_PREFIX, Services, json_response
+from intentd.api.event_params import parse_time
+from intentd.api.list_params import decode_cursor, encode_cursor, known_chain, metadata_filter
+from intentd.api.models import IntentRecord
+from intentd.api.security import ApiCaller, errors
+from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.intents.record import render_record
+from intentd.intents.validation import check_address
+
+__all__ = ["IntentPage", "router"]
+
+router = APIRouter(prefix=API_PREFIX, tags=["intents"])
+
+MAX_LIMIT = 100
+_RFC3339 = {"format": "date-time"}
+_Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+
+
+class IntentPage(BaseModel):
+    data: list[IntentRecord]
+    has_more: bool = Field(description="more intents match beyond this page")
+    next_cursor: str | None = Field(
+        description="pass as cursor to continue after the last intent of this page (also"
+        " when has_more is false: in asc order, it is where newer intents will appear);"
+        " null when the page is empty and no cursor was given"
+    )
+
+
+@router.get(
+    "/intents",
+    response_model=IntentPage,
+    responses=errors(403, 422),
+    summary="List the client's intents, newest first (or oldest first), by cursor",
+)
+async def list_intents(
+    request: Request,
+    caller: ApiCaller,
+    *,
+    status: Annotated[IntentStatus | None, Query(description="only this status")] = None,
+    funding_status: Annotated[
+        FundingStatus | None, Query(description="only this funding status")
+    ] = None,
+    source_chain: Annotated[
+        str | None, Query(max_length=64, description="only intents paid on this chain")
+    ] = None,
+    destination_chain: Annotated[
+        str | None, Query(max_length=64, description="only intents settled on this chain")
+    ] = None,
+    sender: Annotated[str | None, Query(max_length=64, description="only this sender")] = None,
+    recipient: Annotated[
+        str | None, Query(max_length=64, description="only this recipient")
+    ] = None,
+    session_id: Annotated[
+        str | None, Query(max_length=64, description="only intents of this payment session")
+    ] = None,
+    metadata_key: Annotated[
+        _Text, Query(description="with metadata_value: metadata[key] equals the value")
+    ] = None,
+    metadata_value: Annotated[
+        str | None, Query(max_length=500, description="the string metadata_key must have")
+    ] = None,
+    created_after: Annotated[
+        str | None,
+        Query(max_length=64, json_schema_extra=_RFC3339, description="created at or after"),
+    ] = None,
+    created_before: Annotated[
+        str | None,
+        Query(max_length=64, json_schema_extra=_RFC3339, description="created before"),
+    ] = None,
+    order: Annotated[
+        Literal["desc", "asc"], Query(description="desc: newest first; asc: oldest first")
+    ] = "desc",
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_LIMIT, description=f"intents per page, 1 to {MAX_LIMIT}")
+    ] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=64, description="next_cursor of an earlier page of this route"),
+    ] = None,
+) -> Response:
+    services = Services.of(request)
+    settings = services.settings
+    source = known_chain(settings, caller, source_chain, "source_chain")
+    where = IntentFilter(
+        client_id=caller.client_id,
+        source_chains=[source]
+        if source is not None
+        else sorted(name for name, chain in settings.chains.items() if caller.may_use(chain)),
+        status=status.value if status is not None else None,
+        funding_status=funding_status.value if funding_status is not None else None,
+        destination_chain=known_chain(settings, caller, destination_chain, "destination_chain"),
+        sender=check_address(sender, "sender", required=False),
+        recipient=check_address(recipient, "recipient", required=False),
+        session_id=session_id,
+        metadata=metadata_filter(metadata_key, metadata_value),
+        created_after=parse_time(created_after, "created_after"),
+        created_before=parse_time(created_before, "created_before"),
+    )
+    after = decode_cursor(cursor)
+    async with services.pool.acquire() as conn:
+        found = await intent_list.page(
+            conn, where, after=after, descending=order == "desc", limit=limit + 1
+        )
+    last = found[min(len(found), limit) - 1][0] if found else after
+    return json_response(
+        {
+            "data": [render_record(row) for _, row in found[:limit]],
+            "has_more": len(found) > limit,
+            "next_cursor": encode_cursor(last) if last is not None else None,
+        }
+    )
