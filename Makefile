@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench clean
+.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench openapi clean
 
 help:
 	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
@@ -14,6 +14,7 @@ help:
 	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, two anvil chains"
 	@echo "make infra-down stop what infra-up started"
 	@echo "make bench      run the benchmarks in bench/"
+	@echo "make openapi    regenerate docs/openapi.json (the served OpenAPI document)"
 	@echo "make ops-tools  install promtool, prometheus, systemd-analyze, chromium (Debian) if missing"
 
 $(STAMP): pyproject.toml
@@ -70,6 +71,10 @@ test: infra-up lint typecheck ops-tools
 
 bench: infra-up
 	$(PY) -m bench
+
+# docs/openapi.json: the served OpenAPI document (a test keeps them equal).
+openapi: $(STAMP)
+	PYTHONPATH=src $(PY) -m intentd.api.openapi_dump docs/openapi.json
 
 clean:
 	rm -rf $(VENV) node_modules .local .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
