@@ -4,7 +4,8 @@ Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd pol
 a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 ``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
-event log's write cost and reads, see ``bench/event_log.py``), ``webhooks`` (events on
+event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
+(``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
 Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
@@ -20,6 +21,7 @@ NAMES = (
     "execution-latency",
     "api-throughput",
     "event-log",
+    "intent-list",
     "webhooks",
 )
 
@@ -52,6 +54,10 @@ def main(argv: list[str]) -> None:
         from bench import event_log
 
         event_log.run(rest)
+    if name in {"intent-list", "all"}:
+        from bench import intent_list
+
+        intent_list.run(rest)
     if name in {"webhooks", "all"}:
         from bench import webhooks
 

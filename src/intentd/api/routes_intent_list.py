@@ -22,6 +22,7 @@ from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.event_params import parse_time
 from intentd.api.list_params import decode_cursor, encode_cursor, known_chain, metadata_filter
 from intentd.api.models import IntentRecord
+from intentd.api.path_methods import PathMethodsRoute
 from intentd.api.security import ApiCaller, errors
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import render_record
@@ -29,7 +30,7 @@ from intentd.intents.validation import check_address
 
 __all__ = ["IntentPage", "router"]
 
-router = APIRouter(prefix=API_PREFIX, tags=["intents"])
+router = APIRouter(prefix=API_PREFIX, tags=["intents"], route_class=PathMethodsRoute)
 
 MAX_LIMIT = 100
 _RFC3339 = {"format": "date-time"}

@@ -231,3 +231,9 @@ async def test_needs_an_api_key(api: Api) -> None:
 
 def _iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+async def test_another_method_is_405_naming_both(api: Api, test_key: str) -> None:
+    status, body, response = await api.call("DELETE", "/intents", test_key)
+    assert (status, body["code"]) == (405, "method_not_allowed")
+    assert response.headers["Allow"] == "GET, POST"
