@@ -54,23 +54,24 @@ INSERT INTO intents (client_id, request_hash, initial_amount, source_chain,
 SELECT CASE WHEN n % 5 < 3 THEN $1::uuid
          ELSE ($2::uuid[])[1 + n % array_length($2::uuid[], 1)] END,
     'h', '10',
-    CASE WHEN n % 10 < 7 THEN 'BASE_TESTNET' ELSE 'ARBITRUM_TESTNET' END,
-    CASE WHEN n % 10 < 7 THEN 'ARBITRUM_TESTNET' ELSE 'BASE_TESTNET' END,
+    CASE WHEN h / 7 % 10 < 7 THEN 'BASE_TESTNET' ELSE 'ARBITRUM_TESTNET' END,
+    CASE WHEN h / 7 % 10 < 7 THEN 'ARBITRUM_TESTNET' ELSE 'BASE_TESTNET' END,
     '0x', '0x', 6, 'USDC', 6, 10, 10, n, '0x' || lpad(to_hex(n), 40, '0'),
-    '0xa' || lpad(to_hex(n % 50), 39, '0'), '0x',
-    CASE WHEN n % 5 = 1 THEN '0xb' || lpad(to_hex(n % 5000), 39, '0') END,
-    CASE WHEN n % 100 < 85 THEN 'COMPLETED' WHEN n % 100 < 93 THEN 'EXPIRED'
-         WHEN n % 100 < 98 THEN 'PENDING' WHEN n % 100 < 99 THEN 'REFUNDED'
+    '0xa' || lpad(to_hex(h / 13 % 50), 39, '0'), '0x',
+    CASE WHEN h / 10000 % 5 = 0 THEN '0xb' || lpad(to_hex(h / 50000 % 5000), 39, '0') END,
+    CASE WHEN h % 100 < 85 THEN 'COMPLETED' WHEN h % 100 < 93 THEN 'EXPIRED'
+         WHEN h % 100 < 98 THEN 'PENDING' WHEN h % 100 < 99 THEN 'REFUNDED'
          ELSE 'FUNDED' END,
-    CASE WHEN n % 100 BETWEEN 85 AND 97 THEN 'NONE' WHEN n % 100 = 7 THEN 'OVERFUNDED'
+    CASE WHEN h % 100 BETWEEN 85 AND 97 THEN 'NONE' WHEN h / 100 % 100 = 7 THEN 'OVERFUNDED'
          ELSE 'EXACT' END,
-    CASE WHEN n % 10 = 3 THEN 'sess-' || (n / 30) END,
+    CASE WHEN h / 1000 % 10 = 3 THEN 'sess-' || (n / 30) END,
     jsonb_build_object('order_id', 'ord-' || n,
-                       'tier', (ARRAY['gold', 'silver', 'bronze'])[1 + n % 3]),
+                       'tier', (ARRAY['gold', 'silver', 'bronze'])[1 + h / 17 % 3]),
     $3::timestamptz + make_interval(secs => n * 2.6 + 3600),
     $3::timestamptz + make_interval(secs => n * 2.6),
     $4::bigint + n
-FROM generate_series($5::bigint, $6::bigint) AS n
+FROM generate_series($5::bigint, $6::bigint) AS n,
+    LATERAL (SELECT n * 2654435761 % 4294967296 AS h) AS hashed
 """
 
 
@@ -101,6 +102,12 @@ async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter,
         "SELECT created_tx, id FROM intents WHERE client_id = $1 ORDER BY created_tx, id", BUSY
     )
     middle = ordered[len(ordered) // 2]
+    one = await conn.fetchrow(
+        "SELECT sender, session_id, recipient FROM intents WHERE client_id = $1"
+        " AND sender IS NOT NULL AND session_id IS NOT NULL ORDER BY id LIMIT 1",
+        BUSY,
+    )
+    assert one is not None
     near_end = ordered[-50]
     day = START + timedelta(days=12)
 
@@ -126,11 +133,15 @@ async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter,
             newest,
         ),
         "destination_chain_70pct": (only(destination_chain="ARBITRUM_TESTNET"), newest),
-        "sender_one_of_5000": (only(sender="0xb" + format(1 % 5000, "x").rjust(39, "0")), newest),
-        "recipient_one_of_50": (only(recipient="0xa" + format(6, "x").rjust(39, "0")), newest),
-        "session": (only(session_id=f"sess-{(intents // 2) // 30}"), newest),
-        "metadata_order_id": (only(metadata=("order_id", f"ord-{intents // 2 + 5}")), newest),
+        "sender_one_of_5000": (only(sender=one["sender"]), newest),
+        "recipient_one_of_50": (only(recipient=one["recipient"]), newest),
+        "session": (only(session_id=one["session_id"]), newest),
+        "metadata_order_id": (only(metadata=("order_id", f"ord-{intents // 2 + 5 * 2}")), newest),
         "metadata_tier_33pct": (only(metadata=("tier", "gold")), newest),
+        "created_at_last_day_open_ended": (
+            only(created_after=START + timedelta(seconds=intents * 2.6 - 86_400)),
+            newest,
+        ),
         "created_at_one_day": (
             only(created_after=day, created_before=day + timedelta(days=1)),
             newest,

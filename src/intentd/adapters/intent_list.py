@@ -12,7 +12,7 @@ that: an id and a time are drawn before the insert commits, so a slow transactio
 commits a row behind a cursor. The price, as for the event log: an intent is listed
 once every transaction that began before its own has ended (normally milliseconds).
 
-Rows are found by index (migration 0012) and then read by id (``intent_store``).
+Rows are found by index (migration 0012) and read as ``intent_store`` reads them.
 """
 
 from __future__ import annotations
@@ -77,14 +77,13 @@ async def page(
     (newest first when ``descending``), each with its position."""
     if not where.source_chains:
         return []
-    sql, args = _query(where, after, descending, limit)
+    sql, args = _query(where, after, descending, limit, intent_store.COLUMNS)
     async with conn.transaction():
         # Planned for these values every time: a cached generic plan cannot tell a
         # selective filter from one that matches most of the client's intents.
         await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         found = await conn.fetch(sql, *args)
-        rows = await intent_store.get_many_by_id(conn, [r["id"] for r in found])
-    return [(ListPosition(r["created_tx"], r["id"]), rows[r["id"]]) for r in found]
+    return [(ListPosition(r["created_tx"], r["id"]), intent_store.row_of(r)) for r in found]
 
 
 async def explain(
@@ -96,7 +95,7 @@ async def explain(
     limit: int = 101,
 ) -> str:
     """The plan :func:`page` runs for these arguments, as executed (``EXPLAIN ANALYZE``)."""
-    sql, args = _query(where, after, descending, limit)
+    sql, args = _query(where, after, descending, limit, "id")
     async with conn.transaction():
         await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         lines = await conn.fetch(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}", *args)
@@ -104,8 +103,12 @@ async def explain(
 
 
 def _query(
-    where: IntentFilter, after: ListPosition | None, descending: bool, limit: int
+    where: IntentFilter, after: ListPosition | None, descending: bool, limit: int, columns: str
 ) -> tuple[str, list[Any]]:
+    """The statement and its arguments. A window of ``created_at`` bounded on both
+    sides is read first through ``(client_id, created_at)`` and then ordered: walking
+    the list order to an old window would pass every newer intent (the planner cannot
+    know that ``created_tx`` follows ``created_at``)."""
     args: list[Any] = [where.client_id]
     clauses = ["client_id = $1", _VISIBLE]
 
@@ -134,8 +137,24 @@ def _query(
     if after is not None:
         position = f"({arg(after.created_tx)}, {arg(after.intent_id)})"
         clauses.append(f"(created_tx, id) {beyond} {position}")
+    order = f"created_tx {direction}, id {direction}"
+    if where.created_after is None or where.created_before is None:
+        sql = (
+            f"SELECT created_tx, {columns} FROM intents WHERE {' AND '.join(clauses)}"
+            f" ORDER BY {order} LIMIT {arg(limit)}"
+        )
+        return sql, args
     sql = (
-        f"SELECT created_tx, id FROM intents WHERE {' AND '.join(clauses)}"
-        f" ORDER BY created_tx {direction}, id {direction} LIMIT {arg(limit)}"
+        "WITH in_window AS MATERIALIZED (SELECT created_tx, id FROM intents"
+        f" WHERE {' AND '.join(clauses)}),"
+        " listed AS MATERIALIZED (SELECT created_tx, id FROM in_window"
+        f" ORDER BY {order} LIMIT {arg(limit)})"
+        f" SELECT listed.created_tx, {_qualified(columns)} FROM listed"
+        " JOIN intents ON intents.id = listed.id"
+        f" ORDER BY listed.created_tx {direction}, listed.id {direction}"
     )
     return sql, args
+
+
+def _qualified(columns: str) -> str:
+    return ", ".join(f"intents.{name.strip()}" for name in columns.split(","))

@@ -276,3 +276,16 @@ async def lock_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
         f"SELECT {_COLUMNS} FROM intents WHERE id = $1 FOR UPDATE", intent_id
     )
     return _row(record) if record is not None else None
+
+
+COLUMNS = _COLUMNS
+"""The columns an :class:`IntentRow` is read from (for queries of other adapters)."""
+
+
+def row_of(record: asyncpg.Record) -> IntentRow:
+    """The :class:`IntentRow` of a record holding :data:`COLUMNS` (and maybe others,
+    which are left out)."""
+    return _row({name: record[name] for name in _FIELDS})  # type: ignore[arg-type]
+
+
+_FIELDS = tuple(field.name for field in fields(IntentRow))
