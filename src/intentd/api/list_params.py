@@ -20,14 +20,14 @@ from intentd.api.auth import Caller
 from intentd.api.problems import ApiProblem
 from intentd.settings import Settings
 
-__all__ = ["decode_cursor", "encode_cursor", "known_chain", "metadata_filter"]
+__all__ = ["chain_filter", "decode_cursor", "encode_cursor", "metadata_filter"]
 
 _CURSOR = re.compile(r"^i:(\d{1,19}):(\d{1,19})$")
 _TEXT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INT64 = 2**63 - 1
 
 
-def known_chain(settings: Settings, caller: Caller, name: str | None, field: str) -> str | None:
+def chain_filter(settings: Settings, caller: Caller, name: str | None, field: str) -> str | None:
     """``name`` if it is a chain the caller may see; None if absent."""
     if name is None:
         return None

@@ -20,7 +20,7 @@ from intentd.adapters import intent_list
 from intentd.adapters.intent_list import IntentFilter
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.event_params import parse_time
-from intentd.api.list_params import decode_cursor, encode_cursor, known_chain, metadata_filter
+from intentd.api.list_params import chain_filter, decode_cursor, encode_cursor, metadata_filter
 from intentd.api.models import IntentRecord
 from intentd.api.path_methods import PathMethodsRoute
 from intentd.api.security import ApiCaller, errors
@@ -101,7 +101,7 @@ async def list_intents(
 ) -> Response:
     services = Services.of(request)
     settings = services.settings
-    source = known_chain(settings, caller, source_chain, "source_chain")
+    source = chain_filter(settings, caller, source_chain, "source_chain")
     where = IntentFilter(
         client_id=caller.client_id,
         source_chains=[source]
@@ -109,7 +109,7 @@ async def list_intents(
         else sorted(name for name, chain in settings.chains.items() if caller.may_use(chain)),
         status=status.value if status is not None else None,
         funding_status=funding_status.value if funding_status is not None else None,
-        destination_chain=known_chain(settings, caller, destination_chain, "destination_chain"),
+        destination_chain=chain_filter(settings, caller, destination_chain, "destination_chain"),
         sender=check_address(sender, "sender", required=False),
         recipient=check_address(recipient, "recipient", required=False),
         session_id=session_id,
