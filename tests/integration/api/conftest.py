@@ -15,7 +15,7 @@ import uvicorn
 from tests.conftest import CHAINS, chain_section
 
 from intentd.adapters import api_keys, clients
-from intentd.adapters.clients import Client, ClientExists
+from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection, Pool
 from intentd.api.app import create_app
 from intentd.api.credentials import generate_key
@@ -165,11 +165,16 @@ MakeKey = Callable[..., Awaitable[str]]
 
 
 async def named_client(conn: Connection, name: str) -> Client:
-    """The client named ``name``, recorded first if new."""
-    try:
-        return await clients.create(conn, name)
-    except ClientExists as exc:
-        return exc.existing
+    """The client named ``name``, recorded first if new, with the id keys had before
+    clients were records (``client_id_of(name)``), which tests compute themselves."""
+    await conn.execute(
+        "INSERT INTO clients (id, name) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        api_keys.client_id_of(name),
+        name,
+    )
+    found = await clients.find(conn, name)
+    assert found is not None
+    return found
 
 
 @pytest.fixture(scope="session")
