@@ -30,8 +30,8 @@ from tests.support import new_intent
 
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
-from intentd.api.credentials import generate_key
 from intentd.composition.roles import executor_role
+from intentd.credentials import generate_key
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data

@@ -16,11 +16,11 @@ from uuid import UUID
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Connection, Pool
-from intentd.api.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.api.problems import ApiProblem
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.sessions import PREFIX as SESSION_PREFIX
 from intentd.api.sessions import Session, SessionError, verify_session
+from intentd.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.settings import ChainConfig, Settings
 
 __all__ = ["Authenticator", "Caller"]
