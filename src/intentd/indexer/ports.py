@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from intentd.indexer.decoding import BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.reorg import Cursor, PublishedDeposit
-
-if TYPE_CHECKING:
-    from intentd.adapters.kafka import OutgoingMessage
+from intentd.messages import OutgoingMessage
 
 __all__ = ["AddressSource", "ChainReader", "PollerStore", "Publisher", "RawRange"]
 
