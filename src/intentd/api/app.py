@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressIndexes
+from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import routes_events, routes_intents, routes_quotes, routes_sessions
 from intentd.api.auth import Authenticator
@@ -78,7 +78,8 @@ def create_app(
                 processor=processor,
                 prices=prices if prices is not None else StaticPrices(settings.prices),
                 writer=IntentWriter(
-                    db, settings.intent_addresses(), indexes=AddressIndexes(block=64)
+                    PostgresIntentStore(db, AddressIndexes(block=64)),
+                    settings.intent_addresses(),
                 ),
                 intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
