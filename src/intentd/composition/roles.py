@@ -29,6 +29,7 @@ from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.second_provider import RpcSecondProvider
 from intentd.adapters.signer import Keyring
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
@@ -168,7 +169,8 @@ def executor_role(
                     JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
                 )
                 resources.push_async_callback(writer.close)
-                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
+                # None: no token sets a threshold
+                verifier = DepositVerifier.from_settings(settings, RpcSecondProvider)
                 if verifier is not None:
                     resources.push_async_callback(verifier.close)
                 executor = Executor(

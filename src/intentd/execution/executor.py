@@ -30,21 +30,19 @@ import asyncio
 
 import structlog
 
-from intentd.adapters.chain import MissingResult, RpcError, RpcTransportError
-from intentd.adapters.signer import Keyring
 from intentd.backoff import Backoff
 from intentd.execution.deposit_verifier import DepositVerifier
-from intentd.execution.ports import ChainWriter, ExecutionStore, Lease
+from intentd.execution.ports import ChainWriter, ExecutionStore, Keyring, Lease
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
+from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
 from intentd.wait import wait_any
 
 __all__ = ["Executor"]
 
 log = structlog.get_logger()
-_RPC_ERRORS = (RpcError, RpcTransportError, MissingResult)
 
 
 class Executor:
@@ -86,7 +84,7 @@ class Executor:
             try:
                 await self.tick()
                 backoff = 0.0
-            except _RPC_ERRORS as exc:
+            except ChainUnavailable as exc:
                 backoff = Backoff(0.5, cap=10.0).after(backoff)
                 log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
             await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))

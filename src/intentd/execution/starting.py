@@ -23,7 +23,6 @@ from __future__ import annotations
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.signer import Keyring
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind
 from intentd.execution.deposit_check import retry_delay
 from intentd.execution.deposit_verifier import DepositVerifier
@@ -44,6 +43,7 @@ from intentd.execution.ports import (
     EstimateReverted,
     ExecutionStore,
     FeeInputs,
+    Keyring,
     StoreTransaction,
 )
 from intentd.execution.replacement import topup_budget

@@ -25,7 +25,6 @@ from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStor
 from intentd.adapters.chain import RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
-from intentd.execution.leader import LeadershipLost
 from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
 from intentd.execution.tracking import Receipt
 
@@ -53,6 +52,10 @@ def keyring() -> Keyring:
 
 class Crash(Exception):
     """Stands for the process dying at this point."""
+
+
+class LeaseTaken(Exception):
+    """The fake lease was taken away (``adapters.lease.LeaseLost`` in production)."""
 
 
 # --- the chain --------------------------------------------------------------------------
@@ -273,4 +276,4 @@ class FakeLease:
         self.checks += 1
         self.checked.set()
         if self.lose_after is not None and self.checks > self.lose_after:
-            raise LeadershipLost("the fake lease was taken away")
+            raise LeaseTaken("the fake lease was taken away")

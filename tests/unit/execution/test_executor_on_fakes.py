@@ -15,13 +15,13 @@ from tests.unit.execution.execution_fakes import (
     FakeLease,
     FakeStore,
     FakeWriter,
+    LeaseTaken,
     decode,
     keyring,
 )
 
 from intentd.domain.actions import ActionKind, ActionStatus, SignerKind
 from intentd.execution.executor import Executor
-from intentd.execution.leader import LeadershipLost
 from intentd.execution.planning import Purpose
 from intentd.execution.ports import SendOutcome
 from intentd.execution.tracking import TxStatus
@@ -378,7 +378,7 @@ async def test_a_native_sweep_that_does_not_cover_its_gas_waits_without_an_attem
 async def test_the_loop_stops_when_the_lease_is_lost() -> None:
     h = Harness()
     lease = FakeLease(lose_after=2)
-    with pytest.raises(LeadershipLost):
+    with pytest.raises(LeaseTaken):
         await asyncio.wait_for(h.executor.run(asyncio.Event(), lease), 5)
     assert lease.checks == 3 and lease.wakeup is not None
 
