@@ -4,7 +4,8 @@ Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd pol
 a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 ``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
-event log's write cost and reads, see ``bench/event_log.py``).
+event log's write cost and reads, see ``bench/event_log.py``), ``webhooks`` (events on
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -19,6 +20,7 @@ NAMES = (
     "execution-latency",
     "api-throughput",
     "event-log",
+    "webhooks",
 )
 
 
@@ -50,6 +52,10 @@ def main(argv: list[str]) -> None:
         from bench import event_log
 
         event_log.run(rest)
+    if name in {"webhooks", "all"}:
+        from bench import webhooks
+
+        webhooks.run(rest)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     execute = sub.add_parser("execute", help="perform one chain's actions (one active per chain)")
     execute.add_argument("--chain", required=True, help="chain name, e.g. BASE_TESTNET")
     sub.add_parser("lifecycle", help="apply deposits to intents and relay events")
+    sub.add_parser("webhooks", help="deliver intent events to merchants' webhook endpoints")
     run = sub.add_parser("run", help="every role in one process (development, small sites)")
     run.add_argument("--no-migrate", action="store_true", help="do not migrate at start")
     api = sub.add_parser("api", help="serve the HTTP API (/api/v1)")
@@ -267,6 +268,9 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         case "lifecycle":
             await _run(settings, Roles(lifecycle=True))
+            return 0
+        case "webhooks":
+            await _run(settings, Roles(webhooks=True))
             return 0
         case "execute":
             await _run(settings, Roles(executors=(args.chain,)))

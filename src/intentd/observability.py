@@ -227,3 +227,30 @@ INTENT_WRITE_BATCH = Histogram(
     "New intents per group commit",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128),
 )
+
+# webhooks (docs/webhooks.md, Operations)
+WEBHOOK_DELIVERIES = Counter(
+    "intentd_webhook_attempts_total",
+    "Webhook attempts by outcome: delivered, retry, failed (no retry left), disabled",
+    ["outcome"],
+)
+WEBHOOK_ATTEMPT_SECONDS = Histogram(
+    "intentd_webhook_attempt_seconds",
+    "One webhook attempt: sign, connect, send, read the capped answer",
+    buckets=_LATENCY_BUCKETS,
+)
+WEBHOOK_RECORDED = Counter(
+    "intentd_webhook_deliveries_recorded_total", "Deliveries recorded from Kafka events"
+)
+WEBHOOK_PENDING = Gauge("intentd_webhook_pending", "Webhook deliveries not yet delivered or failed")
+WEBHOOK_OLDEST_PENDING = Gauge(
+    "intentd_webhook_oldest_pending_seconds", "Age of the oldest pending webhook delivery"
+)
+WEBHOOK_ENDPOINTS_DISABLED = Counter(
+    "intentd_webhook_endpoints_disabled_total",
+    "Endpoints disabled by the dispatcher: gone (410) or failing (5 days)",
+    ["reason"],
+)
+WEBHOOK_DISABLED_ENDPOINTS = Gauge(
+    "intentd_webhook_disabled_endpoints", "Webhook endpoints currently disabled"
+)

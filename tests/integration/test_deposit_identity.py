@@ -23,6 +23,7 @@ from tests.lifecycle_calls import (
 from tests.support import new_intent
 
 from intentd.adapters import intent_store
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
 from intentd.intents.record import IntentRow
@@ -251,7 +252,7 @@ async def test_a_deposit_recorded_before_identities_is_adopted_not_credited_twic
 async def test_a_hold_that_outlasts_its_bound_alerts_once(pool: Pool, settings: Settings) -> None:
     row, top_up = await completed_with_top_up(pool, settings)
     assert await retract(pool, settings, top_up) is Outcome.RETRACTION_ALERT
-    watch = HoldWatch(pool, alert_after=0)
+    watch = HoldWatch(PostgresStore(pool), alert_after=0)
     await watch.check()
     alerted = await pool.fetchval(
         "SELECT count(*) FROM deposits WHERE intent_id = $1 AND hold_alerted_at IS NOT NULL",

@@ -26,6 +26,7 @@ from tests.support import (
 
 from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool
@@ -268,14 +269,14 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
+    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
     from intentd.adapters.kafka import make_consumer
 
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
     tasks = [
-        asyncio.create_task(lifecycle.run(consumer, stop)),
+        asyncio.create_task(lifecycle.run(KafkaInbox(consumer), stop)),
         asyncio.create_task(OutboxRelay(pool, publisher).run(stop)),
     ]
     try:

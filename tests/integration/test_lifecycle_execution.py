@@ -13,6 +13,7 @@ from tests.lifecycle_calls import Outcome, apply_action_result, apply_deposit, e
 from tests.support import new_intent
 
 from intentd.adapters import intent_store
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.expiry import Expiry
@@ -222,7 +223,7 @@ async def test_expiry_loop_acts_within_seconds(pool: Pool, settings: Settings) -
         "UPDATE intents SET expires_at = now() + interval '1 second' WHERE id = $1", row.id
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(Expiry(settings, pool).run(stop))
+    task = asyncio.create_task(Expiry(settings, PostgresStore(pool)).run(stop))
     try:
         deadline = asyncio.get_running_loop().time() + 5
         while True:

@@ -19,13 +19,14 @@ from tests.lifecycle_calls import Outcome, apply_deposit
 from tests.support import TopicReader, json_values, new_intent, produce
 
 from intentd.adapters import intent_store
-from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consumer
+from intentd.adapters.kafka import KafkaPublisher, make_consumer
+from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.ports import UnitOfWork
+from intentd.lifecycle.ports import OutgoingMessage, UnitOfWork
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -130,11 +131,11 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
+    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
-    task = asyncio.create_task(lifecycle.run(consumer, stop))
+    task = asyncio.create_task(lifecycle.run(KafkaInbox(consumer), stop))
     try:
         deadline = time.monotonic() + 30
         while (row := await intent_store.get_by_id(pool, intent.id)) is None or row.received == 0:  # type: ignore[arg-type]
@@ -276,7 +277,7 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
         return await real(uow, book, intent_id, **kw)
 
     monkeypatch.setattr(expiry, "expire", expire)
-    loop = expiry.Expiry(settings, pool, max_sleep=0.05)
+    loop = expiry.Expiry(settings, PostgresStore(pool), max_sleep=0.05)
     stop = asyncio.Event()
     task = asyncio.create_task(loop.run(stop))
     deadline = time.monotonic() + 10

@@ -20,7 +20,9 @@ from tests.integration.test_poller import section
 from tests.support import new_intent
 
 from intentd.adapters import intent_store
+from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.verifier_chains import EvmVerifierChains
 from intentd.api.processing import Processor
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow
@@ -79,7 +81,9 @@ async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
 
 @pytest.fixture
 async def verifier(chain: Chain, pool: Pool) -> AsyncIterator[TriggerVerifier]:
-    found = TriggerVerifier(chain.settings, pool, final_depth=FINAL_DEPTH)
+    found = TriggerVerifier(
+        chain.settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH
+    )
     yield found
     await found.close()
 
@@ -229,7 +233,13 @@ async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
     chain: Chain, pool: Pool, processor: Processor
 ) -> None:
     intent, _, block = await paid_and_triggered(chain, pool, processor)
-    verifier = TriggerVerifier(chain.settings, pool, final_depth=FINAL_DEPTH, interval=0.05)
+    verifier = TriggerVerifier(
+        chain.settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        final_depth=FINAL_DEPTH,
+        interval=0.05,
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(verifier.run(stop))
     try:
@@ -259,7 +269,9 @@ async def test_an_unreachable_rpc_skips_the_round_and_stops_nothing(
     settings = chain.settings.model_copy(
         update={"chains": {**chain.settings.chains, chain.name: dead}}
     )
-    verifier = TriggerVerifier(settings, pool, final_depth=FINAL_DEPTH, interval=0.05)
+    verifier = TriggerVerifier(
+        settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH, interval=0.05
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(verifier.run(stop))
     try:

@@ -140,6 +140,7 @@ def test_systemd_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
         "intentd-execute",
         "intentd-lifecycle",
         "intentd-poll",
+        "intentd-webhooks",
     }
     assert systemd_verify(SYSTEMD, names, tmp_path) == "exit 0:"
 

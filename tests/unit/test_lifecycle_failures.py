@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from intentd.adapters.action_evidence import ActionFacts
+from intentd.adapters.db_failures import classify
 from intentd.adapters.intent_store import ConcurrentUpdate
 from intentd.lifecycle.admission import chain_of_topic, refusal, result_refusal
-from intentd.lifecycle.failures import Failure, backoff, classify, reason, reason_code
+from intentd.lifecycle.failures import Failure, backoff, reason, reason_code
+from intentd.lifecycle.ports import ActionFacts
 from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
 from intentd.settings import ChainConfig
 

@@ -8,6 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
+from intentd.adapters.db_failures import classify
 from intentd.lifecycle.outages import outlast_outages
 
 
@@ -24,7 +25,7 @@ async def test_a_database_outage_restarts_the_task() -> None:
         if errors:
             raise errors.pop(0)
 
-    await outlast_outages("relay", run, asyncio.Event(), base=0.001)
+    await outlast_outages("relay", run, asyncio.Event(), classify=classify, base=0.001)
     assert runs == 3
 
 
@@ -33,7 +34,7 @@ async def test_any_other_failure_ends_it() -> None:
         raise KeyError("bug")
 
     with pytest.raises(KeyError):
-        await outlast_outages("relay", run, asyncio.Event(), base=0.001)
+        await outlast_outages("relay", run, asyncio.Event(), classify=classify, base=0.001)
 
 
 async def test_stop_during_the_pause_ends_it_quietly() -> None:
@@ -46,5 +47,5 @@ async def test_stop_during_the_pause_ends_it_quietly() -> None:
         stop.set()
         raise OSError("database gone")
 
-    await outlast_outages("relay", run, stop, base=10)
+    await outlast_outages("relay", run, stop, classify=classify, base=10)
     assert runs == 1

@@ -8,26 +8,11 @@ its evidence here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from intentd.adapters.postgres import Connection
 from intentd.domain.actions import ActionKind, ActionStatus
+from intentd.lifecycle.ports import ActionFacts
 
-__all__ = ["ActionFacts", "facts"]
-
-
-@dataclass(frozen=True, slots=True)
-class ActionFacts:
-    intent_id: int
-    kind: ActionKind
-    chain: str
-    status: ActionStatus
-    tx_hash: str | None
-    """The confirmed transfer's hash (set when the action is confirmed)."""
-    amount_sent: int | None
-    gas_cost: int | None
-    transfer_sent: bool
-    """Whether a transfer transaction with the result's hash was recorded and sent."""
+__all__ = ["facts"]
 
 
 async def facts(conn: Connection, action_id: int, tx_hash: str | None) -> ActionFacts | None:

@@ -17,12 +17,12 @@ transfer back or an operator decides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from intentd.adapters.postgres import Connection
+from intentd.lifecycle.ports import OverdueHold
 
-__all__ = ["OverdueHold", "hold", "overdue", "release"]
+__all__ = ["hold", "overdue", "release"]
 
 
 async def hold(conn: Connection, deposit_id: int, intent_id: int, chain: str) -> int:
@@ -58,15 +58,6 @@ async def release(conn: Connection, intent_id: int, chain: str) -> int:
         chain,
     )
     return int(status.split()[-1])
-
-
-@dataclass(frozen=True, slots=True)
-class OverdueHold:
-    deposit_id: int
-    intent_id: int
-    chain: str
-    tx_hash: str
-    orphaned_at: datetime
 
 
 async def overdue(conn: Connection, *, before: datetime) -> list[OverdueHold]:

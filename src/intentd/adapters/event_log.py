@@ -27,7 +27,7 @@ from uuid import UUID
 
 import orjson
 
-from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres import Connection
 
 __all__ = ["EventFilter", "LogPosition", "StoredEvent", "page", "prune", "record", "timeline"]
 
@@ -149,10 +149,10 @@ async def timeline(
     return [_stored(row) for row in rows]
 
 
-async def prune(pool: Pool, *, older_than_days: int, limit: int = 1_000) -> int:
+async def prune(conn: Connection, *, older_than_days: int, limit: int = 1_000) -> int:
     """Delete up to ``limit`` events created more than ``older_than_days`` ago, oldest
     first, skipping rows another pruner holds; return how many (``limit``: call again)."""
-    status: str = await pool.execute(
+    status: str = await conn.execute(
         "DELETE FROM intent_events WHERE id IN (SELECT id FROM intent_events"
         " WHERE created_at < now() - make_interval(days => $1)"
         " ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",

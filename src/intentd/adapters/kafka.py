@@ -27,7 +27,7 @@ log = structlog.get_logger()
 __all__ = [
     "ConsumerRecord",
     "KafkaPublisher",
-    "OutgoingMessage",  # issue 9: still imported from here by the lifecycle, until its ports
+    "OutgoingMessage",  # intentd.messages' record, named here too for the adapters and tests
     "Record",
     "TopicPartition",
     "commit_positions",
@@ -107,6 +107,7 @@ def make_consumer(
     *,
     group_id: str,
     max_poll_records: int = 500,
+    fetch_max_wait_ms: int = 50,
 ) -> AIOKafkaConsumer:
     """A group consumer with auto-commit off; the caller starts, commits and stops it."""
     consumer = AIOKafkaConsumer(
@@ -117,7 +118,7 @@ def make_consumer(
         auto_offset_reset="earliest",
         isolation_level="read_committed",
         max_poll_records=max_poll_records,
-        fetch_max_wait_ms=50,
+        fetch_max_wait_ms=fetch_max_wait_ms,
     )
     consumer.subscribe(list(topics))
     return consumer

@@ -3,13 +3,14 @@
 :class:`PostgresUnitOfWork` runs every operation of
 :class:`~intentd.lifecycle.ports.UnitOfWork` on one connection, through the
 modules that hold the SQL (``intent_store``, ``lifecycle_store``, ``deposit_holds``,
-``trigger_deposits``, ``action_evidence``); :class:`PostgresStore` lends one per
-connection of a pool.
+``trigger_deposits``, ``action_evidence``, ``event_log``); :class:`PostgresStore`
+lends one per connection of a pool and classifies asyncpg's errors
+(``adapters.db_failures``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -17,17 +18,19 @@ from uuid import UUID
 
 from intentd.adapters import (
     action_evidence,
+    db_failures,
     deposit_holds,
     event_log,
     intent_store,
     lifecycle_store,
     trigger_deposits,
 )
-from intentd.adapters.action_evidence import ActionFacts
 from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.intents.record import IntentRow
+from intentd.lifecycle.failures import Failure
+from intentd.lifecycle.ports import ActionFacts, OverdueHold
 
 __all__ = ["PostgresStore", "PostgresUnitOfWork"]
 
@@ -127,6 +130,27 @@ class PostgresUnitOfWork:
     async def action_facts(self, action_id: int, tx_hash: str | None) -> ActionFacts | None:
         return await action_evidence.facts(self.conn, action_id, tx_hash)
 
+    async def due_for_expiry(self, now: datetime, *, limit: int, skip: Sequence[int]) -> list[int]:
+        return await intent_store.due_for_expiry(self.conn, now, limit=limit, skip=skip)
+
+    async def next_expiry(self) -> datetime | None:
+        return await intent_store.next_expiry(self.conn)
+
+    async def prune_events(self, *, older_than_days: int, limit: int) -> int:
+        return await event_log.prune(self.conn, older_than_days=older_than_days, limit=limit)
+
+    async def overdue_holds(self, *, before: datetime) -> list[OverdueHold]:
+        return await deposit_holds.overdue(self.conn, before=before)
+
+    async def watched_deposits(self, chain: str, *, limit: int) -> list[RecordedDeposit]:
+        return await trigger_deposits.open_deposits(self.conn, chain, limit=limit)
+
+    async def settle_watch(self, deposit_id: int, outcome: str) -> None:
+        await trigger_deposits.settle(self.conn, deposit_id, outcome)
+
+    async def rewind_scan(self, intent_id: int, block_number: int) -> None:
+        await trigger_deposits.rewind_scan(self.conn, intent_id, block_number)
+
     async def enqueue(self, *, topic: str, key: str, payload: bytes) -> None:
         await lifecycle_store.enqueue(self.conn, topic=topic, key=key, payload=payload)
 
@@ -160,3 +184,6 @@ class PostgresStore:
 
     async def ping(self) -> None:
         await self._pool.fetchval("SELECT 1")
+
+    def classify(self, exc: BaseException) -> Failure:
+        return db_failures.classify(exc)

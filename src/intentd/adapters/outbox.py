@@ -9,11 +9,18 @@ relay without reordering events. The relay wakes on ``NOTIFY`` from
 The relay that holds the lock sets ``intentd_outbox_backlog`` to the rows not yet
 published, before and after each batch (up to :data:`BACKLOG_COUNT_CAP`); one that
 finds the lock taken sets 0, so the largest value over the replicas is the backlog.
+
+The outbox stays bounded: while it runs, the relay deletes rows published more than
+``keep_days`` ago (7; the public history lives in the event log, ``intent_events``),
+every ``prune_every`` seconds (an hour; first at start), ``PRUNE_BATCH`` rows at a time
+between relay batches, so pruning never holds events back. A row not yet published is
+never deleted, however old. A failed pruning is logged and tried at the next round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import structlog
@@ -29,17 +36,29 @@ log = structlog.get_logger()
 _RELAY_LOCK = 0x1A7E_0B0C
 BACKLOG_COUNT_CAP = 10_000
 """``intentd_outbox_backlog`` counts unpublished rows up to this many (a bounded query)."""
+PRUNE_BATCH = 10_000
+"""Published rows deleted per statement when pruning (short transactions)."""
 
 
 class OutboxRelay:
     def __init__(
-        self, pool: Pool, publisher: KafkaPublisher, *, batch: int = 500, idle_poll: float = 1.0
+        self,
+        pool: Pool,
+        publisher: KafkaPublisher,
+        *,
+        batch: int = 500,
+        idle_poll: float = 1.0,
+        keep_days: int = 7,
+        prune_every: float = 3600.0,
     ) -> None:
         self._pool = pool
         self._publisher = publisher
         self._batch = batch
         self._idle_poll = idle_poll
         self._wakeup = asyncio.Event()
+        self._keep_days = keep_days
+        self._prune_every = prune_every
+        self._pruned_at: float | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until ``stop``; rows committed before ``stop`` are relayed first."""
@@ -52,6 +71,8 @@ class OutboxRelay:
                     continue
                 if stop.is_set():
                     return
+                if await self.prune_when_due():
+                    continue
                 self._wakeup.clear()
                 await wait_any(self._wakeup, stop, within=self._idle_poll)
         finally:
@@ -94,12 +115,34 @@ class OutboxRelay:
         metrics.OUTBOX_BACKLOG.set(max(backlog - len(rows), 0))
         return len(rows)
 
+    async def prune_when_due(self) -> int:
+        """Delete one batch of rows published more than ``keep_days`` ago if a pruning is
+        due (or under way); return how many were deleted."""
+        clock = time.monotonic()
+        if self._pruned_at is not None and clock - self._pruned_at < self._prune_every:
+            return 0
+        try:
+            deleted = await prune_published(
+                self._pool, older_than_days=self._keep_days, limit=PRUNE_BATCH
+            )
+        except Exception as exc:  # the relay goes on; pruning is tried next round
+            self._pruned_at = clock
+            log.warning("outbox pruning failed; next try after prune_every", error=repr(exc))
+            return 0
+        if deleted < PRUNE_BATCH:
+            self._pruned_at = clock
+        if deleted:
+            log.info("outbox pruned", deleted=deleted, older_than_days=self._keep_days)
+        return deleted
 
-async def prune_published(pool: Pool, *, older_than_days: int = 7) -> int:
-    """Delete rows published more than ``older_than_days`` ago."""
+
+async def prune_published(pool: Pool, *, older_than_days: int = 7, limit: int = PRUNE_BATCH) -> int:
+    """Delete up to ``limit`` rows published more than ``older_than_days`` ago."""
     status: str = await pool.execute(
-        "DELETE FROM outbox WHERE published_at < now() - make_interval(days => $1)",
+        "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox"
+        " WHERE published_at < now() - make_interval(days => $1) ORDER BY id LIMIT $2)",
         older_than_days,
+        limit,
     )
     return int(status.rsplit(maxsplit=1)[-1])
 

@@ -24,7 +24,13 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.api import routes_events, routes_intents, routes_quotes, routes_sessions
+from intentd.api import (
+    routes_events,
+    routes_intents,
+    routes_quotes,
+    routes_sessions,
+    routes_webhooks,
+)
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.context import API_PREFIX, Services
@@ -103,6 +109,7 @@ def create_app(
         routes_intents.router,
         routes_sessions.router,
         routes_events.router,
+        routes_webhooks.router,
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page

@@ -26,6 +26,7 @@ from intentd.composition.roles import (
 )
 from intentd.runtime import Role, run_roles
 from intentd.settings import DatabaseConfig, Settings
+from intentd.webhooks.secret_box import secret_box
 
 __all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
 
@@ -38,12 +39,15 @@ class Roles:
     executors: tuple[str, ...] = ()
     lifecycle: bool = False
     api: bool = False
+    webhooks: bool = False
 
     @classmethod
     def everything(cls, settings: Settings) -> Roles:
-        """``intentd run``: every role of every chain."""
+        """``intentd run``: every role of every chain; webhooks where their key is set
+        (it seals the endpoints' secrets)."""
         chains = tuple(settings.chains)
-        return cls(pollers=chains, executors=chains, lifecycle=True, api=True)
+        webhooks = settings.webhook_key is not None
+        return cls(pollers=chains, executors=chains, lifecycle=True, api=True, webhooks=webhooks)
 
     @property
     def publishes(self) -> bool:
@@ -68,12 +72,12 @@ class PoolSize:
 def pool_size(roles: Roles, database: DatabaseConfig) -> PoolSize:
     """The sum of what each role may hold at once: a poller or an executor
     :data:`~intentd.composition.roles.POLLER_CONNECTIONS` (one held by its lock),
-    the lifecycle and the API ``database.max_pool`` each."""
+    the lifecycle, the API and the webhooks ``database.max_pool`` each."""
     most = POLLER_CONNECTIONS * len(roles.pollers) + EXECUTOR_CONNECTIONS * len(roles.executors)
-    most += database.max_pool * (int(roles.lifecycle) + int(roles.api))
+    most += database.max_pool * (int(roles.lifecycle) + int(roles.api) + int(roles.webhooks))
     if most == 0:
         raise ValueError("a process runs at least one role")
-    least = database.min_pool if roles.lifecycle or roles.api else 1
+    least = database.min_pool if roles.lifecycle or roles.api or roles.webhooks else 1
     return PoolSize(
         min_size=min(least, most),
         max_size=most,
@@ -102,6 +106,8 @@ async def run_process(
     for chain in (*roles.pollers, *roles.executors):
         settings.chain(chain)  # ConfigError for an unknown chain, before connecting
     keyring = Keyring.from_settings(settings) if roles.executors else None
+    if roles.webhooks:
+        secret_box(settings)  # ConfigError without a usable webhook_key, before connecting
     if keyring is not None:
         for chain in roles.executors:
             keyring.check_relayer(settings.chain(chain))
@@ -126,6 +132,10 @@ async def run_process(
             from intentd.api.server import api_role  # FastAPI only where the API runs
 
             built.append(api_role(settings, pool=pool, sock=api_socket))
+        if roles.webhooks:
+            from intentd.composition.webhooks import webhooks_role
+
+            built.append(webhooks_role(settings, pool=pool))
         await run_roles(
             built, metrics_port=metrics_port, drain_seconds=settings.process.drain_seconds
         )

@@ -20,17 +20,19 @@ from intentd import observability as metrics
 from intentd.adapters.chain import JsonRpcClient, open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
-from intentd.adapters.cursor_store import ChainLock, PostgresPollerStore
+from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.lease import Lease
+from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.second_provider import RpcSecondProvider
 from intentd.adapters.signer import Keyring
+from intentd.adapters.verifier_chains import EvmVerifierChains
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
 from intentd.indexer.poller import Poller
@@ -195,8 +197,9 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
-        lifecycle = LifecycleConsumer(settings, PostgresStore(pool), publisher)
-        verifier = TriggerVerifier(settings, pool)
+        store = PostgresStore(pool)
+        lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher))
+        verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
@@ -206,11 +209,13 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
                 relay = OutboxRelay(pool, publisher)
-                group.create_task(outlast_outages("outbox relay", relay.run, stop))
-                group.create_task(lifecycle.run(consumer, stop))
-                group.create_task(Expiry(settings, pool).run(stop))
+                group.create_task(
+                    outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
+                )
+                group.create_task(lifecycle.run(KafkaInbox(consumer), stop))
+                group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
-                group.create_task(HoldWatch(pool).run(stop))
+                group.create_task(HoldWatch(store).run(stop))
         finally:
             await verifier.close()
             await consumer.stop()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from intentd.adapters.action_evidence import ActionFacts
+from intentd.lifecycle.ports import ActionFacts
 from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
 
 __all__ = [

@@ -13,7 +13,7 @@ chain message's chain does not match its topic and the configuration, when an
 action result disagrees with what the executor recorded
 (:mod:`intentd.lifecycle.admission`), or when applying it raises: at once for an
 error that would only repeat, after bounded retries with backoff for a transaction
-that kept losing to others (:mod:`intentd.lifecycle.failures` says which is which).
+that kept losing to others (:mod:`intentd.lifecycle.failures`; the store classifies).
 While the database itself does not answer, messages are not dead-lettered: the
 consumer waits for it, committing nothing past the message in hand.
 """
@@ -31,12 +31,6 @@ import structlog
 
 from intentd import observability as metrics
 from intentd import wire
-from intentd.adapters.kafka import (
-    ConsumerRecord,
-    OutgoingMessage,
-    TopicPartition,
-    commit_positions,
-)
 from intentd.faults import crash_point
 from intentd.lifecycle import admission, failures
 from intentd.lifecycle.chain_book import ChainBook
@@ -44,7 +38,14 @@ from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import apply_action_result
 from intentd.lifecycle.outcomes import Outcome
-from intentd.lifecycle.ports import Inbox, Publisher, Store, UnitOfWork
+from intentd.lifecycle.ports import (
+    Inbox,
+    InboxRecord,
+    OutgoingMessage,
+    Publisher,
+    Store,
+    UnitOfWork,
+)
 from intentd.lifecycle.retractions import retract
 from intentd.messages import (
     ActionResultMessage,
@@ -117,9 +118,9 @@ class LifecycleConsumer:
                 finally:
                     if settled is not None:
                         crash_point("lifecycle.after_db_commit")
-                        await commit_positions(consumer, {tp: settled})
+                        await consumer.commit({tp: settled})
 
-    async def handle(self, record: ConsumerRecord[bytes, bytes]) -> Outcome | None:
+    async def handle(self, record: InboxRecord) -> Outcome | None:
         """Apply one record; None if it went to the dead-letter topic (sent and
         acknowledged). Raises :class:`Stopped` if stopped while the database is down."""
         message: Message
@@ -160,7 +161,7 @@ class LifecycleConsumer:
             except admission.Refused as exc:
                 return _Refused(str(exc))
             except Exception as exc:
-                failure = failures.classify(exc)
+                failure = self._store.classify(exc)
                 if failure is Failure.PERMANENT:
                     log.exception(
                         "message cannot be applied; sending it to the dead-letter topic",
@@ -188,7 +189,7 @@ class LifecycleConsumer:
             async with asyncio.timeout(_PROBE_SECONDS):
                 await self._store.ping()
         except Exception as exc:
-            if failures.classify(exc) is Failure.PERMANENT:
+            if self._store.classify(exc) is Failure.PERMANENT:
                 raise
             return False
         return True
@@ -220,7 +221,7 @@ class LifecycleConsumer:
             raise admission.Refused(refused)
         return await apply_action_result(uow, self._book, wire.action_result(message), now=now)
 
-    async def _dead_letter(self, record: ConsumerRecord[bytes, bytes], reason: str) -> None:
+    async def _dead_letter(self, record: InboxRecord, reason: str) -> None:
         body = {
             "reason": reason,
             "topic": record.topic,
@@ -247,4 +248,4 @@ class LifecycleConsumer:
         )
 
 
-__all__ = ["LifecycleConsumer", "Stopped", "TopicPartition"]
+__all__ = ["LifecycleConsumer", "Stopped"]

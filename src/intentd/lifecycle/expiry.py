@@ -14,17 +14,17 @@ one holding more than the token's ``min_sweep`` moves to REFUNDING and ends with
 
 The same loop keeps the event log to ``intents.event_retention_days``: every
 ``prune_every`` seconds (an hour; first at start) it deletes older events
-(:func:`intentd.adapters.event_log.prune`), one batch of ``prune_batch`` per round
+(:meth:`~intentd.lifecycle.ports.UnitOfWork.prune_events`), one batch of ``prune_batch`` per round
 until none is left, so a large backlog never holds expiries back; several replicas
 pruning at once skip each other's rows. A pruning that fails for another reason than
 an unavailable database is logged and tried again after ``prune_every``: it never
 stops expiries.
 
 One intent never stops the loop (nor, with it, the lifecycle role): an intent whose
-expiry fails for a reason that would only repeat (:mod:`intentd.lifecycle.failures`)
-is logged, counted (``intentd_intents_expired_total{outcome="error"}``) and left
-alone by this process until it restarts; a transient database error leaves it for
-the next round.
+expiry fails for a reason that would only repeat (:mod:`intentd.lifecycle.failures`,
+as the store classifies it) is logged, counted
+(``intentd_intents_expired_total{outcome="error"}``) and left alone by this process
+until it restarts; a transient database error leaves it for the next round.
 """
 
 from __future__ import annotations
@@ -36,14 +36,11 @@ from datetime import UTC, datetime
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters import event_log, intent_store
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Pool
-from intentd.lifecycle import failures
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import expire
 from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.ports import Store
 from intentd.settings import Settings
 from intentd.wait import wait_any
 
@@ -54,7 +51,7 @@ class Expiry:
     def __init__(
         self,
         settings: Settings,
-        pool: Pool,
+        store: Store,
         *,
         max_sleep: float = 1.0,
         batch: int = 100,
@@ -63,7 +60,7 @@ class Expiry:
     ) -> None:
         self._book = ChainBook.of_settings(settings)
         self._retention_days = settings.intents.event_retention_days
-        self._pool = pool
+        self._store = store
         self._max_sleep = max_sleep
         self._batch = batch
         self._failed: set[int] = set()
@@ -78,7 +75,7 @@ class Expiry:
                 await self.prune_when_due()
                 expired = await self.expire_due()
             except Exception as exc:
-                if failures.classify(exc) is not Failure.UNAVAILABLE:
+                if self._store.classify(exc) is not Failure.UNAVAILABLE:
                     raise
                 log.warning("expiry: the database is unavailable; next round", error=repr(exc))
                 await wait_any(stop, within=self._max_sleep)
@@ -90,17 +87,15 @@ class Expiry:
     async def expire_due(self) -> int:
         """Expire what is due now; return how many intents were looked at."""
         now = datetime.now(UTC)
-        async with self._pool.acquire() as conn:
-            due = await intent_store.due_for_expiry(
-                conn, now, limit=self._batch, skip=sorted(self._failed)
-            )
+        async with self._store.unit() as uow:
+            due = await uow.due_for_expiry(now, limit=self._batch, skip=sorted(self._failed))
             for intent_id in due:
                 try:
-                    outcome = await expire(PostgresUnitOfWork(conn), self._book, intent_id, now=now)
+                    outcome = await expire(uow, self._book, intent_id, now=now)
                 except Exception as exc:
-                    failure = failures.classify(exc)
+                    failure = self._store.classify(exc)
                     if failure is Failure.UNAVAILABLE:
-                        raise  # the pool's connection is gone: the next round gets another
+                        raise  # the unit's connection is gone: the next round gets another
                     if failure is Failure.PERMANENT:
                         self._failed.add(intent_id)
                     metrics.EXPIRED.labels("error").inc()
@@ -124,11 +119,10 @@ class Expiry:
             return 0
         days = self._retention_days
         try:
-            deleted = await event_log.prune(
-                self._pool, older_than_days=days, limit=self._prune_batch
-            )
+            async with self._store.unit() as uow:
+                deleted = await uow.prune_events(older_than_days=days, limit=self._prune_batch)
         except Exception as exc:
-            if failures.classify(exc) is Failure.UNAVAILABLE:
+            if self._store.classify(exc) is Failure.UNAVAILABLE:
                 raise
             self._pruned_at = clock
             log.exception("event log pruning failed; next try after prune_every", error=repr(exc))
@@ -140,8 +134,8 @@ class Expiry:
         return deleted
 
     async def _sleep(self, stop: asyncio.Event) -> None:
-        async with self._pool.acquire() as conn:
-            upcoming = await intent_store.next_expiry(conn)
+        async with self._store.unit() as uow:
+            upcoming = await uow.next_expiry()
         delay = self._max_sleep
         if upcoming is not None:
             delay = min(max((upcoming - datetime.now(UTC)).total_seconds(), 0.0), delay)

@@ -1,10 +1,10 @@
 """The bounded wait of a reorg hold: an operator alert when a deposit stays orphaned.
 
 A retraction the lifecycle cannot undo holds the intent's spending actions until the
-same transfer is back on chain (``adapters.deposit_holds``). Most reorged transfers
-come back within a few blocks; one that has not after ``alert_after`` seconds was
-probably replaced (a double spend) and an operator must decide: :class:`HoldWatch`
-raises one alert per such deposit (error log and
+same transfer is back on chain (:meth:`~intentd.lifecycle.ports.UnitOfWork.hold`).
+Most reorged transfers come back within a few blocks; one that has not after
+``alert_after`` seconds was probably replaced (a double spend) and an operator must
+decide: :class:`HoldWatch` raises one alert per such deposit (error log and
 ``intentd_reorg_holds_overdue_total``). The actions stay held: releasing them
 without the funds would only fail on chain, or spend what the relayer is owed.
 """
@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters import deposit_holds
-from intentd.adapters.postgres import Pool
+from intentd.lifecycle.ports import Store
 from intentd.wait import wait_any
 
 __all__ = ["HOLD_ALERT_AFTER", "HoldWatch"]
@@ -31,9 +30,9 @@ HOLD_ALERT_AFTER = 1800.0
 
 class HoldWatch:
     def __init__(
-        self, pool: Pool, *, alert_after: float = HOLD_ALERT_AFTER, interval: float = 30.0
+        self, store: Store, *, alert_after: float = HOLD_ALERT_AFTER, interval: float = 30.0
     ) -> None:
-        self._pool = pool
+        self._store = store
         self._alert_after = alert_after
         self._interval = interval
 
@@ -45,8 +44,8 @@ class HoldWatch:
     async def check(self) -> int:
         """Alert on each hold older than the bound (once each); return how many."""
         before = datetime.now(UTC) - timedelta(seconds=self._alert_after)
-        async with self._pool.acquire() as conn:
-            found = await deposit_holds.overdue(conn, before=before)
+        async with self._store.unit() as uow:
+            found = await uow.overdue_holds(before=before)
         for hold in found:
             metrics.REORG_HOLDS_OVERDUE.labels(hold.chain).inc()
             log.error(

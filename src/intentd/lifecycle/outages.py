@@ -7,8 +7,8 @@ database that went away for a moment it is not: every task would fail at once, t
 process would restart in a loop until the database is back, and the consumer, which
 waits out outages itself, would be stopped with it. :func:`outlast_outages` restarts
 a task that failed because the database is unavailable
-(:attr:`~intentd.lifecycle.failures.Failure.UNAVAILABLE`), after a pause; anything
-else still ends the role.
+(:attr:`~intentd.lifecycle.failures.Failure.UNAVAILABLE`, as ``classify`` says),
+after a pause; anything else still ends the role.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from intentd.lifecycle import failures
-from intentd.lifecycle.failures import Failure
+from intentd.lifecycle.failures import Classify, Failure
 from intentd.wait import wait_any
 
 __all__ = ["outlast_outages"]
@@ -32,6 +32,7 @@ async def outlast_outages(
     run: Callable[[asyncio.Event], Awaitable[None]],
     stop: asyncio.Event,
     *,
+    classify: Classify,
     base: float = 0.5,
 ) -> None:
     """``await run(stop)``; run it again after a pause (backing off up to 5 s) each
@@ -41,7 +42,7 @@ async def outlast_outages(
         try:
             await run(stop)
         except Exception as exc:
-            if failures.classify(exc) is not Failure.UNAVAILABLE:
+            if classify(exc) is not Failure.UNAVAILABLE:
                 raise
             failed += 1
             log.warning(

@@ -4,30 +4,85 @@
   actions and outbox a handler reads and writes; everything a handler does inside
   :meth:`UnitOfWork.transaction` commits together or not at all. Reads named
   ``lock``/``locked`` take the row lock that serialises the messages of one intent.
-- :class:`Store`: hands out units of work and says whether the database answers.
+- :class:`Store`: hands out units of work, says whether the database answers and
+  what a failure of it means (:class:`~intentd.lifecycle.failures.Failure`).
 - :class:`Inbox`: the consumed topics (a Kafka consumer with auto-commit off).
 - :class:`Publisher`: where dead letters go (awaited and acknowledged).
+- :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
 
-Fakes of all of them live in ``tests/unit/lifecycle/lifecycle_fakes.py``.
+The values they speak (:class:`ActionFacts`, :class:`OverdueHold`,
+:class:`OutgoingMessage`, :class:`InboxRecord`) are defined here, below the adapters.
+
+Fakes of all of them live in ``tests/unit/lifecycle/`` (``lifecycle_fakes.py`` and
+its neighbours).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
+from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
+from intentd.indexer.ports import ChainReader
 from intentd.intents.record import IntentRow
+from intentd.lifecycle.failures import Failure
+from intentd.settings import ChainConfig
 
-if TYPE_CHECKING:
-    from intentd.adapters.action_evidence import ActionFacts
-    from intentd.adapters.kafka import OutgoingMessage
+__all__ = [
+    "ActionFacts",
+    "DepositChain",
+    "Inbox",
+    "InboxRecord",
+    "OutgoingMessage",
+    "OverdueHold",
+    "Publisher",
+    "Store",
+    "UnitOfWork",
+    "VerifierChains",
+]
 
-__all__ = ["Inbox", "Publisher", "Store", "UnitOfWork"]
+
+@dataclass(frozen=True, slots=True)
+class ActionFacts:
+    """What the executor recorded about an action (to check a result against)."""
+
+    intent_id: int
+    kind: ActionKind
+    chain: str
+    status: ActionStatus
+    tx_hash: str | None
+    """The confirmed transfer's hash (set when the action is confirmed)."""
+    amount_sent: int | None
+    gas_cost: int | None
+    transfer_sent: bool
+    """Whether a transfer transaction with the result's hash was recorded and sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class OverdueHold:
+    """A deposit orphaned by a reorg for longer than the bound (not alerted before)."""
+
+    deposit_id: int
+    intent_id: int
+    chain: str
+    tx_hash: str
+    orphaned_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    """A message the lifecycle publishes itself (a dead letter)."""
+
+    topic: str
+    key: str
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class UnitOfWork(Protocol):
@@ -126,6 +181,37 @@ class UnitOfWork(Protocol):
         """What the executor recorded about the action (to check a result against)."""
         ...
 
+    # --- due work: expiry, reorg holds, trigger-credited deposits ----------------------
+    async def due_for_expiry(self, now: datetime, *, limit: int, skip: Sequence[int]) -> list[int]:
+        """Ids of PENDING intents past ``expires_at`` at ``now``, but those in ``skip``."""
+        ...
+
+    async def next_expiry(self) -> datetime | None:
+        """The earliest ``expires_at`` among PENDING intents."""
+        ...
+
+    async def prune_events(self, *, older_than_days: int, limit: int) -> int:
+        """Delete up to ``limit`` public events older than ``older_than_days``, oldest
+        first, skipping those another pruner holds; how many were deleted."""
+        ...
+
+    async def overdue_holds(self, *, before: datetime) -> list[OverdueHold]:
+        """Deposits orphaned since before ``before`` and not alerted yet; marks them
+        alerted."""
+        ...
+
+    async def watched_deposits(self, chain: str, *, limit: int) -> list[RecordedDeposit]:
+        """The deposits of ``chain`` the trigger verifier still watches, oldest first."""
+        ...
+
+    async def settle_watch(self, deposit_id: int, outcome: str) -> None:
+        """Stop watching the deposit; ``outcome`` says why."""
+        ...
+
+    async def rewind_scan(self, intent_id: int, block_number: int) -> None:
+        """Have trigger-processing scan the intent's window again from ``block_number``."""
+        ...
+
     # --- outbox ---------------------------------------------------------------------
     async def enqueue(self, *, topic: str, key: str, payload: bytes) -> None:
         """Add a message to the outbox; relayed once the transaction commits."""
@@ -153,12 +239,59 @@ class Store(Protocol):
         """Return if the database answers; raise otherwise."""
         ...
 
+    def classify(self, exc: BaseException) -> Failure:
+        """What an exception raised while working on this store means."""
+        ...
+
+
+class InboxRecord(Protocol):
+    """What the consumer reads of a consumed record."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
 
 class Inbox(Protocol):
-    """A consumer of the lifecycle's topics (``aiokafka.AIOKafkaConsumer``)."""
+    """The consumed topics (a Kafka group consumer with auto-commit off)."""
 
-    async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Any]]: ...
+    async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[InboxRecord]]: ...
+
+    async def commit(self, positions: Mapping[Any, int]) -> object:
+        """Commit the next offset to read per partition (a commit lost to a rebalance
+        is no error: the new owner replays the tail)."""
+        ...
 
 
 class Publisher(Protocol):
-    async def publish(self, message: OutgoingMessage) -> None: ...
+    async def publish(self, message: OutgoingMessage) -> None:
+        """Send one message and wait for its acknowledgement."""
+        ...
+
+
+class DepositChain(ChainReader, Protocol):
+    """One chain's node, as the trigger verifier reads it."""
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        """The transaction's receipt; None if the node has none."""
+        ...
+
+
+class VerifierChains(Protocol):
+    """The nodes of the configured chains (opened on first use, until :meth:`close`)."""
+
+    def reader(self, chain: ChainConfig) -> DepositChain: ...
+
+    def failed_read(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a failed or contradictory answer of a node (nothing to
+        decide on this round), rather than a bug."""
+        ...
+
+    async def close(self) -> None: ...

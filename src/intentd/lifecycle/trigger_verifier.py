@@ -2,10 +2,10 @@
 
 The poller retracts only deposits it published (``published_deposits``);
 trigger-processing records deposits from the API, on test networks with no poller at
-all. Each deposit it records is remembered (``trigger_deposits``, in the same
+all. Each deposit it records is remembered (``UnitOfWork.watch``, in the same
 transaction as the deposit) and watched here, in the lifecycle process, until its
-block is final (``final_depth`` blocks below the head; the poller's window of 256 by
-default):
+block is final (``final_depth`` blocks below the head; the role gives it the poller's
+window, 256):
 
 - the node still has the recorded block: look again next round (or stop, once final);
 - the node has no block at that height (it lags, or the new branch is shorter): look
@@ -27,7 +27,8 @@ default):
 
 Every step is idempotent and guarded by the recorded block hash, so two lifecycle
 replicas, or a poller that also published the deposit, change nothing twice. A chain
-whose RPC or database fails is skipped for the round (logged; any other error is
+whose node or database fails (``VerifierChains.failed_read``, ``Store.classify`` of
+:mod:`intentd.lifecycle.ports`) is skipped for the round (logged; any other error is
 logged with its traceback and counted as ``outcome="error"``): nothing is decided on
 a failed read, and nothing here stops the lifecycle role.
 """
@@ -42,29 +43,17 @@ import structlog
 
 from intentd import observability as metrics
 from intentd import wire
-from intentd.adapters import trigger_deposits
-from intentd.adapters.chain import (
-    EvmChainReader,
-    JsonRpcClient,
-    MissingResult,
-    RpcError,
-    RpcTransportError,
-    open_chain,
-)
-from intentd.adapters.cursor_store import WINDOW
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Pool
 from intentd.domain.deposits import Disposition, RecordedDeposit, Retraction
-from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
+from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.finality import Verdict, find_again, judge
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
-from intentd.lifecycle import failures
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.ports import DepositChain, Store, VerifierChains
 from intentd.lifecycle.retractions import retract
 from intentd.settings import ChainConfig, Settings
 from intentd.wait import wait_any
@@ -72,8 +61,6 @@ from intentd.wait import wait_any
 __all__ = ["TriggerVerifier"]
 
 log = structlog.get_logger()
-_READ_ATTEMPTS = 3
-_CHAIN_ERRORS = (RpcError, RpcTransportError, MissingResult, InconsistentAnswer)
 
 
 class TriggerVerifier:
@@ -82,24 +69,23 @@ class TriggerVerifier:
     def __init__(
         self,
         settings: Settings,
-        pool: Pool,
+        store: Store,
+        chains: VerifierChains,
         *,
-        final_depth: int = WINDOW,
+        final_depth: int,
         interval: float = 2.0,
         batch: int = 500,
     ) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
-        self._pool = pool
+        self._store = store
+        self._chains = chains
         self._final_depth = final_depth
         self._interval = interval
         self._batch = batch
-        self._readers: dict[str, tuple[JsonRpcClient, EvmChainReader]] = {}
 
     async def close(self) -> None:
-        for _, reader in self._readers.values():
-            await reader.close()
-        self._readers.clear()
+        await self._chains.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Check every chain each ``interval`` seconds until ``stop``."""
@@ -109,8 +95,8 @@ class TriggerVerifier:
                     await self.check(chain)
                 except Exception as exc:
                     # A task beside the consumer: whatever fails here must not stop the role.
-                    if isinstance(exc, _CHAIN_ERRORS) or (
-                        failures.classify(exc) is Failure.UNAVAILABLE
+                    if self._chains.failed_read(exc) or (
+                        self._store.classify(exc) is Failure.UNAVAILABLE
                     ):
                         log.warning(
                             "trigger deposits not checked this round",
@@ -124,12 +110,12 @@ class TriggerVerifier:
 
     async def check(self, chain: str) -> dict[str, int]:
         """One round for ``chain``: how many watched deposits ended how (empty if none)."""
-        async with self._pool.acquire() as conn:
-            watched = await trigger_deposits.open_deposits(conn, chain, limit=self._batch)
+        async with self._store.unit() as uow:
+            watched = await uow.watched_deposits(chain, limit=self._batch)
         if not watched:
             return {}
         config = self._settings.chains[chain]
-        client, reader = self._reader(config)
+        reader = self._chains.reader(config)
         latest = await reader.latest_block()
         canonical = await reader.block_hashes(sorted({w.deposit.block_number for w in watched}))
         counts: Counter[str] = Counter()
@@ -151,7 +137,7 @@ class TriggerVerifier:
             if verdict is not Verdict.ORPHANED:
                 counts[verdict.value] += 1
                 continue
-            counts[await self._orphaned(config, client, reader, recorded, latest)] += 1
+            counts[await self._orphaned(config, reader, recorded, latest)] += 1
         for outcome, count in counts.items():
             metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, outcome).inc(count)
         return dict(counts)
@@ -159,14 +145,13 @@ class TriggerVerifier:
     async def _orphaned(
         self,
         config: ChainConfig,
-        client: JsonRpcClient,
-        reader: EvmChainReader,
+        reader: DepositChain,
         recorded: RecordedDeposit,
         latest: int,
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
         deposit = recorded.deposit
-        receipt = await client.call("eth_getTransactionReceipt", [deposit.tx_hash], allow_null=True)
+        receipt = await reader.receipt(deposit.tx_hash)
         if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
             number = int(receipt["blockNumber"], 16)
             if number > confirmed_head(latest, config.confirmations):
@@ -190,9 +175,9 @@ class TriggerVerifier:
     ) -> str:
         """Credit the re-mined transfer as the poller's would be: it is relocated."""
         deposit = recorded.deposit
-        async with self._pool.acquire() as conn:
+        async with self._store.unit() as uow:
             outcome = await credit(
-                PostgresUnitOfWork(conn),
+                uow,
                 self._book,
                 wire.found_deposit(config.name, again),
                 now=datetime.now(UTC),
@@ -220,16 +205,12 @@ class TriggerVerifier:
             token=deposit.token,
             transfer_index=deposit.transfer_index,
         )
-        async with self._pool.acquire() as conn, conn.transaction():
-            outcome = await retract(
-                PostgresUnitOfWork(conn), self._book, retraction, now=datetime.now(UTC)
-            )
+        async with self._store.unit() as uow, uow.transaction():
+            outcome = await retract(uow, self._book, retraction, now=datetime.now(UTC))
             if outcome in (Outcome.RETRACTED, Outcome.RETRACTION_ALERT):
-                await trigger_deposits.settle(conn, recorded.id, outcome.value)
+                await uow.settle_watch(recorded.id, outcome.value)
                 if recorded.intent_id is not None:
-                    await trigger_deposits.rewind_scan(
-                        conn, recorded.intent_id, deposit.block_number
-                    )
+                    await uow.rewind_scan(recorded.intent_id, deposit.block_number)
         log.warning(
             "reorg removed a trigger-credited deposit",
             deposit=str(recorded.key),
@@ -238,11 +219,5 @@ class TriggerVerifier:
         return outcome.value
 
     async def _settle(self, recorded: RecordedDeposit, outcome: str) -> None:
-        async with self._pool.acquire() as conn:
-            await trigger_deposits.settle(conn, recorded.id, outcome)
-
-    def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
-        found = self._readers.get(chain.name)
-        if found is None:
-            found = self._readers[chain.name] = open_chain(chain, attempts=_READ_ATTEMPTS)
-        return found
+        async with self._store.unit() as uow:
+            await uow.settle_watch(recorded.id, outcome)

@@ -49,6 +49,7 @@ from intentd.settings.sections import (
     KafkaConfig,
     ObservabilityConfig,
     ProcessConfig,
+    WebhooksConfig,
 )
 from intentd.settings.tokens import MIN_SWEEP_DEFAULTS, NativeTokenConfig, TokenConfig
 
@@ -70,6 +71,7 @@ __all__ = [
     "ProcessConfig",
     "Settings",
     "TokenConfig",
+    "WebhooksConfig",
     "load_settings",
     "secret_from_env",
 ]

@@ -29,6 +29,7 @@ from intentd.settings.sections import (
     KafkaConfig,
     ObservabilityConfig,
     ProcessConfig,
+    WebhooksConfig,
 )
 
 
@@ -56,6 +57,9 @@ class Settings(ConfigModel):
     """From the environment only: ``INTENTD_RELAYER_KEY(_FILE)``, hex private key."""
     gas_tank_key: SecretStr | None = None
     """From the environment only: ``INTENTD_GAS_TANK_KEY(_FILE)``, hex private key."""
+    webhooks: WebhooksConfig = WebhooksConfig()
+    webhook_key: SecretStr | None = None
+    """From the environment only: ``INTENTD_WEBHOOK_KEY(_FILE)``, seals webhook secrets."""
 
     @field_validator("prices")
     @classmethod

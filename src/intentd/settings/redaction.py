@@ -49,7 +49,9 @@ class RpcUrl(str):
         return repr(redact_url(self))
 
 
-_SECRET_FIELDS = frozenset({"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key"})
+_SECRET_FIELDS = frozenset(
+    {"url", "hd_mnemonic", "session_secret", "relayer_key", "gas_tank_key", "webhook_key"}
+)
 _URL_FIELDS = frozenset({"rpc_urls", "verify_rpc_urls"})
 
 

@@ -22,6 +22,8 @@ from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 SESSION_SECRET = "test-session-secret-" + "x" * 24
+TEST_WEBHOOK_KEY = "00" * 32
+"""Seals webhook secrets in the API tests (a test value, hex)."""
 MAIN_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 
 
@@ -60,6 +62,7 @@ def api_sections(infra: dict[str, str], **changes: Any) -> dict[str, Any]:
         },
         "prices": {"ETH": "3000"},
         "session_secret": SESSION_SECRET,
+        "webhook_key": TEST_WEBHOOK_KEY,
         "api": {"key_cache_ttl": 0.5},
     }
     sections.update(changes)

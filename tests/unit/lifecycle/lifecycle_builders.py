@@ -1,5 +1,5 @@
-"""Builders of what the lifecycle's tests feed in: a chain book, intent rows, deposits,
-retractions and action results, with the constants they share."""
+"""Builders of what the lifecycle's tests feed in: settings, a chain book, intent rows,
+deposits, retractions and action results, with the constants they share."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from intentd.domain.intent import ActionKind
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import BookedChain, BookedToken, ChainBook
+from intentd.settings import Settings
 
 SOURCE, DESTINATION = "SRC", "DST"
 USDC = "0x" + "a" * 40
@@ -39,6 +40,21 @@ def tx(n: int) -> str:
 
 def block(n: int, branch: int = 0) -> str:
     return f"0x{branch:032x}{n:032x}"
+
+
+def settings(*, prefix: str = "unit", token: str = USDC, confirmations: int = 1) -> Settings:
+    """SOURCE (chain id 1) and DESTINATION (2), each with the stablecoin ``token``."""
+    stablecoin = {"address": token, "symbol": "USDC", "name": "USDC", "decimals": 6,
+                  "category": "stablecoin"}  # fmt: skip
+    chain = {"network": "test", "rpc_urls": ["http://a"], "relayer": RELAYER,
+             "tokens": [stablecoin], "confirmations": confirmations}  # fmt: skip
+    return Settings.model_validate(
+        {
+            "database": {"url": "postgresql://x/y"},
+            "kafka": {"bootstrap_servers": "k:1", "topic_prefix": prefix},
+            "chains": {SOURCE: {**chain, "chain_id": 1}, DESTINATION: {**chain, "chain_id": 2}},
+        }
+    )
 
 
 def book(*, fee_account: str = FEE_ACCOUNT, min_sweep: int = 0) -> ChainBook:

@@ -1,12 +1,15 @@
 """In-memory fakes of the lifecycle's ports: a unit of work over dictionaries and its
-store (the consumer's inbox and publisher: ``lifecycle_inbox_fakes.py``; builders of
-the inputs: ``lifecycle_builders.py``).
+store (the consumer's inbox and publisher: ``lifecycle_inbox_fakes.py``; the expiry's, the
+hold watch's and the trigger verifier's reads: ``lifecycle_due_fakes.py``; the nodes:
+``lifecycle_chain_fakes.py``; builders of the inputs: ``lifecycle_builders.py``).
 
 :class:`FakeUnitOfWork` keeps the rules the SQL of ``adapters`` keeps: a transaction
 rolls every change back when it raises; a deposit is found by identity, then by
 where it was seen, then by content for records without identity; actions that spend
 from the intent address start ``held`` while a deposit of the intent on their chain
-is orphaned; a save is a compare-and-set on the intent's version.
+is orphaned; a save is a compare-and-set on the intent's version; an overdue hold is
+reported once; a watched deposit stays watched until settled (or watched anew).
+:class:`FakeStore` classifies failures as the PostgreSQL store does.
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ import copy
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import orjson
+from tests.unit.lifecycle.lifecycle_due_fakes import DueState, DueWork
 
-from intentd.adapters.action_evidence import ActionFacts
+from intentd.adapters import db_failures
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import ActionKind, Intent, PendingAction, RefundReason, SignerKind
 from intentd.intents.record import IntentRow
+from intentd.lifecycle.failures import Failure
+from intentd.lifecycle.ports import ActionFacts
 
 
 @dataclass
@@ -49,9 +55,10 @@ class _State:
     watched: dict[DepositKey, bool] = field(default_factory=dict)
     """Deposits the trigger verifier watches: key -> reopened on the last call."""
     facts: dict[int, ActionFacts] = field(default_factory=dict)
+    due: DueState = field(default_factory=DueState)
 
 
-class FakeUnitOfWork:
+class FakeUnitOfWork(DueWork):
     """Every :class:`~intentd.lifecycle.ports.UnitOfWork` operation on in-memory state."""
 
     def __init__(self) -> None:
@@ -216,6 +223,7 @@ class FakeUnitOfWork:
     async def hold(self, deposit_id: int, intent_id: int, chain: str) -> int:
         stored = self.state.deposits[deposit_id]
         self.state.deposits[deposit_id] = replace(stored, orphaned=True)
+        self.state.due.orphaned_at.setdefault(deposit_id, datetime.now(UTC))
         held = 0
         for action in self.actions_of(intent_id):
             spends = action.action.signer is SignerKind.INTENT and action.action.chain == chain
@@ -237,6 +245,7 @@ class FakeUnitOfWork:
     async def watch(self, key: DepositKey, *, reopen: bool) -> None:
         if reopen or key not in self.state.watched:
             self.state.watched[key] = reopen
+            self.state.due.settled.pop(key, None)
 
     async def create_action(
         self,
@@ -338,3 +347,12 @@ class FakeStore:
         if self.unanswered > 0:
             self.unanswered -= 1
             raise ConnectionError("the database does not answer")
+
+    def classify(self, exc: BaseException) -> Failure:
+        return db_failures.classify(exc)
+
+    def age_orphans(self, by: timedelta) -> None:
+        """Make every orphaned deposit orphaned ``by`` longer ago."""
+        orphaned_at = self.uow.state.due.orphaned_at
+        for deposit_id in orphaned_at:
+            orphaned_at[deposit_id] -= by

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intentd.adapters.kafka import OutgoingMessage
+from intentd.lifecycle.ports import OutgoingMessage
 
 
 @dataclass

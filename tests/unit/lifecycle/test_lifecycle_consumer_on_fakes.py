@@ -10,20 +10,20 @@ from tests.unit.lifecycle.lifecycle_builders import (
     DESTINATION,
     NOW,
     PAYER,
-    RELAYER,
     SOURCE,
     USDC,
     intent_row,
+    settings,
     tx,
 )
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
 
-from intentd.adapters.action_evidence import ActionFacts
 from intentd.adapters.intent_store import ConcurrentUpdate
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.ports import ActionFacts
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -32,22 +32,8 @@ from intentd.messages import (
     dlq_topic,
     encode,
 )
-from intentd.settings import Settings
 
 PREFIX = "unit"
-
-
-def settings() -> Settings:
-    token = {"address": USDC, "symbol": "USDC", "name": "USDC", "decimals": 6,
-             "category": "stablecoin"}  # fmt: skip
-    chain = {"network": "test", "rpc_urls": ["http://a"], "relayer": RELAYER, "tokens": [token]}
-    return Settings.model_validate(
-        {
-            "database": {"url": "postgresql://x/y"},
-            "kafka": {"bootstrap_servers": "k:1", "topic_prefix": PREFIX},
-            "chains": {SOURCE: {**chain, "chain_id": 1}, DESTINATION: {**chain, "chain_id": 2}},
-        }
-    )
 
 
 def deposit_message(amount: int, *, n: int = 1, chain: str = SOURCE) -> DepositMessage:
@@ -70,11 +56,11 @@ class Harness:
         self.store = FakeStore(self.uow)
         self.out = FakePublisher()
         self.consumer = LifecycleConsumer(
-            settings(), self.store, self.out, retry_base=0.0001, **options
+            settings(prefix=PREFIX), self.store, self.out, retry_base=0.0001, **options
         )
 
     async def handle(self, topic: str, value: bytes) -> Outcome | None:
-        return await self.consumer.handle(record(topic, value))  # type: ignore[arg-type]
+        return await self.consumer.handle(record(topic, value))
 
     def dead(self) -> list[str]:
         assert all(m.topic == dlq_topic(PREFIX) for m in self.out.sent)

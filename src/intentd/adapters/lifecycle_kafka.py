@@ -1,0 +1,42 @@
+"""The lifecycle's inbox and dead-letter publisher on Kafka (aiokafka).
+
+:class:`KafkaInbox` is a group consumer with auto-commit off whose commit loses to a
+rebalance without raising (:func:`~intentd.adapters.kafka.commit_positions`: the new
+owner replays the tail, which the handlers apply idempotently).
+:class:`KafkaDeadLetters` sends the lifecycle's messages on the process's producer,
+each acknowledged before it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from intentd.adapters import kafka
+from intentd.lifecycle.ports import OutgoingMessage
+
+__all__ = ["KafkaDeadLetters", "KafkaInbox"]
+
+
+class KafkaInbox:
+    def __init__(self, consumer: Any) -> None:
+        """``consumer``: an ``AIOKafkaConsumer`` (:func:`~intentd.adapters.kafka.make_consumer`),
+        started and stopped by the caller."""
+        self._consumer = consumer
+
+    async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Any]]:
+        batches: Mapping[Any, Sequence[Any]] = await self._consumer.getmany(timeout_ms=timeout_ms)
+        return batches
+
+    async def commit(self, positions: Mapping[Any, int]) -> bool:
+        return await kafka.commit_positions(self._consumer, dict(positions))
+
+
+class KafkaDeadLetters:
+    def __init__(self, publisher: kafka.KafkaPublisher) -> None:
+        self._publisher = publisher
+
+    async def publish(self, message: OutgoingMessage) -> None:
+        await self._publisher.publish(
+            kafka.OutgoingMessage(message.topic, message.key, message.value, message.headers)
+        )

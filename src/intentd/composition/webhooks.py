@@ -1,0 +1,163 @@
+"""The ``intentd webhooks`` role: Kafka intake, the dispatcher, and the health gauges.
+
+Intake (delivery contract of DESIGN.md §3): the consumer (group ``webhooks.group``)
+reads ``<prefix>.intent-events`` and records every matching delivery in PostgreSQL
+(``PostgresWebhookStore.record_events``, one transaction per batch) before it commits
+the batch's offsets; a crash replays the uncommitted tail, which records nothing new.
+An event that cannot be parsed is logged and skipped (it could never be delivered).
+Replicas share the partitions through the consumer group, and the dispatchers of every
+replica share the deliveries through their leases.
+
+A database outage ends the role (the intake must not go past a batch it could not
+record, and a restart resumes from the committed offsets); the supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import structlog
+from aiokafka import AIOKafkaConsumer
+
+from intentd import observability as metrics
+from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
+from intentd.adapters.postgres import Pool
+from intentd.adapters.webhook_http import HttpSender
+from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
+from intentd.faults import crash_point
+from intentd.messages import events_topic
+from intentd.runtime import READINESS, Role
+from intentd.settings import Settings
+from intentd.webhooks.dispatcher import Dispatcher
+from intentd.webhooks.intake import MalformedEvent, parse_event
+from intentd.webhooks.ports import EventToRecord, WebhookStore
+from intentd.webhooks.secret_box import secret_box
+
+__all__ = ["consume_events", "webhooks_role"]
+
+log = structlog.get_logger()
+_HEALTH_EVERY = 15.0
+_PRUNE_EVERY = 3600.0
+
+
+def networks_of(settings: Settings) -> dict[str, str]:
+    return {name: chain.network for name, chain in settings.chains.items()}
+
+
+async def consume_events(
+    consumer: AIOKafkaConsumer,
+    store: WebhookStore,
+    networks: dict[str, str],
+    stop: asyncio.Event,
+    on_recorded: Callable[[], None] = lambda: None,
+) -> None:
+    """Record the deliveries of each batch, then commit its offsets; until ``stop``."""
+    while not stop.is_set():
+        batches = await consumer.getmany(timeout_ms=200, max_records=1000)
+        if not batches:
+            continue
+        events: list[EventToRecord] = []
+        positions: dict[TopicPartition, int] = {}
+        for partition, records in batches.items():
+            for record in records:
+                try:
+                    events.append(parse_event(record.value or b"", networks))
+                except MalformedEvent as exc:
+                    log.warning(
+                        "event skipped: not a webhook event",
+                        topic=record.topic,
+                        partition=record.partition,
+                        offset=record.offset,
+                        reason=str(exc),
+                    )
+            positions[partition] = records[-1].offset + 1
+        added = await store.record_events(events)
+        crash_point("webhooks.after_record")
+        if added:
+            metrics.WEBHOOK_RECORDED.inc(added)
+            on_recorded()
+        await commit_positions(consumer, positions)
+
+
+async def _maintain(store: PostgresWebhookStore, retention: timedelta, stop: asyncio.Event) -> None:
+    """Every 15 s the health gauges; every hour, forget what is older than ``retention``."""
+    last_prune = 0.0
+    while not stop.is_set():
+        try:
+            now = datetime.now(UTC)
+            health = await store.health(now)
+            if time.monotonic() - last_prune > _PRUNE_EVERY:
+                pruned = await store.prune(now - retention)
+                last_prune = time.monotonic()
+                if pruned:
+                    log.info("webhook deliveries pruned", count=pruned)
+        except Exception:  # gauges and pruning must not stop the role; next round retries
+            log.exception("webhook maintenance failed")
+        else:
+            metrics.WEBHOOK_PENDING.set(health.pending)
+            metrics.WEBHOOK_OLDEST_PENDING.set(health.oldest_seconds)
+            metrics.WEBHOOK_DISABLED_ENDPOINTS.set(health.disabled_endpoints)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _HEALTH_EVERY)
+
+
+def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
+    """Intake and dispatcher on the process's pool, with their own HTTP client."""
+    box = secret_box(settings)  # refuse to start without the key
+    config = settings.webhooks
+
+    async def role(stop: asyncio.Event) -> None:
+        READINESS.expect("webhooks")
+        store = PostgresWebhookStore(pool)
+        sender = HttpSender(
+            allow_private=config.allow_private_targets,
+            connect_timeout=config.connect_timeout,
+            total_timeout=config.total_timeout,
+        )
+        dispatcher = Dispatcher(
+            store,
+            sender,
+            box,
+            lambda: datetime.now(UTC),
+            max_in_flight=config.max_in_flight,
+            per_endpoint=config.per_endpoint_concurrency,
+            lease=timedelta(seconds=2 * config.total_timeout + 5),
+            idle_poll=config.poll_interval,
+        )
+        consumer = make_consumer(
+            settings.kafka,
+            [events_topic(settings.kafka.topic_prefix)],
+            group_id=config.group,
+            fetch_max_wait_ms=config.fetch_max_wait_ms,
+        )
+        listener = await pool.acquire()
+
+        def wake(*_: object) -> None:
+            dispatcher.wakeup.set()
+
+        try:
+            await listener.add_listener(CHANNEL, wake)
+            await consumer.start()
+            READINESS.ready("webhooks")
+            log.info("webhooks started", group=config.group)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(
+                    consume_events(
+                        consumer, store, networks_of(settings), stop, dispatcher.wakeup.set
+                    )
+                )
+                group.create_task(dispatcher.run(stop))
+                retention = timedelta(days=config.retention_days)
+                group.create_task(_maintain(store, retention, stop))
+        finally:
+            await consumer.stop()
+            await sender.close()
+            await listener.remove_listener(CHANNEL, wake)
+            await pool.release(listener)
+            log.info("webhooks stopped")
+
+    return role

@@ -1,0 +1,1 @@
+"""Webhook delivery: signing, retry schedule, endpoint matching (pure) and the role."""

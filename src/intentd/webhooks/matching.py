@@ -1,0 +1,74 @@
+"""Which endpoints hear an event (pure).
+
+An endpoint belongs to a client and a mode (``test`` or ``live``, the mode of the API
+key that registered it). An event goes to the enabled endpoints of the intent's
+client whose mode is the event's and which subscribe to its type (or to all types).
+An event's mode is ``live`` when the intent's source chain is a main network and
+``test`` otherwise, so a test intent's events reach test endpoints only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+__all__ = [
+    "EVENT_TYPES",
+    "TEST_EVENT_TYPE",
+    "Mode",
+    "Subscription",
+    "event_mode",
+    "subscribers",
+]
+
+Mode = Literal["test", "live"]
+EVENT_TYPES = (
+    "intent_funded",
+    "intent_initiated",
+    "intent_completed",
+    "intent_refunded",
+    "intent_expired",
+)
+"""Types an endpoint may subscribe to (``intent_expired`` once the lifecycle sends it)."""
+TEST_EVENT_TYPE = "webhook_test"
+"""The type of the event ``POST /webhooks/{id}/test`` sends (to that endpoint only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What matching needs to know of an endpoint."""
+
+    endpoint_id: UUID
+    client_id: UUID
+    mode: Mode
+    event_types: frozenset[str] | None
+    """None: every type."""
+    enabled: bool
+
+    def wants(self, client_id: UUID, mode: Mode, event_type: str) -> bool:
+        return (
+            self.enabled
+            and self.client_id == client_id
+            and self.mode == mode
+            and (self.event_types is None or event_type in self.event_types)
+        )
+
+
+def event_mode(event: Mapping[str, Any], networks: Mapping[str, str]) -> Mode:
+    """``event["mode"]`` if the envelope carries one, else from the network class of
+    the intent's source chain (``networks``: chain name to ``main``/``test``); an
+    unknown chain counts as ``test`` (never sent to live endpoints by mistake)."""
+    given = event.get("mode")
+    if given in ("test", "live"):
+        return "live" if given == "live" else "test"
+    chain = str(event.get("intent", {}).get("source_chain", ""))
+    return "live" if networks.get(chain) == "main" else "test"
+
+
+def subscribers(
+    subscriptions: Iterable[Subscription], client_id: UUID, mode: Mode, event_type: str
+) -> list[Subscription]:
+    """The subscriptions that receive an event, in the order given."""
+    return [s for s in subscriptions if s.wants(client_id, mode, event_type)]

@@ -1,0 +1,107 @@
+"""What the webhooks role needs from the outside world, as small protocols.
+
+The adapters implement them (``adapters.webhook_store.PostgresWebhookStore``,
+``webhooks.http.HttpSender``); the unit tests use in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+from uuid import UUID
+
+from intentd.webhooks.schedule import Decision
+
+__all__ = [
+    "Attempt",
+    "DueDelivery",
+    "EventToRecord",
+    "RecordedAttempt",
+    "Sender",
+    "WebhookStore",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EventToRecord:
+    """An event from Kafka, ready to be matched and recorded."""
+
+    event_id: str
+    event_type: str
+    client_id: UUID
+    mode: str
+    intent_id: int | None
+    sequence: int
+    created_at: datetime
+    body: bytes
+    """The exact bytes every attempt sends (signed as they are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DueDelivery:
+    """A claimed delivery: leased to this process until its attempt is recorded."""
+
+    id: int
+    endpoint_id: UUID
+    url: str
+    event_id: str
+    body: bytes
+    sealed_secrets: tuple[bytes, ...]
+    """The endpoint's valid secrets, sealed (``SecretBox``), newest first."""
+    round_attempts: int
+    """Attempts made since it was (re)scheduled, not counting the one about to be made."""
+    failing_since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """How one HTTP attempt went."""
+
+    status: int | None
+    """The answer's status, None if there was no answer (timeout, refused, reset)."""
+    latency: float
+    """Seconds from the start of the request to the end of the (capped) answer."""
+    error: str | None = None
+    response_head: str = ""
+    """The first 4 KiB of the answer, decoded leniently."""
+    retry_after: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedAttempt:
+    """An attempt made and what the schedule decided after it, to be stored."""
+
+    delivery: DueDelivery
+    attempt: Attempt
+    decision: Decision
+    at: datetime
+
+
+class Sender(Protocol):
+    async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
+        """POST ``body``; never raises for what the endpoint or the network does."""
+        ...
+
+
+class WebhookStore(Protocol):
+    async def record_events(self, events: Sequence[EventToRecord]) -> int:
+        """Record one delivery per matching endpoint of each event (unique per event
+        and endpoint: recording again is a no-op), in one transaction; return how many
+        deliveries were new. Returns only once they are durable."""
+        ...
+
+    async def claim_due(
+        self, now: datetime, limit: int, per_endpoint: int, lease: timedelta
+    ) -> list[DueDelivery]:
+        """Lease up to ``limit`` deliveries due at ``now`` (at most ``per_endpoint`` in
+        flight per endpoint, counting other processes' leases; a delivery never
+        attempted waits for the intent's earlier ones to the same endpoint) until
+        ``now + lease``. Two processes never claim the same delivery at once."""
+        ...
+
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        """Store the attempts and apply each decision to its delivery and endpoint
+        (failing since, disabled), releasing the leases, in one transaction."""
+        ...

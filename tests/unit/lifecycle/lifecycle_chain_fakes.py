@@ -1,0 +1,64 @@
+"""A fake of the trigger verifier's chains port: nodes over the indexer's forkable
+:class:`~tests.unit.indexer.indexer_fakes.FakeChain`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tests.unit.indexer.indexer_fakes import FakeChain, FakeReader
+
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.ports import RawRange
+from intentd.settings import ChainConfig
+
+
+class ReadFailed(Exception):
+    """A node's failed answer (what ``VerifierChains.failed_read`` recognises)."""
+
+
+class FakeDepositChain(FakeReader):
+    """A node of :class:`FakeChain`; every read raises ``fail`` while it is set."""
+
+    def __init__(self, chain: FakeChain, tokens: Iterable[str]) -> None:
+        super().__init__(chain, tokens)
+        self.fail: Exception | None = None
+
+    async def latest_block(self) -> int:
+        self._failing()
+        return await super().latest_block()
+
+    async def read_range(self, blocks: BlockRange) -> RawRange:
+        self._failing()
+        return await super().read_range(blocks)
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        """The receipt of ``tx_hash`` if its block is on the current branch."""
+        self._failing()
+        found = self.chain.receipts.get(tx_hash)
+        if found is None:
+            return None
+        number = int(found["blockNumber"], 16)
+        on_branch = (
+            number <= self.chain.head and self.chain.blocks[number]["hash"] == (found["blockHash"])
+        )
+        return found if on_branch else None
+
+    def _failing(self) -> None:
+        if self.fail is not None:
+            raise self.fail
+
+
+class FakeChains:
+    def __init__(self, **nodes: FakeDepositChain) -> None:
+        self.nodes = nodes
+        self.closed = False
+
+    def reader(self, chain: ChainConfig) -> FakeDepositChain:
+        return self.nodes[chain.name]
+
+    def failed_read(self, exc: BaseException) -> bool:
+        return isinstance(exc, ReadFailed)
+
+    async def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,127 @@
+"""The expiry loop's decisions on the fakes: what is expired when, what a failing intent
+costs the others, and the event log's pruning (the SQL itself:
+tests/integration/api/test_api_events.py and test_lifecycle_execution.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from tests.unit.lifecycle.lifecycle_builders import intent_row, settings
+from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
+
+from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.domain.status import IntentStatus
+from intentd.lifecycle.expiry import Expiry
+
+
+def store_with(*expires_in: float) -> FakeStore:
+    """Intents 1, 2, ... expiring ``expires_in`` seconds from now (negative: overdue)."""
+    uow = FakeUnitOfWork()
+    now = datetime.now(UTC)
+    for n, seconds in enumerate(expires_in, start=1):
+        uow.add_intent(intent_row(n, expires_at=now + timedelta(seconds=seconds)))
+    return FakeStore(uow)
+
+
+def statuses(store: FakeStore) -> list[IntentStatus]:
+    return [row.status for _, row in sorted(store.uow.state.intents.items())]
+
+
+async def all_expired(store: FakeStore) -> None:
+    """Return once every intent is EXPIRED (looking every 10 ms)."""
+    while statuses(store).count(IntentStatus.PENDING):  # noqa: ASYNC110 (state of a fake)
+        await asyncio.sleep(0.01)
+
+
+async def test_due_intents_are_expired_and_the_others_left_alone() -> None:
+    store = store_with(-60, 3600, -1)
+    loop = Expiry(settings(), store)
+    assert await loop.expire_due() == 2
+    assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING, IntentStatus.EXPIRED]
+    assert store.uow.event_types().count("intent_expired") == 2
+    assert await loop.expire_due() == 0
+
+
+async def test_a_round_looks_at_one_batch_at_most() -> None:
+    store = store_with(-3, -2, -1)
+    loop = Expiry(settings(), store, batch=2)
+    assert await loop.expire_due() == 2
+    assert statuses(store).count(IntentStatus.PENDING) == 1
+    assert await loop.expire_due() == 1
+
+
+async def test_an_intent_whose_expiry_would_only_fail_again_is_left_to_a_restart() -> None:
+    store = store_with(-2, -1)
+    store.uow.fail_next = KeyError("bug")  # the first intent's transaction
+    loop = Expiry(settings(), store)
+    assert await loop.expire_due() == 2
+    assert statuses(store) == [IntentStatus.PENDING, IntentStatus.EXPIRED]
+    assert await loop.expire_due() == 0  # not looked at again by this process
+
+
+async def test_an_intent_that_lost_to_another_transaction_is_tried_next_round() -> None:
+    store = store_with(-2, -1)
+    store.uow.fail_next = ConcurrentUpdate("lost")
+    loop = Expiry(settings(), store)
+    assert await loop.expire_due() == 2
+    assert statuses(store) == [IntentStatus.PENDING, IntentStatus.EXPIRED]
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.EXPIRED]
+
+
+async def test_an_unavailable_database_ends_the_round_and_the_loop_goes_on() -> None:
+    store = store_with(-1)
+    store.uow.fail_next = ConnectionResetError("gone")
+    loop = Expiry(settings(), store, max_sleep=0.01)
+    with pytest.raises(ConnectionResetError):
+        await loop.expire_due()
+    store.uow.fail_next = ConnectionResetError("gone")
+    stop = asyncio.Event()
+    task = asyncio.create_task(loop.run(stop))
+    async with asyncio.timeout(5):
+        await all_expired(store)
+    stop.set()
+    await task
+
+
+async def test_the_loop_wakes_for_the_next_expiry() -> None:
+    store = store_with(0.2)
+    loop = Expiry(settings(), store, max_sleep=30)
+    stop = asyncio.Event()
+    task = asyncio.create_task(loop.run(stop))
+    async with asyncio.timeout(5):  # not the 30 seconds of max_sleep
+        await all_expired(store)
+    stop.set()
+    async with asyncio.timeout(5):
+        await task
+
+
+def pruning(ages: list[float], *, fail: Exception | None = None) -> tuple[Expiry, FakeStore]:
+    store = FakeStore()
+    store.uow.state.due.event_ages = ages
+    store.uow.fail_prune = fail
+    return Expiry(settings(), store, prune_every=3600, prune_batch=10), store
+
+
+async def test_a_backlog_is_pruned_one_batch_per_round_then_not_before_the_interval() -> None:
+    days = settings().intents.event_retention_days
+    loop, store = pruning([days + 1.0] * 23 + [days - 1.0])
+    assert [await loop.prune_when_due() for _ in range(5)] == [10, 10, 3, 0, 0]
+    assert store.uow.prunes == 3
+    assert store.uow.state.due.event_ages == [days - 1.0]
+
+
+async def test_a_failed_pruning_is_logged_and_postponed() -> None:
+    loop, store = pruning([], fail=ValueError("bad"))
+    assert await loop.prune_when_due() == 0
+    assert await loop.prune_when_due() == 0
+    assert store.uow.prunes == 1
+
+
+async def test_an_unavailable_database_is_left_to_the_loop() -> None:
+    loop, store = pruning([], fail=ConnectionRefusedError("down"))
+    with pytest.raises(ConnectionRefusedError):
+        await loop.prune_when_due()
+    assert await loop.prune_when_due() == 0 and store.uow.prunes == 2  # tried again at once

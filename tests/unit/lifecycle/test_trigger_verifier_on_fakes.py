@@ -1,0 +1,168 @@
+"""The trigger verifier's verdicts on the fakes: a watched deposit is left, settled,
+relocated or retracted as its block and transaction fare on the node (against anvil:
+tests/integration/test_trigger_reorgs.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import REGISTRY
+from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer
+from tests.unit.lifecycle.lifecycle_builders import (
+    NOW,
+    SOURCE,
+    intent_row,
+    retraction_of,
+    settings,
+)
+from tests.unit.lifecycle.lifecycle_chain_fakes import FakeChains, FakeDepositChain, ReadFailed
+from tests.unit.lifecycle.lifecycle_fakes import FakeStore
+
+from intentd import wire
+from intentd.domain.deposits import Deposit, Disposition
+from intentd.domain.status import IntentStatus
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.range_deposits import scan_range
+from intentd.indexer.watched import WatchedAddresses
+from intentd.lifecycle.chain_book import ChainBook
+from intentd.lifecycle.crediting import credit
+from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.retractions import retract
+from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.settings import Settings
+
+FINAL_DEPTH = 3
+TO = intent_row(1).intent_address
+PAYMENT = Transfer(to=TO, amount=1_000, token=USDC)
+
+
+class Setup:
+    """Intent 1 paid by :data:`PAYMENT` in block 1, credited by trigger-processing and
+    watched."""
+
+    def __init__(self, *, confirmations: int = 1) -> None:
+        self.settings: Settings = settings(token=USDC, confirmations=confirmations)
+        self.book = ChainBook.of_settings(self.settings)
+        self.store = FakeStore()
+        later = datetime.now(UTC) + timedelta(days=1)
+        row = replace(intent_row(1, total_due=1_000, expires_at=later), token_in=USDC)
+        self.store.uow.add_intent(replace(row, token_out=USDC))
+        self.chain = FakeChain()
+        self.node = FakeDepositChain(self.chain, [USDC])
+        self.chains = FakeChains(**{SOURCE: self.node})
+        self.verifier = TriggerVerifier(
+            self.settings, self.store, self.chains, final_depth=FINAL_DEPTH, interval=0.01
+        )
+
+    async def pay(self) -> Deposit:
+        self.chain.mine(PAYMENT)
+        blocks = BlockRange(self.chain.head, self.chain.head)
+        raw = await self.node.read_range(blocks)
+        _, [found] = await scan_range(
+            SOURCE, self.node, raw, blocks, tokens=[USDC], watched=WatchedAddresses([TO])
+        )
+        paid = wire.found_deposit(SOURCE, found)
+        assert await credit(self.store.uow, self.book, paid, now=NOW) is Outcome.CREDITED
+        await self.store.uow.watch(paid.key, reopen=False)
+        return paid
+
+    def settled(self, paid: Deposit) -> str | None:
+        return self.store.uow.state.due.settled.get(paid.key)
+
+
+async def test_a_canonical_deposit_is_watched_until_final_then_settled() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    assert await setup.verifier.check(SOURCE) == {"canonical": 1}
+    setup.chain.mine(count=FINAL_DEPTH)
+    assert await setup.verifier.check(SOURCE) == {"final": 1}
+    assert setup.settled(paid) == "final"
+    assert await setup.verifier.check(SOURCE) == {}  # no longer watched
+
+
+async def test_a_height_the_node_does_not_have_decides_nothing() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    setup.chain.fork(keep=0)  # the node lags behind: no block 1 at all
+    assert await setup.verifier.check(SOURCE) == {"unseen": 1}
+    assert setup.settled(paid) is None
+    assert setup.store.uow.row(1).received == 1_000
+
+
+async def test_a_transfer_gone_with_its_block_is_retracted_and_the_scan_rewound() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    setup.chain.fork(keep=0)
+    setup.chain.mine(count=2)  # another branch, without the payment
+    assert await setup.verifier.check(SOURCE) == {"retracted": 1}
+    row = setup.store.uow.row(1)
+    assert (row.status, row.received) == (IntentStatus.PENDING, 0)
+    assert setup.store.uow.recorded(paid.key).disposition is Disposition.RETRACTED
+    assert setup.settled(paid) == "retracted"
+    assert setup.store.uow.state.due.rewound == [(1, paid.block_number)]
+
+
+async def test_a_transfer_mined_again_at_confirmation_depth_is_moved() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    setup.chain.fork(keep=0)
+    setup.chain.mine()
+    setup.chain.mine(PAYMENT)  # the same transaction, in block 2 of the new branch
+    assert await setup.verifier.check(SOURCE) == {"moved": 1}
+    moved = setup.store.uow.recorded(paid.key)
+    assert moved.deposit.block_number == 2 and moved.disposition is Disposition.CREDITED
+    assert setup.store.uow.row(1).received == 1_000  # still credited once
+    assert setup.settled(paid) is None  # watched in its new block
+    assert await setup.verifier.check(SOURCE) == {"canonical": 1}
+
+
+async def test_a_transfer_mined_again_but_not_yet_confirmed_is_waited_for() -> None:
+    setup = Setup(confirmations=3)
+    paid = await setup.pay()
+    setup.chain.fork(keep=0)
+    setup.chain.mine()
+    setup.chain.mine(PAYMENT)
+    assert await setup.verifier.check(SOURCE) == {"waiting": 1}
+    assert setup.store.uow.recorded(paid.key).deposit.block_number == 1
+    setup.chain.mine(count=2)
+    assert await setup.verifier.check(SOURCE) == {"moved": 1}
+
+
+async def test_a_deposit_the_poller_retracted_is_no_longer_watched() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    retraction = retraction_of(paid)  # the poller's
+    assert await retract(setup.store.uow, setup.book, retraction, now=NOW) is Outcome.RETRACTED
+    assert await setup.verifier.check(SOURCE) == {"gone": 1}
+    assert setup.settled(paid) == "gone"
+
+
+def checks(outcome: str) -> float:
+    labels = {"chain": SOURCE, "outcome": outcome}
+    return REGISTRY.get_sample_value("intentd_trigger_deposit_checks_total", labels) or 0.0
+
+
+@pytest.mark.parametrize(("error", "counted"), [(ReadFailed("node"), 0), (KeyError("bug"), 1)])
+async def test_no_failure_stops_the_loop(error: Exception, counted: int) -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    setup.chain.mine(count=FINAL_DEPTH)
+    setup.node.fail = error
+    errors = checks("error")
+    stop = asyncio.Event()
+    task = asyncio.create_task(setup.verifier.run(stop))
+    await asyncio.sleep(0.05)  # a few rounds, each failing
+    assert not task.done() and setup.settled(paid) is None
+    setup.node.fail = None
+    async with asyncio.timeout(5):
+        while setup.settled(paid) is None:  # noqa: ASYNC110 (state of a fake)
+            await asyncio.sleep(0.01)
+    stop.set()
+    await task
+    assert setup.settled(paid) == "final"
+    assert (checks("error") - errors > 0) is bool(counted)
+    await setup.verifier.close()
+    assert setup.chains.closed

@@ -1,0 +1,137 @@
+"""The dispatch loop with fake ports: signing, isolation of slow endpoints, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+from standardwebhooks.webhooks import Webhook
+from tests.unit.webhooks.webhook_fakes import FakeSender, FakeStore
+
+from intentd.webhooks.dispatcher import Dispatcher
+from intentd.webhooks.ports import Attempt, DueDelivery
+from intentd.webhooks.secret_box import SecretBox
+from intentd.webhooks.signing import new_secret
+
+BOX = SecretBox(os.urandom(32))
+
+
+def delivery(n: int, url: str, secrets: list[str], endpoint: UUID | None = None) -> DueDelivery:
+    endpoint = endpoint or uuid4()
+    return DueDelivery(
+        id=n,
+        endpoint_id=endpoint,
+        url=url,
+        event_id=f"evt-{n}",
+        body=b'{"n":%d}' % n,
+        sealed_secrets=tuple(BOX.seal(s, endpoint) for s in secrets),
+        round_attempts=0,
+        failing_since=None,
+    )
+
+
+async def test_a_slow_endpoint_does_not_delay_another() -> None:
+    now = datetime.now(UTC)
+    secret = new_secret()
+    store = FakeStore()
+    store.pending = [(now, delivery(1, "slow", [secret])), (now, delivery(2, "fast", [secret]))]
+    sender = FakeSender(lambda url: Attempt(200, 0.01), gates={"slow": asyncio.Event()})
+    dispatcher = Dispatcher(store, sender, BOX, lambda: now)
+    assert await dispatcher.dispatch_once() == 2
+    for _ in range(50):
+        if store.attempts:
+            break
+        await asyncio.sleep(0.01)
+    assert [d.url for d, _, _ in store.attempts] == ["fast"]
+    _url, headers, body = sender.sent[0]
+    Webhook(secret).verify(body, headers, json_parse=False)
+    assert headers["webhook-id"] == "evt-2"
+    sender.gates["slow"].set()
+    await dispatcher.drain()
+    assert sorted(d.url for d, _, _ in store.attempts) == ["fast", "slow"]
+
+
+async def test_failures_are_retried_on_schedule_with_the_same_id_and_body() -> None:
+    clock = [datetime.now(UTC)]
+    store = FakeStore()
+    old, new = new_secret(), new_secret()
+    store.pending = [(clock[0], delivery(1, "flaky", [new, old]))]
+    answers = iter([Attempt(None, 1.0, error="timeout"), Attempt(500, 0.1), Attempt(204, 0.1)])
+    sender = FakeSender(lambda url: next(answers))
+    dispatcher = Dispatcher(store, sender, BOX, lambda: clock[0])
+    for _ in range(3):
+        await dispatcher.dispatch_once()
+        await dispatcher.drain()
+        clock[0] += timedelta(minutes=1)
+    decisions = [decision for _, _, decision in store.attempts]
+    assert [d.delivered for d in decisions] == [False, False, True]
+    assert {h["webhook-id"] for _, h, _ in sender.sent} == {"evt-1"}
+    assert {b for _, _, b in sender.sent} == {b'{"n":1}'}
+    for _, headers, _body in sender.sent:
+        assert len(headers["webhook-signature"].split(" ")) == 2
+    # The dispatcher signs at the clock's time; standardwebhooks checks it against its own.
+    assert abs(int(sender.sent[0][1]["webhook-timestamp"]) - time.time()) < 60
+
+
+async def test_run_stops_and_finishes_what_is_in_flight() -> None:
+    now = datetime.now(UTC)
+    store = FakeStore()
+    store.pending = [(now, delivery(n, f"u{n}", [new_secret()])) for n in range(5)]
+    sender = FakeSender(lambda url: Attempt(200, 0.0))
+    dispatcher = Dispatcher(store, sender, BOX, lambda: now, idle_poll=0.01)
+    stop = asyncio.Event()
+    task = asyncio.create_task(dispatcher.run(stop))
+    await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, 2)
+    assert len(store.attempts) == 5
+
+
+def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
+    from intentd.adapters.webhook_store import _endpoint_changes
+    from intentd.webhooks.ports import RecordedAttempt
+    from intentd.webhooks.schedule import Decision, DisableReason
+
+    t0 = datetime.now(UTC)
+    a, b = uuid4(), uuid4()
+    ok = Decision(delivered=True, next_attempt_at=None)
+    retry = Decision(delivered=False, next_attempt_at=t0 + timedelta(seconds=5))
+    gone = Decision(delivered=False, next_attempt_at=None, disable=DisableReason.GONE)
+
+    def rec(endpoint: UUID, decision: Decision, seconds: int) -> RecordedAttempt:
+        return RecordedAttempt(
+            delivery(seconds, "u", [new_secret()], endpoint),
+            Attempt(200 if decision.delivered else 500, 0.0),
+            decision,
+            t0 + timedelta(seconds=seconds),
+        )
+
+    changes = {
+        c.endpoint_id: c
+        for c in _endpoint_changes(
+            [rec(a, retry, 3), rec(a, ok, 1), rec(a, retry, 2), rec(b, gone, 2), rec(b, ok, 3)]
+        )
+    }
+    # a: success at 1, failures from 2 on; b: disabled at 2 stays disabled.
+    assert (changes[a].succeeded, changes[a].failed_at) == (False, t0 + timedelta(seconds=2))
+    assert changes[a].disable is None
+    assert (changes[b].succeeded, changes[b].disable) == (True, "gone")
+
+
+async def test_secrets_never_reach_the_logs() -> None:
+    from structlog.testing import capture_logs
+
+    now = datetime.now(UTC)
+    secret = new_secret()
+    store = FakeStore()
+    store.pending = [(now, delivery(1, "down", [secret]))]
+    sender = FakeSender(lambda url: Attempt(None, 1.0, error="timeout"))
+    dispatcher = Dispatcher(store, sender, BOX, lambda: now)
+    with capture_logs() as logs:
+        await dispatcher.dispatch_once()
+        await dispatcher.drain()
+    assert logs and logs[0]["error"] == "timeout"
+    assert secret not in repr(logs) and secret.removeprefix("whsec_") not in repr(logs)

@@ -1,0 +1,50 @@
+"""In-memory fakes of the webhooks role's ports."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from intentd.webhooks.ports import Attempt, DueDelivery, EventToRecord, RecordedAttempt
+from intentd.webhooks.schedule import Decision
+
+
+@dataclass
+class FakeStore:
+    pending: list[tuple[datetime, DueDelivery]] = field(default_factory=list)
+    attempts: list[tuple[DueDelivery, Attempt, Decision]] = field(default_factory=list)
+    recorded: list[EventToRecord] = field(default_factory=list)
+
+    async def record_events(self, events: Sequence[EventToRecord]) -> int:
+        self.recorded.extend(events)
+        return len(events)
+
+    async def claim_due(
+        self, now: datetime, limit: int, per_endpoint: int, lease: timedelta
+    ) -> list[DueDelivery]:
+        due = [d for at, d in self.pending if at <= now][:limit]
+        self.pending = [(at, d) for at, d in self.pending if d not in due]
+        return due
+
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        for r in attempts:
+            self.attempts.append((r.delivery, r.attempt, r.decision))
+            if r.decision.next_attempt_at is not None:
+                again = replace(r.delivery, round_attempts=r.delivery.round_attempts + 1)
+                self.pending.append((r.decision.next_attempt_at, again))
+
+
+@dataclass
+class FakeSender:
+    answer: Callable[[str], Attempt]
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)
+    sent: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
+
+    async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
+        gate = self.gates.get(url)
+        if gate is not None:
+            await gate.wait()
+        self.sent.append((url, headers, body))
+        return self.answer(url)
