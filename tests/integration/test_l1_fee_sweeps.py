@@ -30,7 +30,7 @@ make_chain = test_executor.make_chain  # the executor tests' fixtures: an anvil 
 executing = test_executor.executing
 RECIPIENT = test_executor.RECIPIENT
 BOUND = 7 * 10**12
-"""What the stub oracle answers: about twice a BASE transfer's L1 fee today."""
+"""What the stub oracle answers (synthetic, wei)."""
 
 
 def stub_oracle(bound: int) -> str:

@@ -39,7 +39,7 @@ from intentd.settings import ChainConfig, ExecutionConfig
 
 GWEI = 10**9
 L1_FEE = 3 * 10**12
-"""What the node charges on top of gas for the sweep (synthetic, about a BASE figure)."""
+"""What the node charges on top of gas for the sweep (synthetic; any fee above 0 is refused)."""
 FEES = Fees(2 * GWEI // 100, GWEI // 1000)
 USDC = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"
 
