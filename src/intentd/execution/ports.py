@@ -16,6 +16,10 @@ Contracts the executor relies on:
   :class:`SendOutcome` and raises only when no node answered.
 - :class:`Lease`: :meth:`Lease.check` raises when this process may no longer lead the
   chain; the executor then stops at once.
+- :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
+  of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
+  signed then: fail closed); a node that does not answer raises the RPC errors of
+  ``adapters.chain`` (the tick is retried). ``adapters.l1_fee`` implements it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Protocol
 from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.deposit_check import Credited
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
+from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
@@ -39,6 +43,8 @@ __all__ = [
     "EstimateReverted",
     "ExecutionStore",
     "FeeInputs",
+    "L1FeeUnavailable",
+    "L1Fees",
     "Lease",
     "NewTx",
     "SendOutcome",
@@ -48,6 +54,10 @@ __all__ = [
 
 class EstimateReverted(Exception):
     """The node says the call would revert (e.g. the sender lacks the tokens)."""
+
+
+class L1FeeUnavailable(Exception):
+    """The chain's GasPriceOracle gave no L1 fee bound; do not sign the transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,4 +244,12 @@ class Lease(Protocol):
 
     async def check(self) -> None:
         """Raise unless this process still leads the chain."""
+        ...
+
+
+class L1Fees(Protocol):
+    """The L1 data fee one chain charges on top of gas (0 where it charges none)."""
+
+    async def upper_bound(self, plan: TxPlan) -> int:
+        """Wei the chain will charge on top of gas for ``plan``, at most (today's L1 prices)."""
         ...
