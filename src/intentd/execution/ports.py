@@ -20,6 +20,11 @@ Contracts the executor relies on:
   chain; the executor then stops at once.
 - :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
   key; the executor sees addresses and signed bytes only.
+- :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
+  of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
+  signed then: fail closed); a node that does not answer raises
+  :class:`~intentd.indexer.ports.ChainUnavailable` (the tick is retried).
+  ``adapters.l1_fee`` implements it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ __all__ = [
     "ExecutionStore",
     "FeeInputs",
     "Keyring",
+    "L1FeeUnavailable",
+    "L1Fees",
     "Lease",
     "NewTx",
     "SendOutcome",
@@ -54,6 +61,10 @@ __all__ = [
 
 class EstimateReverted(Exception):
     """The node says the call would revert (e.g. the sender lacks the tokens)."""
+
+
+class L1FeeUnavailable(Exception):
+    """The chain's GasPriceOracle gave no L1 fee bound; do not sign the transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,4 +275,12 @@ class Keyring(Protocol):
         self, plan: TxPlan, kind: SignerKind, index: int | None, *, chain_id: int, nonce: int
     ) -> SignedTx:
         """``plan`` signed by that signer as an EIP-1559 (type 2) transaction."""
+        ...
+
+
+class L1Fees(Protocol):
+    """The L1 data fee one chain charges on top of gas (0 where it charges none)."""
+
+    async def upper_bound(self, plan: TxPlan) -> int:
+        """Wei the chain will charge on top of gas for ``plan``, at most (today's L1 prices)."""
         ...

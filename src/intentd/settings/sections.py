@@ -155,6 +155,9 @@ class ExecutionConfig(ConfigModel):
     """Seconds before the second attempt; doubled for each further one."""
     topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
     """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+    l1_fee_margin_bps: int = Field(default=2_500, ge=0, le=100_000)
+    """A native sweep on an ``op_stack`` chain reserves the oracle's L1 data fee bound
+    plus this much more (1/10,000): the L1 fee moves between estimate and inclusion."""
     unconfirmed_alert_after: float = Field(default=900.0, ge=0, le=86_400)
     """Seconds a prefill may wait for the second provider to confirm its deposits
     before an operator alert (it keeps waiting after it)."""

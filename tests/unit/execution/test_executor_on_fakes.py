@@ -23,8 +23,9 @@ from tests.unit.execution.execution_fakes import (
 from intentd.domain.actions import ActionKind, ActionStatus, SignerKind
 from intentd.execution.executor import Executor
 from intentd.execution.planning import Purpose
-from intentd.execution.ports import SendOutcome
+from intentd.execution.ports import L1Fees, SendOutcome
 from intentd.execution.tracking import TxStatus
+from intentd.execution.transfer_planner import NO_L1_FEE
 from intentd.settings import ChainConfig, ExecutionConfig, TokenConfig
 
 CHAIN = "FAKECHAIN"
@@ -43,7 +44,8 @@ def chain_config() -> ChainConfig:
 
 
 class Harness:
-    def __init__(self, **execution: Any) -> None:
+    def __init__(self, *, l1_fees: L1Fees = NO_L1_FEE, **execution: Any) -> None:
+        self.l1_fees = l1_fees
         self.chain = FakeChain()
         self.store = FakeStore(CHAIN)
         self.config = ExecutionConfig(
@@ -59,6 +61,7 @@ class Harness:
             store=self.store,
             writer=FakeWriter(self.chain),
             keyring=KEYS,
+            l1_fees=self.l1_fees,
         )
         return self.executor
 
