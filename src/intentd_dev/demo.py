@@ -44,7 +44,7 @@ from intentd.domain.amounts import format_amount, parse_amount
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, load_settings
 from intentd_dev.demo_payer import Payer
-from intentd_dev.webhook_receiver import Receiver, describe_delivery, register, wait_signed
+from intentd_dev.webhook_receiver import Receiver, describe_delivery, wait_signed
 
 BOLD, DIM, GREEN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[32m", "\033[33m", "\033[0m"
 
@@ -204,8 +204,7 @@ async def demo(config: str, timeout: float, log_path: Path) -> int:
 
         api = f"http://{settings.api.host}:{settings.api.port}"
         key = create_key(config)
-        endpoint = register(api, key, hook_url)
-        receiver.use_secret(endpoint.pop("secret"))
+        endpoint = receiver.register(api, key)  # deleted again by receiver.stop()
         say(
             f"merchant webhook endpoint {endpoint['id']} at {hook_url}: every signature"
             f" verified with {receiver.library}"

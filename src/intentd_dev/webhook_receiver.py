@@ -6,7 +6,9 @@ own Python library, a dev dependency) when it is importable, else with
 ``intentd.webhooks.signing.verify``. A verified event is answered 204 and kept by its
 ``webhook-id`` (a redelivery is counted, not kept twice); anything else is answered 401
 and counted as refused. :func:`register` creates the endpoint through the HTTP API and
-:meth:`Receiver.missing` says which expected events have not arrived signed.
+:meth:`Receiver.register` creates its endpoint through the HTTP API (and
+:meth:`Receiver.stop` deletes it, so later runs' events are not retried to a dead
+port); :meth:`Receiver.missing` says which expected events have not arrived signed.
 Development tooling only: the secret stays in memory and is never printed.
 """
 
@@ -81,6 +83,7 @@ class Receiver:
     library: str = ""
     _verify: Verifier | None = None
     _runner: web.AppRunner | None = None
+    _registered: tuple[str, str, str] | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     """Set whenever a new verified event arrives."""
     port: int = 0
@@ -98,7 +101,19 @@ class Receiver:
     def use_secret(self, secret: str) -> None:
         self._verify, self.library = verifier_for(secret)
 
+    def register(self, api: str, key: str) -> dict[str, Any]:
+        """Register this receiver for every event type with ``key``'s client; the
+        endpoint (without its secret, which only the receiver keeps)."""
+        endpoint = register(api, key, f"http://127.0.0.1:{self.port}/hooks/intentd")
+        self.use_secret(endpoint.pop("secret"))
+        self._registered = (api, key, str(endpoint["id"]))
+        return endpoint
+
     async def stop(self) -> None:
+        """Delete the registered endpoint, then stop listening."""
+        if self._registered is not None:
+            await asyncio.to_thread(unregister, *self._registered)
+            self._registered = None
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -148,6 +163,20 @@ def register(api: str, key: str, url: str) -> dict[str, Any]:
     except urllib.error.HTTPError as exc:
         raise SystemExit(f"webhook registration failed: {exc.code} {exc.read().decode()}") from None
     return endpoint
+
+
+def unregister(api: str, key: str, endpoint_id: str) -> None:
+    """``DELETE /api/v1/webhooks/{id}``; a failure is reported, not raised."""
+    request = urllib.request.Request(  # noqa: S310 (the API's http URL, from the config)
+        f"{api}/api/v1/webhooks/{endpoint_id}",
+        method="DELETE",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            pass
+    except OSError as exc:
+        print(f"could not delete webhook endpoint {endpoint_id}: {exc}", flush=True)
 
 
 async def wait_signed(receiver: Receiver, expected: set[str], within: float) -> set[str]:

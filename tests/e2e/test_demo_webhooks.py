@@ -1,11 +1,13 @@
 """The demo (``python -m intentd_dev.demo``) as ``make demo`` runs it, on resources of
 this test alone: ``intentd run`` with a webhook key delivers every event of the demo's
 intents to the demo merchant's receiver, each signature verified by
-``standardwebhooks``; the database agrees that every delivery succeeded."""
+``standardwebhooks``, as many as the webhooks role recorded; the demo deletes its
+endpoint at the end."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import subprocess
 import sys
@@ -57,15 +59,15 @@ async def test_demo_merchant_receives_every_event_signed(
     text = out.decode()
     daemon_log = log.read_text() if log.exists() else ""
     assert demo.returncode == 0, text + daemon_log[-5000:]
+    received = re.search(r"the merchant received all (\d+) events of its intents as webhooks", text)
+    assert received is not None, text
     assert "every signature valid (standardwebhooks; " in text, text
     for step in ("intent_funded", "intent_initiated", "intent_completed", "intent_refunded"):
         assert f"webhook {step} intent #" in text, text
     assert "funding EXACT" in text and "funding OVERFUNDED" in text, text
-    assert "whsec_" not in text  # the endpoint's secret is never printed
+    assert "whsec_" not in text + daemon_log  # the endpoint's secret is never printed
 
-    rows = await pool.fetch("SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status")
-    by_status = {row["status"]: row["n"] for row in rows}
-    assert set(by_status) == {"delivered"}, by_status
-    events = await pool.fetchval("SELECT count(*) FROM webhook_events")
-    assert by_status["delivered"] == events >= 10
-    assert await pool.fetchval("SELECT count(*) FROM webhook_endpoints") == 1
+    # Every event the webhooks role recorded for the demo's intents reached the merchant.
+    recorded = await pool.fetchval("SELECT count(*) FROM webhook_events WHERE intent_id > 0")
+    assert int(received.group(1)) == recorded >= 10
+    assert await pool.fetchval("SELECT count(*) FROM webhook_endpoints") == 0
