@@ -1,4 +1,11 @@
-"""What every handler needs: the services of the process, and request-reading helpers."""
+"""What every handler needs: the services of the process, and request-reading helpers.
+
+A JSON body is never held beyond ``MAX_BODY_BYTES``: a ``Content-Length`` over it is
+refused before any of the body is read, and a body without one (chunked) is read
+only until it passes the limit. Either way the answer is a 413 ``body_too_large``
+problem, sent at once; whatever of the upload still arrives is discarded by the
+server as it comes (never held).
+"""
 
 from __future__ import annotations
 
@@ -71,9 +78,7 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise ApiProblem(415, "unsupported_media_type", "send the body as application/json")
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise ApiProblem(413, "body_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    body = await _capped_body(request)
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -82,6 +87,25 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_problem(exc, "body") from None
+
+
+def _too_large() -> ApiProblem:
+    return ApiProblem(413, "body_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+
+
+async def _capped_body(request: Request) -> bytes:
+    """The body, read only while it stays within ``MAX_BODY_BYTES``."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY_BYTES:  # the server checked its form
+        raise _too_large()
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            raise _too_large()
+        parts.append(part)
+    return b"".join(parts)
 
 
 def validation_problem(exc: ValidationError, where: str) -> ApiProblem:

@@ -86,7 +86,6 @@ async def upload(port: int, key: str, *, chunked: bool) -> int:
     return int(head.split(b" ", 2)[1])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 7: the whole body is buffered")
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 async def test_a_200_mib_body_is_refused_without_being_held(
