@@ -31,13 +31,15 @@ Credentials = HTTPAuthorizationCredentials | None
 async def _api_caller(
     request: Request, _: Annotated[Credentials, Security(_api_key_scheme)]
 ) -> Caller:
-    return await Services.of(request).auth.api_key(request.headers.get("authorization"))
+    auth = Services.of(request).auth
+    return await auth.api_key(request.headers.get("authorization"), auth.source_of(request.scope))
 
 
 async def _session_caller(
     request: Request, _: Annotated[Credentials, Security(_session_scheme)]
 ) -> Caller:
-    return await Services.of(request).auth.session(request.headers.get("authorization"))
+    auth = Services.of(request).auth
+    return await auth.session(request.headers.get("authorization"), auth.source_of(request.scope))
 
 
 ApiCaller = Annotated[Caller, Depends(_api_caller)]
@@ -64,8 +66,15 @@ _DESCRIPTIONS = {
         " amount_rounds_to_zero or amount_too_precise_for_route when tokenOut cannot carry"
         " the amount, amount_too_large beyond 256 bits)"
     ),
-    429: "Over the key's rate limit; retry after Retry-After seconds",
-    503: "Sessions are not configured, or the chain's RPC is unavailable",
+    429: (
+        "Over a rate limit (code rate_limited: the key's; session_rate_limited: the"
+        " session token's; source_rate_limited: requests without a valid key from this"
+        " address); retry after Retry-After seconds"
+    ),
+    503: (
+        "Sessions are not configured, the chain's RPC is unavailable, or the server is"
+        " at capacity (overloaded, database_busy, writer_busy: retry after Retry-After)"
+    ),
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
