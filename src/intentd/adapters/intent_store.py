@@ -276,3 +276,11 @@ async def lock_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
         f"SELECT {_COLUMNS} FROM intents WHERE id = $1 FOR UPDATE", intent_id
     )
     return _row(record) if record is not None else None
+
+
+async def count_for_session(conn: Connection, session_id: str) -> int:
+    """How many intents the session ``session_id`` created (index ``intents_by_session``)."""
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM intents WHERE session_id = $1", session_id
+    )
+    return count

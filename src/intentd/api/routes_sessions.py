@@ -6,6 +6,12 @@ amount and excluded source chains; the modal (holding only the session token) ca
 read the session, get quotes for it, create intents within it and say "I have made
 payment" (trigger processing) for intents it created. The session endpoints accept
 session tokens only, and the API-key endpoints API keys only.
+
+A session token creates at most ``api.max_intents_per_session`` intents (then 409
+``session_intent_limit``; a retry with an ``Idempotency-Key`` it already used still
+answers its intent). The count is read before each create, so creates of one session
+racing each other may pass the cap by their number, which the session's own rate
+limit (``api.session_rate_limit``) bounds.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from eth_utils import to_checksum_address
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from intentd.adapters import intent_store
 from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import (
@@ -254,6 +261,8 @@ async def session_intent(
     if source is not None:
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
+    idempotency = f"{session.id}:{key}" if key is not None else None
+    await _within_cap(services, session, idempotency)
     now = services.now()
     row = await create_intent(
         services.settings,
@@ -273,11 +282,29 @@ async def session_intent(
         ),
         client_id=session.client_id,
         now=now,
-        idempotency_key=f"{session.id}:{key}" if key is not None else None,
+        idempotency_key=idempotency,
         prices=services.prices,
         session_id=session.id,
     )
     return json_response(render_record(row), 201)
+
+
+async def _within_cap(services: Services, session: Session, idempotency: str | None) -> None:
+    """409 ``session_intent_limit`` once the session has created its cap of intents,
+    unless this create is the retry of one of them."""
+    cap = services.settings.api.max_intents_per_session
+    async with services.pool.acquire() as conn:
+        if await intent_store.count_for_session(conn, session.id) < cap:
+            return
+        if idempotency is not None and await intent_store.find_by_idempotency_key(
+            conn, session.client_id, idempotency
+        ):
+            return
+    raise ApiProblem(
+        409,
+        "session_intent_limit",
+        f"this session has created its {cap} intents; create a new session for another payment",
+    )
 
 
 @router.get(
