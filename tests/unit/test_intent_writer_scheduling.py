@@ -10,18 +10,20 @@ from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, Connection, NewIntent
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
-from intentd.intents.writer import IntentWriter
+from intentd.intents.writer import IntentWriter, WriterBusy
 
 MNEMONIC = "test test test test test test test test test test test junk"
 
 
 class FakePool:
     @asynccontextmanager
-    async def acquire(self) -> AsyncIterator[Any]:
+    async def acquire(self, timeout: float | None = None) -> AsyncIterator[Any]:
         await asyncio.sleep(0)
         yield object()
 
@@ -68,3 +70,37 @@ async def test_no_create_waits_for_a_later_one() -> None:
 
     await asyncio.gather(*(client(n) for n in range(20)))
     assert stuck == []
+
+
+async def test_a_full_writer_refuses_at_once() -> None:
+    """Issue 11, item 11: the queue of creates is bounded; one more is refused (not
+    queued), and the creates already waiting are all written."""
+    writer = IntentWriter(
+        cast(Pool, FakePool()),
+        IntentKeys(MNEMONIC),
+        indexes=CountingIndexes(),
+        insert=slow_insert,
+        max_waiting=3,
+    )
+    first = asyncio.ensure_future(writer.insert(cast(NewIntent, 0)))  # in the write
+    await asyncio.sleep(0)
+    queued = [asyncio.ensure_future(writer.insert(cast(NewIntent, n))) for n in (1, 2, 3)]
+    await asyncio.sleep(0)
+    with pytest.raises(WriterBusy):
+        await writer.insert(cast(NewIntent, 4))
+    assert all(row is not None for row in await asyncio.gather(first, *queued))
+
+
+class NeverPool:
+    @asynccontextmanager
+    async def acquire(self, timeout: float | None = None) -> AsyncIterator[Any]:
+        await asyncio.wait_for(asyncio.Event().wait(), timeout)
+        yield object()
+
+
+async def test_a_writer_without_a_connection_gives_up_in_time() -> None:
+    writer = IntentWriter(
+        cast(Pool, NeverPool()), IntentKeys(MNEMONIC), insert=slow_insert, acquire_timeout=0.05
+    )
+    with pytest.raises(WriterBusy):
+        await asyncio.wait_for(writer.insert(cast(NewIntent, 1)), 5)

@@ -19,19 +19,21 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
+from intentd.adapters.intent_store import NewIntent
 from intentd.adapters.postgres import Pool
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
 from intentd.intents.record import IntentRow
-from intentd.intents.writer import IntentWriter
+from intentd.intents.writer import IntentWriter, WriterBusy
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
 __all__ = [
     "API_PREFIX",
     "MAX_BODY_BYTES",
+    "AnsweringWriter",
     "Services",
     "idempotency_key",
     "json_response",
@@ -43,6 +45,22 @@ API_PREFIX = "/api/v1"
 MAX_BODY_BYTES = 64 * 1024
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+class AnsweringWriter(IntentWriter):
+    """The intent writer of the API: a full writer is a 503 ``writer_busy`` problem with
+    ``Retry-After`` (nothing of that create was written)."""
+
+    async def insert(self, new: NewIntent) -> IntentRow | None:
+        try:
+            return await super().insert(new)
+        except WriterBusy as exc:
+            raise ApiProblem(
+                503,
+                "writer_busy",
+                f"the server is at capacity ({exc}); retry after Retry-After seconds",
+                headers={"Retry-After": "1"},
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
