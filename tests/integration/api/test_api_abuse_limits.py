@@ -4,6 +4,7 @@ address and never crowd valid keys out of the cache."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -149,3 +150,21 @@ async def test_a_flood_of_unknown_keys_does_not_evict_valid_ones(
     before = pool.acquired
     assert (await auth.api_key(f"Bearer {valid.key}")).key == stored
     assert pool.acquired == before, "the valid key was looked up again"
+
+
+class ExhaustedPool:
+    async def acquire(self, timeout: float | None = None) -> object:
+        await asyncio.wait_for(asyncio.Event().wait(), timeout)
+        raise AssertionError("unreachable")
+
+
+async def test_a_key_lookup_without_a_free_connection_is_a_503(
+    make_settings: Callable[..., Settings], infra: dict[str, str]
+) -> None:
+    settings = make_settings(**api_sections(infra, api={"db_acquire_timeout": 0.05}))
+    auth = Authenticator(settings, ExhaustedPool())  # type: ignore[arg-type]
+    with pytest.raises(ApiProblem) as refused:
+        await asyncio.wait_for(auth.api_key(f"Bearer {random_key()}", "192.0.2.1"), 5)
+    problem = refused.value
+    assert (problem.status, problem.code) == (503, "database_busy")
+    assert problem.headers["Retry-After"] == "1"
