@@ -6,12 +6,7 @@ amount and excluded source chains; the modal (holding only the session token) ca
 read the session, get quotes for it, create intents within it and say "I have made
 payment" (trigger processing) for intents it created. The session endpoints accept
 session tokens only, and the API-key endpoints API keys only.
-
-A session token creates at most ``api.max_intents_per_session`` intents (then 409
-``session_intent_limit``; a retry with an ``Idempotency-Key`` it already used still
-answers its intent). The count is read before each create, so creates of one session
-racing each other may pass the cap by their number, which the session's own rate
-limit (``api.session_rate_limit``) bounds.
+A session's cap of intents is ``session_cap``'s.
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ from eth_utils import to_checksum_address
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from intentd.adapters import intent_store
 from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import (
@@ -41,6 +35,7 @@ from intentd.api.problems import ApiProblem
 from intentd.api.render import quote_json, token_json
 from intentd.api.routes_intents import IntentAddress, load_intent, trigger_response
 from intentd.api.security import ApiCaller, IdempotencyKey, SessionCaller, errors
+from intentd.api.session_cap import within_cap
 from intentd.api.sessions import Session, sign_session
 from intentd.domain.amounts import AmountError, format_amount, parse_amount
 from intentd.intents import quotes
@@ -262,7 +257,7 @@ async def session_intent(
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
     idempotency = f"{session.id}:{key}" if key is not None else None
-    await _within_cap(services, session, idempotency)
+    await within_cap(services, session, idempotency)
     now = services.now()
     row = await create_intent(
         services.settings,
@@ -287,24 +282,6 @@ async def session_intent(
         session_id=session.id,
     )
     return json_response(render_record(row), 201)
-
-
-async def _within_cap(services: Services, session: Session, idempotency: str | None) -> None:
-    """409 ``session_intent_limit`` once the session has created its cap of intents,
-    unless this create is the retry of one of them."""
-    cap = services.settings.api.max_intents_per_session
-    async with services.pool.acquire() as conn:
-        if await intent_store.count_for_session(conn, session.id) < cap:
-            return
-        if idempotency is not None and await intent_store.find_by_idempotency_key(
-            conn, session.client_id, idempotency
-        ):
-            return
-    raise ApiProblem(
-        409,
-        "session_intent_limit",
-        f"this session has created its {cap} intents; create a new session for another payment",
-    )
 
 
 @router.get(

@@ -58,7 +58,10 @@ _DESCRIPTIONS = {
     401: "Missing, malformed, unknown, revoked or expired credentials",
     403: "The key's network class, or the session, does not allow this",
     404: "No such intent for this client",
-    409: "The Idempotency-Key was used with a different request",
+    409: (
+        "The Idempotency-Key was used with a different request (idempotency_key_reused),"
+        " or the session has created its cap of intents (session_intent_limit)"
+    ),
     413: "The body is too large",
     415: "The body is not application/json",
     422: (
