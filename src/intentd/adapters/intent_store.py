@@ -22,7 +22,7 @@ import asyncpg
 from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.ports import AddressedIntent, NewIntent
+from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
 
 
@@ -88,9 +88,15 @@ class PostgresIntentStore:
         self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[_Session]:
-        async with self._pool.acquire() as conn:
+    async def session(self, *, within: float | None = None) -> AsyncIterator[_Session]:
+        try:
+            conn = await self._pool.acquire(timeout=within)
+        except TimeoutError:
+            raise NoConnection(f"no connection within {within} s") from None
+        try:
             yield _Session(conn, self._indexes)
+        finally:
+            await self._pool.release(conn)
 
     async def find_by_idempotency_key(
         self, client_id: UUID, key: str
@@ -274,3 +280,11 @@ async def lock_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
         f"SELECT {_COLUMNS} FROM intents WHERE id = $1 FOR UPDATE", intent_id
     )
     return _row(record) if record is not None else None
+
+
+async def count_for_session(conn: Connection, session_id: str) -> int:
+    """How many intents the session ``session_id`` created (index ``intents_by_session``)."""
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM intents WHERE session_id = $1", session_id
+    )
+    return count

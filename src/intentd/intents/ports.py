@@ -21,7 +21,7 @@ from uuid import UUID
 
 from intentd.intents.record import IntentRow
 
-__all__ = ["AddressedIntent", "IntentSession", "IntentStore", "NewIntent"]
+__all__ = ["AddressedIntent", "IntentSession", "IntentStore", "NewIntent", "NoConnection"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +86,9 @@ class IntentSession(Protocol):
 
 
 class IntentStore(Protocol):
-    def session(self) -> AbstractAsyncContextManager[IntentSession]:
-        """A connection for a write (the index draw and the inserts of one batch)."""
+    def session(self, *, within: float | None = None) -> AbstractAsyncContextManager[IntentSession]:
+        """A connection for a write (the index draw and the inserts of one batch);
+        :class:`NoConnection` if none comes free within ``within`` seconds."""
         ...
 
     async def find_by_idempotency_key(
@@ -105,3 +106,7 @@ class IntentStore(Protocol):
         """Whether ``error`` is an error the database answered a statement with (the
         session is still usable), not a timeout or a lost connection."""
         ...
+
+
+class NoConnection(Exception):
+    """No database connection came free in time (nothing was written)."""

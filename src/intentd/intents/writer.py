@@ -23,6 +23,11 @@ create; any other error (a timeout, a lost connection) fails the whole batch
 (``IntentWriteFailed``, the cause chained): none of its creates was committed, or the
 one statement committed all of them, and a client retrying with its
 ``Idempotency-Key`` gets the same intent either way.
+
+Bounded: at most ``max_waiting`` creates wait (not yet in a write); one more is
+refused at once with ``WriterBusy``, and nothing of it is written. A write waits at
+most ``acquire_timeout`` seconds for a connection; past that its creates fail with
+``WriterBusy`` too (nothing of them was written).
 """
 
 from __future__ import annotations
@@ -32,10 +37,16 @@ from collections import deque
 from typing import Protocol
 
 from intentd import observability as metrics
-from intentd.intents.ports import AddressedIntent, IntentStore, NewIntent
+from intentd.intents.ports import (
+    AddressedIntent,
+    IntentSession,
+    IntentStore,
+    NewIntent,
+    NoConnection,
+)
 from intentd.intents.record import IntentRow
 
-__all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter"]
+__all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter", "WriterBusy"]
 
 
 class AddressSource(Protocol):
@@ -59,6 +70,8 @@ class IntentWriter:
         *,
         max_batch: int = 128,
         max_in_flight: int = 1,
+        max_waiting: int | None = None,
+        acquire_timeout: float | None = None,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("max_batch and max_in_flight must be at least 1")
@@ -66,6 +79,8 @@ class IntentWriter:
         self._keys = keys
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
+        self._max_waiting = max_waiting
+        self._acquire_timeout = acquire_timeout
         self._waiting: deque[_Waiting] = deque()
         self._in_flight = 0
         self._writers: set[asyncio.Task[None]] = set()  # references, against collection
@@ -75,6 +90,8 @@ class IntentWriter:
         return self._store
 
     async def insert(self, new: NewIntent) -> IntentRow | None:
+        if self._max_waiting is not None and len(self._waiting) >= self._max_waiting:
+            raise WriterBusy(f"{self._max_waiting} creates are already waiting")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[IntentRow | None] = loop.create_future()
         self._waiting.append((new, future))
@@ -109,29 +126,36 @@ class IntentWriter:
 
     async def _write_batch(self, batch: list[_Waiting]) -> None:
         store = self._store
-        async with store.session() as session:
-            indexes = await session.take_indexes(len(batch))
-            items = [
-                AddressedIntent(new, index, self._keys.address(index).lower())
-                for (new, _), index in zip(batch, indexes, strict=True)
-            ]
-            try:
-                written = await session.insert(items)
-            except Exception as refused:
-                # A row the database refuses: find it (any other error, such as a
-                # timeout or a lost connection, fails the batch as it is).
-                if len(items) == 1 or not store.refuses_row(refused):
-                    raise
-                for item, (_, future) in zip(items, batch, strict=True):
-                    try:
-                        alone = await session.insert([item])
-                    except Exception as exc:
-                        if not store.answered_with_error(exc):
-                            raise
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(_created(alone.get(item.address_index)))
-                return
+        try:
+            async with store.session(within=self._acquire_timeout) as session:
+                await self._write_on(session, batch)
+        except NoConnection:
+            raise WriterBusy("no database connection came free in time") from None
+
+    async def _write_on(self, session: IntentSession, batch: list[_Waiting]) -> None:
+        store = self._store
+        indexes = await session.take_indexes(len(batch))
+        items = [
+            AddressedIntent(new, index, self._keys.address(index).lower())
+            for (new, _), index in zip(batch, indexes, strict=True)
+        ]
+        try:
+            written = await session.insert(items)
+        except Exception as refused:
+            # A row the database refuses: find it (any other error, such as a
+            # timeout or a lost connection, fails the batch as it is).
+            if len(items) == 1 or not store.refuses_row(refused):
+                raise
+            for item, (_, future) in zip(items, batch, strict=True):
+                try:
+                    alone = await session.insert([item])
+                except Exception as exc:
+                    if not store.answered_with_error(exc):
+                        raise
+                    future.set_exception(exc)
+                else:
+                    future.set_result(_created(alone.get(item.address_index)))
+            return
         for item, (_, future) in zip(items, batch, strict=True):
             if not future.done():
                 future.set_result(_created(written.get(item.address_index)))
@@ -141,6 +165,11 @@ class IntentWriteFailed(RuntimeError):
     """The group write of this create failed (the cause is chained)."""
 
 
+class WriterBusy(RuntimeError):
+    """The writer is full (or found no connection in time): nothing of the create was
+    written; it may be retried."""
+
+
 def _fail(batch: list[_Waiting], exc: BaseException) -> None:
     """Fail every create of ``batch`` still waiting; each gets an exception of its own
     (one shared object would gather the tracebacks of every request raising it)."""
@@ -148,6 +177,8 @@ def _fail(batch: list[_Waiting], exc: BaseException) -> None:
     for future in waiting:
         if isinstance(exc, asyncio.CancelledError):
             future.cancel()
+        elif isinstance(exc, WriterBusy):
+            future.set_exception(WriterBusy(str(exc)))
         elif len(waiting) == 1:
             future.set_exception(exc)
         else:

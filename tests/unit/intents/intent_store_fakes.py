@@ -16,7 +16,7 @@ from decimal import Decimal
 from uuid import UUID, uuid4
 
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.ports import AddressedIntent, NewIntent
+from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
 
 NOW = datetime(2026, 11, 24, tzinfo=UTC)
@@ -106,6 +106,8 @@ class FakeIntentStore:
     """Rows the database refuses (like the CHECK on ``token_out_decimals``)."""
     lose_connection_after: int | None = None
     """Statements answered before the connection is lost for good (None: never)."""
+    no_connection: bool = False
+    """Every session waits for a connection that never comes free."""
     rows: dict[int, IntentRow] = field(default_factory=dict)
     """Written intents, by id."""
     keys: dict[tuple[UUID, str], tuple[int, str]] = field(default_factory=dict)
@@ -116,8 +118,13 @@ class FakeIntentStore:
     _next_index: int = 1
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[FakeSession]:
+    async def session(self, *, within: float | None = None) -> AsyncIterator[FakeSession]:
         await asyncio.sleep(0)
+        if self.no_connection:
+            try:
+                await asyncio.wait_for(asyncio.Event().wait(), within)
+            except TimeoutError:
+                raise NoConnection(f"no connection within {within} s") from None
         self.open_sessions += 1
         self.most_sessions = max(self.most_sessions, self.open_sessions)
         try:
