@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.unit.test_event_types import ADDRESS, EXPIRES, SOURCE, USDC, kinds, new_intent, pay
 
 from intentd.domain.events import is_terminal
-from intentd.domain.intent import ActionKind, Deposit, Intent, RefundReason
+from intentd.domain.intent import ActionKind, Deposit, RefundReason
 from intentd.domain.status import IllegalTransition, IntentStatus
-from tests.unit.test_event_types import ADDRESS, EXPIRES, SOURCE, USDC, kinds, new_intent, pay
 
 
 def late_deposit(amount: int, n: int = 9) -> Deposit:

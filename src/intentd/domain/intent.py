@@ -40,8 +40,8 @@ REFUNDING with everything held refunded (``merchant``). Any other state raises
 :class:`~intentd.domain.status.IllegalTransition`.
 
 Every confirmed user refund emits ``intent_refunded``; one of reason ``expired``,
-``failed``, ``cancelled`` or ``merchant`` also ends the intent as REFUNDED. So every intent that ends has exactly one
-terminal event (:func:`~intentd.domain.events.is_terminal`).
+``failed``, ``cancelled`` or ``merchant`` also ends the intent as REFUNDED. So every
+intent that ends has exactly one terminal event (:func:`~intentd.domain.events.is_terminal`).
 
 Every refund of credited ``tokenIn`` is of what is still held for the user,
 :meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
