@@ -53,6 +53,10 @@ class Command(StrEnum):
     CANCEL = "cancel"
     REFUND = "refund"
 
+    @property
+    def done(self) -> str:
+        return "cancelled" if self is Command.CANCEL else "refunded"
+
 
 _REASON = {Command.CANCEL: RefundReason.CANCELLED, Command.REFUND: RefundReason.MERCHANT}
 """The reason of the user refund a command decides (how a repeat is recognised)."""
@@ -89,7 +93,7 @@ class Refused(Exception):
     """The intent's state does not allow the command (the API answers 409)."""
 
     def __init__(self, command: Command, status: IntentStatus, why: str) -> None:
-        super().__init__(f"an intent in status {status} cannot be {command}ed: {why}")
+        super().__init__(f"an intent in status {status} cannot be {command.done}: {why}")
         self.command = command
         self.status = status
         self.why = why
@@ -135,7 +139,7 @@ async def _run(
         updated = await uow.intent(row.id)
         assert updated is not None
         log.info(
-            f"intent {command}ed by the merchant",
+            f"intent {command.done} by the merchant",
             intent_id=row.id,
             intent_status=intent.status.value,
             refunded=intent.refunded - row.refunded,
