@@ -26,6 +26,7 @@ from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import (
     routes_events,
+    routes_intent_commands,
     routes_intents,
     routes_quotes,
     routes_sessions,
@@ -109,6 +110,7 @@ def create_app(
     for router in (
         routes_quotes.router,
         routes_intents.router,
+        routes_intent_commands.router,
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,

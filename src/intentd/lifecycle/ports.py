@@ -155,7 +155,14 @@ class UnitOfWork(Protocol):
         """Cancel a deposit's refund before any transaction; False if one was recorded."""
         ...
 
-    async def cancel_prefill(self, intent_id: int) -> bool: ...
+    async def cancel_prefill(self, intent_id: int) -> bool:
+        """Withdraw an intent's prefill while it is ``ready`` (no transaction of it can
+        still be mined); False otherwise."""
+        ...
+
+    async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:
+        """The reasons of the user refunds the intent decided (any action status)."""
+        ...
 
     async def mark_result_applied(self, result_id: str) -> bool:
         """Remember an applied action result; False if it was applied before."""
