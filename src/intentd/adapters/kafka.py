@@ -6,7 +6,8 @@
   A send that returns has been acknowledged by all in-sync replicas.
 - :func:`make_consumer`: auto-commit off, start from the earliest offset of a new
   group, the group's session timeout and heartbeat from ``kafka``; the caller commits
-  ``offset + 1`` itself after its database commit (:func:`commit_positions`).
+  ``offset + 1`` itself after its database commit (:func:`commit_positions`). Every
+  rebalance is logged: ``kafka partitions revoked`` / ``kafka partitions assigned``.
 
 This module and its siblings in ``adapters`` are the only code that imports aiokafka.
 """
@@ -18,7 +19,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import (
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    ConsumerRecord,
+    TopicPartition,
+)
 from aiokafka.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
 
 from intentd.settings import KafkaConfig
@@ -117,8 +124,25 @@ def make_consumer(
         session_timeout_ms=config.session_timeout_ms,
         heartbeat_interval_ms=config.heartbeat_interval_ms,
     )
-    consumer.subscribe(list(topics))
+    consumer.subscribe(list(topics), listener=_LogRebalances(group_id))
     return consumer
+
+
+class _LogRebalances(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Logs what a rebalance takes from and gives to this member (``topic:partition``)."""
+
+    def __init__(self, group_id: str) -> None:
+        self._group = group_id
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        log.info("kafka partitions revoked", group=self._group, partitions=_names(revoked))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        log.info("kafka partitions assigned", group=self._group, partitions=_names(assigned))
+
+
+def _names(partitions: Iterable[TopicPartition]) -> list[str]:
+    return sorted(f"{tp.topic}:{tp.partition}" for tp in partitions)
 
 
 async def commit_positions(
