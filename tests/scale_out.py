@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -14,11 +15,29 @@ from pathlib import Path
 
 import orjson
 
+from intentd.messages import deposits_topic
 from intentd.settings import Settings
+from tests.broker_tansu import TOPIC_NAMES, create_topics
 from tests.support import daemon_env, start_daemon
 
 SESSION_TIMEOUT_MS = 2_000
 HEARTBEAT_INTERVAL_MS = 300
+
+
+async def on_tansu(base: Settings, bootstrap: str) -> Settings:
+    """`base` with topics of its own, created on the Tansu at `bootstrap`."""
+    prefix = f"s{secrets.token_hex(4)}"
+    kafka = base.kafka.model_copy(
+        update={
+            "bootstrap_servers": bootstrap,
+            "topic_prefix": prefix,
+            "lifecycle_group": f"{prefix}-lifecycle",
+            "idempotent_producer": False,
+        }
+    )
+    topics = [deposits_topic(prefix, chain) for chain in base.chains]
+    await create_topics(bootstrap, [*topics, *(f"{prefix}.{name}" for name in TOPIC_NAMES)])
+    return base.model_copy(update={"kafka": kafka})
 
 
 def tansu_env(settings: Settings, bootstrap: str, **extra: str) -> dict[str, str]:
@@ -59,11 +78,12 @@ class Member:
             found.append((stamp, frozenset(record["partitions"])))
         return found
 
-    def kill(self) -> None:
+    def kill(self) -> float:
         """``kill -9``: no revocation, no LeaveGroup; the group learns by the session timeout."""
-        self.killed_at = time.time()
+        killed_at = self.killed_at = time.time()
         os.kill(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+        return killed_at
 
 
 @dataclass
@@ -108,6 +128,11 @@ class Group:
                 raise AssertionError(f"{self.role} group did not settle: {tails}")
             await asyncio.sleep(0.05)
         return settled - since
+
+    def print_figures(self, title: str, figures: dict[str, float]) -> None:
+        print(f"\n{title} (seconds):")
+        for name, value in figures.items():
+            print(f"  {name}: {value:.2f}")
 
     async def stop(self) -> None:
         for member in self.live():

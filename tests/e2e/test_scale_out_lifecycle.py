@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from tests.broker_tansu import TOPIC_NAMES, create_topics, tansu_broker
-from tests.scale_out import Group, tansu_env
+from tests.broker_tansu import tansu_broker
+from tests.scale_out import Group, on_tansu, tansu_env
 from tests.support import TopicReader, new_intent
 
 from intentd.adapters.postgres import Pool
@@ -52,18 +52,7 @@ def tansu(infra: dict[str, str]) -> Iterator[str]:
 async def stack(own_stack: tuple[Settings, Pool], tansu: str) -> tuple[Settings, Pool]:
     """A database of this test alone and its topics on Tansu."""
     base, pool = own_stack
-    prefix = f"s{secrets.token_hex(4)}"
-    kafka = base.kafka.model_copy(
-        update={
-            "bootstrap_servers": tansu,
-            "topic_prefix": prefix,
-            "lifecycle_group": f"{prefix}-lifecycle",
-            "idempotent_producer": False,
-        }
-    )
-    topics = [deposits_topic(prefix, chain) for chain in CHAINS]
-    await create_topics(tansu, [*topics, *(f"{prefix}.{name}" for name in TOPIC_NAMES)])
-    return base.model_copy(update={"kafka": kafka}), pool
+    return await on_tansu(base, tansu), pool
 
 
 def plan(intent: IntentRow, n: int) -> list[int]:
@@ -149,10 +138,8 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
         group.add("c")
         figures["third member joins (under load)"] = await group.rebalance(t0)
         await asyncio.sleep(1.0)
-        victim = group.members[0]
-        victim.kill()
-        assert victim.killed_at is not None
-        figures["kill -9 of a member: takeover"] = await group.rebalance(victim.killed_at)
+        killed_at = group.members[0].kill()
+        figures["kill -9 of a member: takeover"] = await group.rebalance(killed_at)
         assert not flow.done(), "the flow of deposits ended before the last member joined"
         t0 = time.time()
         group.add("d")
@@ -169,9 +156,7 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
         await check_events_on_kafka(settings, pool, [i.id for i in intents])
     finally:
         await group.stop()
-    print("\nlifecycle scale-out on Tansu (seconds unless counted):")
-    for name, value in figures.items():
-        print(f"  {name}: {value:.2f}")
+    group.print_figures("lifecycle scale-out on Tansu", figures)
     await check_final_state(pool, intents, plans)
     shares = {m.name: len(m.assignments()[-1][1]) for m in group.members if m.assignments()}
     assert all(shares.values()), shares
