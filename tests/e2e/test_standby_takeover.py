@@ -8,23 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
-from tests.integration import test_poller
-from tests.integration.test_poller import Chain, TopicReader, json_values, toml_config
+from tests.integration.test_poller import Chain, TopicReader, json_values, section, toml_config
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
+from intentd.messages import deposits_topic
 from intentd.settings import Settings
+from intentd_dev.devchain import DevChain
+from intentd_dev.devinfra.anvil import start_anvil
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
 PAYMENTS = 40
@@ -33,11 +36,26 @@ PACE = 0.1
 
 @pytest.fixture
 async def poll_chain(
-    infra: dict[str, str], make_settings: Any, topic_prefix: str
+    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
 ) -> AsyncIterator[Chain]:
-    """test_poller's chain: an anvil of its own, its tokens, its topic."""
-    async for chain in test_poller.chain.__wrapped__(infra, make_settings, topic_prefix):  # type: ignore[attr-defined]
-        yield chain
+    """An automining anvil of this test alone, with its tokens, under a chain name no
+    other test uses (cursors live in the session database), and its deposits topic."""
+    name, chain_id = f"STANDBY_{secrets.token_hex(4).upper()}", 996_000 + secrets.randbelow(999)
+    anvil = await asyncio.to_thread(start_anvil, chain_id)
+    try:
+        async with DevChain(anvil.url) as rpc:
+            deployer, payer = (await rpc.accounts())[:2]
+            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
+            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
+            topic = deposits_topic(topic_prefix, name)
+            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
+            settings = make_settings(chains={name: section(chain_id, [anvil.url], usdc, usdt)})
+            yield Chain(
+                name, anvil, rpc, deployer, payer, usdc, usdt, usdt, settings, topic,
+                lambda **_: settings,
+            )  # fmt: skip
+    finally:
+        await asyncio.to_thread(anvil.stop)
 
 
 def start_poller(config: Path, chain: Chain, log: Path) -> subprocess.Popen[bytes]:
@@ -75,10 +93,12 @@ async def test_a_standby_poller_takes_over_after_kill_9_without_skipping_a_block
     config.write_text(toml_config(chain.settings, chain.name))
     log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
     active = start_poller(config, chain, log_a)
-    standby = start_poller(config, chain, log_b)
+    processes = [active]
     sent: list[str] = []
     try:
         await wait_logged(log_a, "poller started")
+        standby = start_poller(config, chain, log_b)
+        processes.append(standby)
         await wait_logged(log_b, "another poller holds the chain; waiting as a standby")
 
         async def pay() -> None:
@@ -102,11 +122,11 @@ async def test_a_standby_poller_takes_over_after_kill_9_without_skipping_a_block
             await reader.drain(0.3)
             mine = [m for m in json_values(reader.messages) if m["to_address"] in wanted]
     finally:
-        for process in (active, standby):
+        for process in processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        codes = [await asyncio.to_thread(p.wait, 30) for p in (active, standby)]
-    assert codes[1] == 0, log_b.read_text()[-3000:]
+        codes = [await asyncio.to_thread(p.wait, 30) for p in processes]
+    assert codes[-1] == 0, log_b.read_text()[-3000:]
     print(f"\npoller standby takeover after kill -9, under {1 / PACE:.0f} payments/s:")
     print(f"  takeover: {took_over:.2f} s; republished after the kill: {len(mine) - len(sent)}")
     assert took_over < 10
