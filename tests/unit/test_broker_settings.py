@@ -7,8 +7,9 @@ from pydantic import ValidationError
 
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.settings import KafkaConfig
-from intentd_dev.devinfra import tansu
+from intentd_dev.devinfra import chains, envfile, kafka_mock, stack, tansu
 from intentd_dev.devinfra.errors import InfraError
+from intentd_dev.devinfra.layout import Layout
 
 
 def test_defaults_are_aiokafkas_and_an_idempotent_producer() -> None:
@@ -57,3 +58,13 @@ def test_the_broker_advertises_the_address_it_listens_on() -> None:
     listen = argv[argv.index("--listener-url") + 1]
     assert listen == argv[argv.index("--advertised-listener-url") + 1] == "tcp://127.0.0.1:4321"
     assert argv[argv.index("--storage-engine") + 1] == "memory://tansu/"
+
+
+def test_infra_env_names_the_tansu_bootstrap(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    broker = kafka_mock.BrokerState(1, "127.0.0.1:1", "127.0.0.1:2")
+    token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+    tokens = {chain.name: {"USDC": token, "USDT": token} for chain in chains.DEV_CHAINS}
+    values = stack._endpoints(layout, broker, tansu.TansuState(3, "127.0.0.1:4"), tokens)  # type: ignore[arg-type]
+    envfile.write_env(tmp_path / "infra.env", values)  # refuses keys other than KEYS
+    assert envfile.read_env(tmp_path / "infra.env")["INTENTD_TANSU_BOOTSTRAP"] == "127.0.0.1:4"
