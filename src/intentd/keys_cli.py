@@ -14,7 +14,7 @@ from uuid import UUID
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import create_pool
-from intentd.api.credentials import generate_key
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 __all__ = ["keys_command"]

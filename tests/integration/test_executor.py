@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -31,8 +32,8 @@ from tests.support import new_intent
 
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
-from intentd.api.credentials import generate_key
 from intentd.composition.roles import executor_role
+from intentd.credentials import generate_key
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -42,6 +43,11 @@ from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 pytestmark = pytest.mark.integration
 
 _numbers = itertools.count(1)
+_RUN = secrets.token_hex(3).upper()
+"""Part of every chain name made here: pytest imports this file as ``test_executor`` and
+the files that reuse its fixtures import it again as ``tests.integration.test_executor``,
+each copy with its own ``_numbers``. Without it, two tests of one session could get the
+same chain name, and the second would find the first one's nonces in the database."""
 RECIPIENT = "0x" + "5a" * 20
 NATIVE = NATIVE_TOKEN.lower()
 BALANCE_OF = "0x70a08231"
@@ -112,7 +118,8 @@ async def make_chain(
 
     async def make(block_time: float | None = 0.5, **execution: Any) -> Chain:
         number = next(_numbers)
-        name, chain_id = f"EXECTEST_{number}_{os.getpid()}", 991_000 + number
+        name = f"EXECTEST_{number}_{os.getpid()}_{_RUN}"
+        chain_id = 991_000 + number
         anvil = await asyncio.to_thread(start_anvil, chain_id, None, block_time)
         rpc = DevChain(anvil.url)
         await rpc.__aenter__()

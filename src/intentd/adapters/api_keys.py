@@ -1,6 +1,6 @@
 """API keys in PostgreSQL (asyncpg): create, look up by hash or id, revoke, list.
 
-Only the SHA-256 of a key is stored (see ``intentd.api.credentials``).
+Only the SHA-256 of a key is stored (see ``intentd.credentials``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from uuid import UUID, uuid4, uuid5
 import asyncpg
 
 from intentd.adapters.postgres import Connection
-from intentd.api.credentials import KeyMode, NewKey
+from intentd.credentials import KeyMode, NewKey
 
 __all__ = ["ApiKey", "client_id_of", "find_by_hash", "find_by_id", "insert_key", "list_keys"]
 

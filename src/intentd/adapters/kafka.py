@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 from aiokafka import (
@@ -28,6 +28,7 @@ from aiokafka import (
 )
 from aiokafka.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
 
+from intentd.messages import OutgoingMessage
 from intentd.settings import KafkaConfig
 
 log = structlog.get_logger()
@@ -35,19 +36,26 @@ log = structlog.get_logger()
 __all__ = [
     "ConsumerRecord",
     "KafkaPublisher",
-    "OutgoingMessage",
+    "OutgoingMessage",  # intentd.messages' record, named here too for the adapters and tests
+    "Record",
     "TopicPartition",
     "commit_positions",
     "make_consumer",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class OutgoingMessage:
-    topic: str
-    key: str
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
+class Record(Protocol):
+    """What the publisher sends: any record with these fields (``messages.OutgoingMessage``
+    and each role's own message type alike)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def headers(self) -> tuple[tuple[str, bytes], ...]: ...
 
 
 class KafkaPublisher:
@@ -75,7 +83,7 @@ class KafkaPublisher:
             await self._producer.flush()
             await self._producer.stop()
 
-    async def publish(self, message: OutgoingMessage) -> None:
+    async def publish(self, message: Record) -> None:
         """Send one message and wait for its acknowledgement."""
         await self._producer.send_and_wait(
             message.topic,
@@ -84,7 +92,7 @@ class KafkaPublisher:
             headers=list(message.headers) or None,
         )
 
-    async def publish_all(self, messages: Iterable[OutgoingMessage]) -> int:
+    async def publish_all(self, messages: Iterable[Record]) -> int:
         """Send messages in order and wait until every one is acknowledged.
 
         Order per partition is kept by the producer (one batch in flight per partition

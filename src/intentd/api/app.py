@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressIndexes
+from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import (
     routes_events,
@@ -33,7 +33,8 @@ from intentd.api import (
 )
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.context import API_PREFIX, Services
+from intentd.api.capacity import InFlightLimit
+from intentd.api.context import API_PREFIX, AnsweringWriter, Services
 from intentd.api.hot_path import HotPath
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
@@ -42,7 +43,6 @@ from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
 from intentd.intents.validation import IntentRequestError
-from intentd.intents.writer import IntentWriter
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.settings import Settings
@@ -83,8 +83,11 @@ def create_app(
                 auth=Authenticator(settings, db),
                 processor=processor,
                 prices=prices if prices is not None else StaticPrices(settings.prices),
-                writer=IntentWriter(
-                    db, settings.intent_addresses(), indexes=AddressIndexes(block=64)
+                writer=AnsweringWriter(
+                    PostgresIntentStore(db, AddressIndexes(block=64)),
+                    settings.intent_addresses(),
+                    max_waiting=settings.api.max_waiting_creates,
+                    acquire_timeout=settings.api.db_acquire_timeout,
                 ),
                 intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
@@ -121,6 +124,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
         )
     app.add_middleware(PayHeaders, frame_ancestors=settings.api.cors_origins)
+    app.add_middleware(InFlightLimit, limit=settings.api.max_requests_in_flight)
     app.add_middleware(RequestMetrics)  # added last: the outermost
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

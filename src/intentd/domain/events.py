@@ -71,7 +71,7 @@ class EventType(StrEnum):
 
 Mode = Literal["test", "live"]
 """An event's mode: ``live`` for an intent on a main network, ``test`` otherwise (the
-networks a ``live`` or a ``test`` API key opens, :mod:`intentd.api.credentials`)."""
+networks a ``live`` or a ``test`` API key opens, :mod:`intentd.credentials`)."""
 
 ENDING_REFUND_REASONS = frozenset({RefundReason.EXPIRED, RefundReason.FAILED})
 """Refund reasons whose ``intent_refunded`` ends the intent."""

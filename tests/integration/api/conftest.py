@@ -17,8 +17,8 @@ from tests.conftest import CHAINS, chain_section
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
 from intentd.api.app import create_app
-from intentd.api.credentials import generate_key
 from intentd.api.server import Server, bind
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 SESSION_SECRET = "test-session-secret-" + "x" * 24
