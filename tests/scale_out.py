@@ -134,8 +134,10 @@ class Group:
         for name, value in figures.items():
             print(f"  {name}: {value:.2f}")
 
-    async def stop(self) -> None:
-        for member in self.live():
+    async def stop(self) -> dict[str, int]:
+        """SIGTERM to the live members; their exit statuses (0: a clean stop)."""
+        stopped = self.live()
+        for member in stopped:
             member.process.terminate()
         for member in self.members:
             try:
@@ -143,3 +145,4 @@ class Group:
             except subprocess.TimeoutExpired:
                 member.process.kill()
                 raise
+        return {member.name: member.process.returncode for member in stopped}

@@ -36,7 +36,7 @@ from intentd.messages import (
 )
 from intentd.settings import Settings
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 CHAINS = ("BASE_TESTNET", "ARBITRUM_TESTNET")
 INTENTS = 64
 PACE = 0.15
@@ -155,7 +155,8 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
         await wait_until_relayed(pool, [i.id for i in intents])
         await check_events_on_kafka(settings, pool, [i.id for i in intents])
     finally:
-        await group.stop()
+        exits = await group.stop()
+    assert exits and set(exits.values()) == {0}, exits  # SIGTERM: every member stops cleanly
     group.print_figures("lifecycle scale-out on Tansu", figures)
     await check_final_state(pool, intents, plans)
     shares = {m.name: len(m.assignments()[-1][1]) for m in group.members if m.assignments()}

@@ -33,7 +33,7 @@ from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks.secret_box import SecretBox, parse_key
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 ENDPOINTS = ("a", "b")
 EVENTS = 100
 PACE = 0.1
@@ -121,7 +121,8 @@ async def test_webhook_members_share_the_events_and_survive_kill_9(
         await wait_until_delivered(pool, client, EVENTS * len(ENDPOINTS))
         figures["last delivery after the last event"] = time.monotonic() - done
     finally:
-        await group.stop()
+        exits = await group.stop()
+    assert exits and set(exits.values()) == {0}, exits  # SIGTERM: every member stops cleanly
     group.print_figures("webhooks scale-out on Tansu", figures)
     rows = await pool.fetchval(
         "SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e"

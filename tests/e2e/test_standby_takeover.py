@@ -29,7 +29,7 @@ from intentd_dev.devchain import DevChain
 from intentd_dev.devinfra.anvil import start_anvil
 from intentd_dev.devinfra.kafka_mock import create_topics
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 PAYMENTS = 40
 PACE = 0.1
 
