@@ -35,6 +35,20 @@ class KafkaConfig(ConfigModel):
     client_id: str = "intentd"
     topic_prefix: str = Field(default="intentd", pattern=r"^[A-Za-z0-9._-]+$")
     lifecycle_group: str = "intentd-lifecycle"
+    idempotent_producer: bool = True
+    """The producer's idempotence (no duplicate or reordered writes on retry); turn it off
+    only for a broker without InitProducerId v0 (Tansu), see docs/operations.md."""
+    session_timeout_ms: int = Field(default=10_000, ge=1_000, le=300_000)
+    """A consumer silent this long leaves its group; its partitions go to the others."""
+    heartbeat_interval_ms: int = Field(default=3_000, ge=100, le=60_000)
+    """How often a group member tells the coordinator it lives; below a third of the
+    session timeout."""
+
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> KafkaConfig:
+        if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
+        return self
 
 
 class IntentsConfig(ConfigModel):
