@@ -11,7 +11,7 @@ help:
 	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
 	@echo "make modal-demo a demo shop on http://127.0.0.1:8090 paying through the payment modal"
 	@echo "make test       lint, typecheck and the whole test suite against real services"
-	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, two anvil chains"
+	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, Tansu, two anvil chains"
 	@echo "make infra-down stop what infra-up started"
 	@echo "make bench      run the benchmarks in bench/"
 	@echo "make openapi    regenerate docs/openapi.json (the served OpenAPI document)"

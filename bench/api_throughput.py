@@ -56,7 +56,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import create_pool, migrate
-from intentd.api.credentials import generate_key
+from intentd.credentials import generate_key
 from intentd.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,6 +30,7 @@ from eth_account import Account
 from eth_account.hdaccount import Language, generate_mnemonic
 from web3 import Web3
 
+from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
@@ -60,7 +61,7 @@ async def bench_intent(
     """A 1-unit intent from BASE_TESTNET to ARBITRUM_TESTNET, paid and refunded to ``payer``."""
     return await create_intent(
         settings,
-        IntentWriter(pool, keys),
+        IntentWriter(PostgresIntentStore(pool), keys),
         IntentRequest(
             amount="1",
             token_in=token,

@@ -149,6 +149,7 @@ def chain_section(
     section: dict[str, Any] = {
         "chain_id": chain_id,
         "network": "test",
+        "l1_fee": "none",  # anvil charges no OP-stack L1 data fee, even on 84532
         "rpc_urls": [infra[f"INTENTD_{name}_RPC_URL"]],
         "confirmations": 1,
         "poll_interval": 0.1,

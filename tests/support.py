@@ -16,6 +16,7 @@ from uuid import UUID
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
@@ -126,7 +127,7 @@ async def new_intent(
     )
     return await create_intent(
         settings,
-        IntentWriter(pool, IntentKeys(settings.mnemonic())),
+        IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic())),
         request,
         client_id=UUID(settings.intents.default_client_id),
         now=datetime.now(UTC),

@@ -370,7 +370,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     try:
         row = await create_intent(
             settings,
-            IntentWriter(pool, settings.intent_addresses()),
+            IntentWriter(intent_store.PostgresIntentStore(pool), settings.intent_addresses()),
             request,
             client_id=client_id,
             now=datetime.now(UTC),

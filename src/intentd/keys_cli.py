@@ -18,7 +18,7 @@ from intentd.adapters import api_keys, clients
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.clients import Client, ClientExists
 from intentd.adapters.postgres import create_pool
-from intentd.api.credentials import generate_key
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 __all__ = ["clients_command", "keys_command"]

@@ -20,6 +20,7 @@ Topics (``<prefix>`` is ``kafka.topic_prefix``, ``intentd`` by default):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import orjson
@@ -32,6 +33,16 @@ NATIVE_LOG_INDEX = -1
 
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 LowerAddress = Annotated[str, Field(pattern=ADDRESS_PATTERN)]
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    """One Kafka record to send: topic, key (the partition), encoded value, headers."""
+
+    topic: str
+    key: str
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 def deposits_topic(prefix: str, chain: str) -> str:

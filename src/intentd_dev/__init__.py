@@ -4,7 +4,8 @@
   and the pieces tests reuse (fresh topics, throwaway anvil chains, test tokens);
 - `intentd_dev.devchain`: an async driver of a local anvil, for tests, benchmarks and
   the recorder of RPC fixtures;
-- `intentd_dev.demo`: ``make demo``.
+- `intentd_dev.demo`: ``make demo``, with `intentd_dev.demo_payer` (the end user) and
+  `intentd_dev.webhook_receiver` (the merchant's webhook endpoint).
 
 It lives beside ``src/intentd`` so that the editable install of ``make install``
 (``pip install -e '.[dev]'``, which puts ``src/`` on the path) makes it importable, while

@@ -7,12 +7,23 @@ little and then a top-up; the second in native ETH, too much; the third in part,
 to expire. It prints every lifecycle event from Kafka as it arrives (funded,
 initiated, completed, the excess refund, the expiry refund). Exits 0 once every
 expected event arrived, 1 otherwise. Development tooling only.
+
+The demo is also the merchant: it registers a webhook endpoint (``POST
+/api/v1/webhooks``) on a local receiver (``intentd_dev.webhook_receiver``) that verifies
+every signature with the ``standardwebhooks`` package (or intentd's own verifier) and
+prints each step as the merchant receives it; at the end it checks that every event of
+its intents on Kafka also arrived as a signed webhook. The daemon runs with a webhook
+key made for this run (``INTENTD_WEBHOOK_KEY``, never printed) and
+``webhooks.allow_private_targets = true`` (the receiver is on localhost; development
+only). Every setting can be overridden with ``INTENTD__SECTION__KEY`` variables (its
+own database, topic prefix, ports, as the tests do).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -28,24 +39,13 @@ from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaConsumer
-from eth_account import Account
-from eth_typing import ChecksumAddress
-from web3 import Web3
-from web3.types import TxParams, Wei
 
 from intentd.domain.amounts import format_amount, parse_amount
 from intentd.messages import events_topic
-from intentd.settings import NATIVE_TOKEN, Settings, load_settings
+from intentd.settings import NATIVE_TOKEN, load_settings
+from intentd_dev.demo_payer import Payer
+from intentd_dev.webhook_receiver import Receiver, describe_delivery, wait_signed
 
-ERC20_TRANSFER_ABI = [
-    {
-        "name": "transfer",
-        "type": "function",
-        "stateMutability": "nonpayable",
-        "inputs": [{"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}],
-        "outputs": [{"name": "", "type": "bool"}],
-    }
-]
 BOLD, DIM, GREEN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[32m", "\033[33m", "\033[0m"
 
 
@@ -57,42 +57,8 @@ def color(text: str, code: str) -> str:
     return f"{code}{text}{RESET}" if sys.stdout.isatty() else text
 
 
-class Payer:
-    """The demo's end user: a funded dev account on each anvil chain."""
-
-    def __init__(self, settings: Settings, key_file: str) -> None:
-        self._account = Account.from_key(Path(key_file).read_text().strip())
-        self._chains = {
-            name: Web3(Web3.HTTPProvider(chain.rpc_urls[0]))
-            for name, chain in settings.chains.items()
-        }
-
-    @property
-    def address(self) -> ChecksumAddress:
-        return Web3.to_checksum_address(self._account.address)
-
-    def pay(self, chain: str, token: str, to: str, amount: int) -> str:
-        w3 = self._chains[chain]
-        tx: TxParams = {
-            "from": self.address,
-            "nonce": w3.eth.get_transaction_count(self.address, "pending"),
-            "chainId": w3.eth.chain_id,
-            "maxFeePerGas": Wei(w3.eth.gas_price * 2 + 10**9),
-            "maxPriorityFeePerGas": Wei(10**9),
-        }
-        if token.lower() == NATIVE_TOKEN.lower():
-            tx.update({"to": Web3.to_checksum_address(to), "value": Wei(amount), "gas": 21_000})
-        else:
-            contract = w3.eth.contract(
-                address=Web3.to_checksum_address(token), abi=ERC20_TRANSFER_ABI
-            )
-            tx = contract.functions.transfer(
-                Web3.to_checksum_address(to), amount
-            ).build_transaction(tx)
-        signed = self._account.sign_transaction(tx)
-        tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
-        w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
-        return "0x" + tx_hash.hex().removeprefix("0x")
+def stamp() -> str:
+    return color(datetime.now().strftime("%H:%M:%S"), DIM)
 
 
 def describe(event: dict[str, Any]) -> str:
@@ -179,7 +145,7 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> Non
     raise SystemExit(f"timed out waiting for {what}")
 
 
-async def demo(config: str, timeout: float) -> int:
+async def demo(config: str, timeout: float, log_path: Path) -> int:
     settings = load_settings(Path(config))
     env_file = Path(config).parent / "../.local/infra.env"
     infra = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
@@ -188,22 +154,26 @@ async def demo(config: str, timeout: float) -> int:
     usdc = next(t.address for t in settings.chains[source].tokens if t.symbol == "USDC")
     payer = Payer(settings, infra["INTENTD_DEV_PAYER_KEY_FILE"])
 
-    log_path = Path(".local/run/demo-daemon.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    say(color("starting `intentd run` (logs: .local/run/demo-daemon.log)", BOLD))
+    say(color(f"starting `intentd run` (logs: {log_path})", BOLD))
+    env = os.environ.copy()
+    env["INTENTD_WEBHOOK_KEY"] = base64.b64encode(os.urandom(32)).decode()  # this run's only
+    env["INTENTD__WEBHOOKS__ALLOW_PRIVATE_TARGETS"] = "true"  # the receiver is on localhost
     with log_path.open("wb") as log_file:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "intentd", "--config", config, "run"],
             stdout=log_file,
             stderr=subprocess.STDOUT,
-            env=os.environ.copy(),
+            env=env,
         )
+    receiver = Receiver(on_event=lambda e: say(f"{stamp()} {color(describe_delivery(e), GREEN)}"))
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka.bootstrap_servers,
         enable_auto_commit=False,
         auto_offset_reset="latest",
     )
     try:
+        hook_url = await receiver.start()
         await consumer.start()
         topic = events_topic(settings.kafka.topic_prefix)
         if topic not in await consumer.topics():
@@ -238,6 +208,11 @@ async def demo(config: str, timeout: float) -> int:
 
         api = f"http://{settings.api.host}:{settings.api.port}"
         key = create_key(config)
+        endpoint = receiver.register(api, key)  # deleted again by receiver.stop()
+        say(
+            f"merchant webhook endpoint {endpoint['id']} at {hook_url}: every signature"
+            f" verified with {receiver.library}"
+        )
         common = {
             "recipient": payer.address,
             "refund_address": payer.address,
@@ -308,6 +283,7 @@ async def demo(config: str, timeout: float) -> int:
         payer.pay(source, usdc, third["intent_address"], 1_000_000)
 
         seen: set[tuple[int, str]] = set()
+        event_ids: set[str] = set()
         topped_up = False
         deadline = time.monotonic() + timeout
         while seen != expected and time.monotonic() < deadline:
@@ -318,9 +294,9 @@ async def demo(config: str, timeout: float) -> int:
                     intent_id = event["intent"]["id"]
                     if intent_id not in ours:
                         continue
-                    stamp = datetime.now().strftime("%H:%M:%S")
-                    say(f"{color(stamp, DIM)} {describe(event)}")
+                    say(f"{stamp()} {describe(event)}")
                     seen.add((intent_id, label(event)))
+                    event_ids.add(event["id"])
             if (first["id"], "funded UNDERFUNDED") in seen and not topped_up:
                 topped_up = True
                 due = parse_amount(first["total_amount_in_asset_token"], 6)
@@ -331,9 +307,10 @@ async def demo(config: str, timeout: float) -> int:
             say(f"missing events: {sorted(expected - seen)}; daemon log: {log_path}")
             return 1
         say(color("every intent went through its lifecycle as expected", GREEN))
-        return 0
+        return 0 if await all_signed(receiver, event_ids) else 1
     finally:
         await consumer.stop()
+        await receiver.stop()
         daemon.send_signal(signal.SIGTERM)
         try:
             daemon.wait(timeout=30)
@@ -342,12 +319,29 @@ async def demo(config: str, timeout: float) -> int:
         say(f"daemon stopped (exit code {daemon.returncode})")
 
 
+async def all_signed(receiver: Receiver, event_ids: set[str]) -> bool:
+    """Whether every event of the demo's intents reached the merchant, signed; says so."""
+    missing = await wait_signed(receiver, event_ids, 30)
+    if missing or receiver.refused:
+        say(f"webhooks missing: {sorted(missing)}; refused signatures: {receiver.refused}")
+        return False
+    say(
+        color(
+            f"the merchant received all {len(event_ids)} events of its intents as webhooks,"
+            f" every signature valid ({receiver.library}; {receiver.duplicates} redeliveries)",
+            GREEN,
+        )
+    )
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/local.toml")
     parser.add_argument("--timeout", type=float, default=150.0)
+    parser.add_argument("--log", type=Path, default=Path(".local/run/demo-daemon.log"))
     args = parser.parse_args()
-    raise SystemExit(asyncio.run(demo(args.config, args.timeout)))
+    raise SystemExit(asyncio.run(demo(args.config, args.timeout, args.log)))
 
 
 if __name__ == "__main__":

@@ -253,7 +253,8 @@ async def test_every_scenario_moves_the_right_money(
         assert kinds[under_expired["id"]] == ["intent_funded", "intent_refunded"]
         assert reasons[under_expired["id"]] == ["expired"]
         assert reasons[wrong["id"]] == ["wrong_token"]
-        assert nothing["id"] not in kinds and fake["id"] not in kinds
+        assert kinds[nothing["id"]] == ["intent_expired"]  # its one, terminal, event
+        assert fake["id"] not in kinds
     finally:
         daemon.terminate()
         code = await wait_exit(daemon, 60)

@@ -31,7 +31,7 @@ from tests.support import daemon_env, send_payments, start_daemon, wait_exit
 
 from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import Pool
-from intentd.api.credentials import generate_key
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.e2e

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,8 @@ from tests.support import new_intent
 
 from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import Pool
-from intentd.api.credentials import generate_key
 from intentd.composition.roles import executor_role
+from intentd.credentials import generate_key
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -41,6 +43,11 @@ from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 pytestmark = pytest.mark.integration
 
 _numbers = itertools.count(1)
+_RUN = secrets.token_hex(3).upper()
+"""Part of every chain name made here: pytest imports this file as ``test_executor`` and
+the files that reuse its fixtures import it again as ``tests.integration.test_executor``,
+each copy with its own ``_numbers``. Without it, two tests of one session could get the
+same chain name, and the second would find the first one's nonces in the database."""
 RECIPIENT = "0x" + "5a" * 20
 NATIVE = NATIVE_TOKEN.lower()
 BALANCE_OF = "0x70a08231"
@@ -111,7 +118,8 @@ async def make_chain(
 
     async def make(block_time: float | None = 0.5, **execution: Any) -> Chain:
         number = next(_numbers)
-        name, chain_id = f"EXECTEST_{number}_{os.getpid()}", 991_000 + number
+        name = f"EXECTEST_{number}_{os.getpid()}_{_RUN}"
+        chain_id = 991_000 + number
         anvil = await asyncio.to_thread(start_anvil, chain_id, None, block_time)
         rpc = DevChain(anvil.url)
         await rpc.__aenter__()
@@ -792,6 +800,64 @@ async def test_a_standby_takes_over_when_the_active_executor_is_killed(
         await stop_process(standby, log_b)
     assert took_over < 5
     assert await chain.token_balance(RECIPIENT) == 1_000_000
+
+
+async def test_a_standby_executor_takes_over_under_load_and_sends_nothing_twice(
+    make_chain: Any, pool: Pool, settings: Settings, infra: dict[str, str], tmp_path: Path
+) -> None:
+    """``kill -9`` of the active executor while prefills are in flight: the standby
+    takes the chain, every prefill is paid once and the relayer's nonce moved once per
+    prefill. The takeover time is printed (``pytest -s``)."""
+    chain: Chain = await make_chain()
+    config = config_file(chain, tmp_path)
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    relayer_nonce = await chain.nonce(chain.relayer)
+    active = start_executor(config, chain, process_env(infra, settings), log_a)
+    standby: subprocess.Popen[bytes] | None = None
+    actions: list[int] = []
+
+    async def seed(count: int) -> None:
+        for _ in range(count):
+            action_id, _, _ = await seed_action(
+                pool, settings, chain, kind="prefill", token=chain.usdc, amount=1_000_000,
+                signer_kind="relayer",
+            )  # fmt: skip
+            actions.append(action_id)
+            await asyncio.sleep(0.1)
+
+    try:
+        await wait_log(log_a, "executor active")
+        standby = start_executor(config, chain, process_env(infra, settings), log_b)
+        await wait_log(log_b, "waiting as a standby")
+        await seed(6)
+        await wait_status(pool, actions[0], "confirmed", timeout=30)  # the rest in flight
+        killed_at = time.time()
+        active.kill()
+        await wait_exit(active, 10, log_a)
+        await wait_log(log_b, "executor active", timeout=10)
+        took_over = _logged_at(log_b, "executor active") - killed_at
+        await seed(6)
+        for action_id in actions:
+            await wait_status(pool, action_id, "confirmed", timeout=60)
+    finally:
+        if standby is not None:
+            await stop_process(standby, log_b)
+        await stop_process(active, log_a)
+    print(f"\nexecutor standby takeover after kill -9 with prefills in flight: {took_over:.2f} s")
+    assert took_over < 10
+    assert await chain.token_balance(RECIPIENT) == len(actions) * 1_000_000
+    assert await chain.nonce(chain.relayer) == relayer_nonce + len(actions)
+    for action_id in actions:
+        confirmed = [t for t in await transactions(pool, action_id) if t["status"] == "confirmed"]
+        assert len(confirmed) == 1, (action_id, confirmed)
+
+
+def _logged_at(log: Path, event: str) -> float:
+    """Wall-clock time of the first `event` in a JSON log."""
+    for line in log.read_bytes().splitlines():
+        if line.startswith(b"{") and orjson.loads(line).get("event") == event:
+            return datetime.fromisoformat(orjson.loads(line)["timestamp"]).timestamp()
+    raise AssertionError(f"{event!r} not in {log}")
 
 
 async def wait_log(log: Path, text: str, timeout: float = 30.0) -> None:

@@ -12,9 +12,10 @@ import asyncpg
 import pytest
 from tests.support import PAYEE
 
-from intentd.adapters.intent_store import AddressIndexes, NewIntent
+from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
+from intentd.intents.ports import NewIntent
 from intentd.intents.service import IdempotencyConflict, IntentRequest, create_intent, plan_intent
 from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings
@@ -42,7 +43,7 @@ def planned(settings: Settings, client: UUID, **changes: object) -> NewIntent:
 
 async def test_concurrent_creates_are_committed_together(settings: Settings, pool: Pool) -> None:
     keys = IntentKeys(settings.mnemonic())
-    writer = IntentWriter(pool, keys)
+    writer = IntentWriter(PostgresIntentStore(pool), keys)
     client = uuid4()
 
     rows = await asyncio.gather(
@@ -66,7 +67,7 @@ async def test_concurrent_creates_are_committed_together(settings: Settings, poo
 
 
 async def test_a_bad_row_fails_only_its_own_create(settings: Settings, pool: Pool) -> None:
-    writer = IntentWriter(pool, IntentKeys(settings.mnemonic()))
+    writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
     client = uuid4()
     good = [planned(settings, client) for _ in range(4)]
     bad = planned(settings, client, token_out_decimals=99)  # violates a CHECK
@@ -84,7 +85,7 @@ async def test_a_bad_row_fails_only_its_own_create(settings: Settings, pool: Poo
 
 
 async def test_one_idempotency_key_twice_in_one_batch(settings: Settings, pool: Pool) -> None:
-    writer = IntentWriter(pool, IntentKeys(settings.mnemonic()))
+    writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
     client, same = uuid4(), request(settings)
 
     def create(body: IntentRequest, key: str) -> asyncio.Future[object]:
@@ -111,7 +112,7 @@ async def test_one_idempotency_key_twice_in_one_batch(settings: Settings, pool: 
 async def test_a_cancelled_create_is_still_written(settings: Settings, pool: Pool) -> None:
     """The batch is shared: a create whose caller went away is still committed (a
     client retrying with its Idempotency-Key gets it)."""
-    writer = IntentWriter(pool, IntentKeys(settings.mnemonic()))
+    writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
     client = uuid4()
     alone = asyncio.ensure_future(writer.insert(planned(settings, client, idempotency_key="c")))
     kept = asyncio.ensure_future(writer.insert(planned(settings, client)))
@@ -132,7 +133,9 @@ async def test_writes_in_flight_together_never_share_an_index(
     settings: Settings, pool: Pool
 ) -> None:
     keys = IntentKeys(settings.mnemonic())
-    writer = IntentWriter(pool, keys, indexes=AddressIndexes(block=3), max_batch=4, max_in_flight=3)
+    writer = IntentWriter(
+        PostgresIntentStore(pool, AddressIndexes(block=3)), keys, max_batch=4, max_in_flight=3
+    )
     client = uuid4()
 
     rows = await asyncio.gather(*(writer.insert(planned(settings, client)) for _ in range(50)))
@@ -157,7 +160,7 @@ async def test_creates_one_after_another_never_wait_for_a_later_one(
     settings: Settings, pool: Pool
 ) -> None:
     """A create queued just as a write ends starts a write of its own."""
-    writer = IntentWriter(pool, IntentKeys(settings.mnemonic()))
+    writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
     client = uuid4()
 
     async def one_by_one(count: int) -> None:

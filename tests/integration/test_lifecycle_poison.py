@@ -26,10 +26,11 @@ from intentd.adapters.postgres import Pool
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.ports import OutgoingMessage, UnitOfWork
+from intentd.lifecycle.ports import UnitOfWork
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
+    OutgoingMessage,
     RetractionMessage,
     action_result_id,
     action_results_topic,

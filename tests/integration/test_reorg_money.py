@@ -32,7 +32,6 @@ from tests.support import new_intent
 
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
 from intentd.adapters.cursor_store import PostgresAddressSource, PostgresPollerStore
-from intentd.adapters.kafka import OutgoingMessage
 from intentd.adapters.postgres import Pool
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -40,6 +39,7 @@ from intentd.intents.record import IntentRow
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
+    OutgoingMessage,
     action_result_id,
     decode_chain_message,
 )

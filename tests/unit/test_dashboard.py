@@ -94,4 +94,9 @@ def test_the_golden_signals_of_each_role_are_on_it() -> None:
         "intentd_api_requests_total",  # API
         "intentd_api_request_seconds_bucket",
         "intentd_api_requests_in_flight",
+        "intentd_webhook_pending",  # webhooks
+        "intentd_webhook_oldest_pending_seconds",
+        "intentd_webhook_attempts_total",
+        "intentd_webhook_attempt_seconds_bucket",
+        "intentd_webhook_disabled_endpoints",
     } <= shown

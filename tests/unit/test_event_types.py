@@ -125,6 +125,9 @@ def test_a_not_due_expiry_emits_nothing() -> None:
         (EventType.INTENT_REFUNDED, "excess", False),
         (EventType.INTENT_REFUNDED, "late_deposit", False),
         (EventType.INTENT_REFUNDED, "wrong_token", False),
+        (EventType.INTENT_CANCELLED, None, True),
+        (EventType.INTENT_REFUNDED, "cancelled", True),
+        (EventType.INTENT_REFUNDED, "merchant", True),
         ("intent_completed", None, True),
     ],
 )

@@ -8,7 +8,10 @@ amounts below the token's minimum (``MIN_SWEEP``), each retained by rule. Its ev
 are numbered without gaps, and an intent in a terminal status has exactly one terminal
 event, the one of that status, after which only refunds of other reasons follow.
 Deposits arrive in any order and time, expiry strikes at any moment, and the
-prefill may fail before it is broadcast or after (INITIATED -> REFUNDING).
+prefill may fail before it is broadcast or after (INITIATED -> REFUNDING). The
+merchant may cancel at any moment (only a PENDING intent accepts it) and ask for a
+refund at any moment (only a FUNDED intent whose prefill has not been taken by the
+executor accepts it: the API withdraws the ``ready`` prefill first).
 
 At every step, what the intent has *decided* to pay out of its address (user
 refunds, relayer refund, fees; executed or still queued) never exceeds what was
@@ -38,7 +41,7 @@ from intentd.domain.intent import (
     SignerKind,
     Terms,
 )
-from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.domain.status import FundingStatus, IllegalTransition, IntentStatus
 
 SOURCE, OTHER = "BASE_TESTNET", "ARBITRUM_TESTNET"
 USDC, USDT, ROGUE = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
@@ -47,10 +50,16 @@ EXPIRES = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TOTAL, FEES = 1_000, 30
 MIN_SWEEP = {USDC: 25, USDT: 40}
 """Each token's minimum refund or sweep; below it an amount is retained."""
-TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
+TERMINAL = {
+    IntentStatus.COMPLETED,
+    IntentStatus.EXPIRED,
+    IntentStatus.REFUNDED,
+    IntentStatus.CANCELLED,
+}
 ENDED_BY = {
     IntentStatus.COMPLETED: EventType.INTENT_COMPLETED,
     IntentStatus.EXPIRED: EventType.INTENT_EXPIRED,
+    IntentStatus.CANCELLED: EventType.INTENT_CANCELLED,
     IntentStatus.REFUNDED: EventType.INTENT_REFUNDED,
 }
 """The type of the terminal event of an intent that ends in each terminal status."""
@@ -148,6 +157,32 @@ class Lifecycle(RuleBasedStateMachine):
     def expiry_strikes(self) -> None:
         self.expired_tick = True
         self.intent.expire(EXPIRES + timedelta(seconds=1))
+        self._take_actions()
+
+    @precondition(lambda self: self.tx > 0)  # cancelling at once would end most runs early
+    @rule(now=st.integers(0, 2))
+    def merchant_cancels(self, now: int) -> None:
+        if now:  # the merchant waits
+            return
+        was = self.intent.status
+        try:
+            self.intent.cancel()
+        except IllegalTransition:
+            assert was is not IntentStatus.PENDING
+            assert not self.intent.events and not self.intent.actions
+            return
+        event("cancelled " + ("with a refund" if self.intent.actions else "holding no refund"))
+        self._take_actions()
+
+    @rule()
+    def merchant_asks_for_a_refund(self) -> None:
+        """The API withdraws a prefill still waiting (``ready``), then asks the intent."""
+        waiting = [a for a in self.queue if a.kind is ActionKind.PREFILL]
+        if self.intent.status is not IntentStatus.FUNDED or not waiting:
+            return  # 409: nothing to refund on request, or the prefill may be in flight
+        self.queue.remove(waiting[0])  # ready -> cancelled
+        self.intent.refund_on_request()
+        event("refunded on request")
         self._take_actions()
 
     @precondition(lambda self: bool(self.queue))
@@ -263,6 +298,8 @@ class Lifecycle(RuleBasedStateMachine):
         reasons = [e.extra["refund"]["reason"] for e in refunds]
         assert reasons.count(RefundReason.EXPIRED.value) <= 1
         assert reasons.count(RefundReason.EXCESS.value) <= 1
+        assert reasons.count(RefundReason.CANCELLED.value) <= 1
+        assert reasons.count(RefundReason.MERCHANT.value) <= 1
 
 
 TestLifecycle = Lifecycle.TestCase

@@ -15,7 +15,12 @@ from intentd.domain.status import (
     funding_status,
 )
 
-TERMINAL = {IntentStatus.COMPLETED, IntentStatus.EXPIRED, IntentStatus.REFUNDED}
+TERMINAL = {
+    IntentStatus.COMPLETED,
+    IntentStatus.EXPIRED,
+    IntentStatus.REFUNDED,
+    IntentStatus.CANCELLED,
+}
 
 
 @pytest.mark.parametrize(("current", "target"), list(itertools.product(IntentStatus, IntentStatus)))

@@ -1,6 +1,6 @@
 """API keys in PostgreSQL (asyncpg): create, look up by hash or id, revoke, list.
 
-Only the SHA-256 of a key is stored (see ``intentd.api.credentials``). A key belongs
+Only the SHA-256 of a key is stored (see ``intentd.credentials``). A key belongs
 to an existing client (``adapters.clients``; a foreign key since migration 0012).
 """
 
@@ -14,7 +14,7 @@ import asyncpg
 
 from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection
-from intentd.api.credentials import KeyMode, NewKey
+from intentd.credentials import KeyMode, NewKey
 
 __all__ = ["ApiKey", "client_id_of", "find_by_hash", "find_by_id", "insert_key", "list_keys"]
 

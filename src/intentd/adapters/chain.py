@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from intentd.settings import ChainConfig
 from intentd.indexer.decoding import TRANSFER_TOPIC
 from intentd.indexer.planning import BlockRange, LogRangeSizer
-from intentd.indexer.ports import RawRange
+from intentd.indexer.ports import ChainUnavailable, NoAnswer, RawRange
 from intentd.settings.redaction import redact_url, redact_urls_in
 
 __all__ = [
@@ -82,7 +82,7 @@ def is_range_limit(code: int, message: str) -> bool:
     return code in _LIMIT_CODES or _RANGE_LIMIT.search(message) is not None
 
 
-class RpcError(Exception):
+class RpcError(ChainUnavailable):
     """The node answered a call with a JSON-RPC error."""
 
     def __init__(self, method: str, code: int, message: str) -> None:
@@ -96,7 +96,7 @@ class RangeLimitError(RpcError):
     """The provider refused a query as too wide or too large; ask for less."""
 
 
-class RpcTransportError(Exception):
+class RpcTransportError(NoAnswer):
     """No usable answer: connection failure, timeout, HTTP error or malformed body."""
 
 
@@ -104,7 +104,7 @@ class WrongChainError(RpcTransportError):
     """The URL answers ``eth_chainId`` with another chain than the configured one."""
 
 
-class MissingResult(Exception):
+class MissingResult(ChainUnavailable):
     """The node answered null where a value must exist (e.g. a block at or below its head)."""
 
 

@@ -2,63 +2,32 @@
 
 Functions take a connection so the caller decides the transaction. Saving is a
 compare-and-set on ``event_sequence``: a save whose intent changed underneath it
-fails with :class:`ConcurrentUpdate` instead of overwriting.
+fails with :class:`ConcurrentUpdate` instead of overwriting. :class:`PostgresIntentStore`
+is the intent writer's store (``intents.ports.IntentStore``) on these functions.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import fields
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
 
 
 class ConcurrentUpdate(Exception):
     """The intent changed between load and save."""
-
-
-@dataclass(frozen=True, slots=True)
-class NewIntent:
-    client_id: UUID
-    idempotency_key: str | None
-    request_hash: str
-    sender: str | None
-    initial_amount: str
-    amount_symbol: str | None
-    source_chain: str
-    destination_chain: str
-    token_in: str
-    token_out: str
-    token_out_decimals: int
-    asset_token_symbol: str
-    asset_token_decimals: int
-    total_due: int
-    fees_in_asset: int
-    app_fee_in_asset: int
-    amount_out: int
-    fees_in_usd: Decimal
-    app_fee_in_usd: Decimal
-    total_in_usd: Decimal | None
-    slippage: Decimal
-    recipient: str
-    refund_address: str
-    coordinator: str
-    bridger: str
-    metadata: dict[str, Any]
-    expires_at: datetime
-    session_id: str | None = None
-    """The payment-modal session the intent was created in, if any."""
 
 
 _COLUMNS = ", ".join(field.name for field in fields(IntentRow))
@@ -110,6 +79,50 @@ class AddressIndexes:
         return [self._drawn.popleft() for _ in range(count)]
 
 
+class PostgresIntentStore:
+    """The intent writer's store (``intents.ports.IntentStore``): a connection of
+    ``pool`` per write, indexes drawn through ``indexes`` (one a time by default)."""
+
+    def __init__(self, pool: Pool, indexes: AddressIndexes | None = None) -> None:
+        self._pool = pool
+        self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
+
+    @asynccontextmanager
+    async def session(self, *, within: float | None = None) -> AsyncIterator[_Session]:
+        try:
+            conn = await self._pool.acquire(timeout=within)
+        except TimeoutError:
+            raise NoConnection(f"no connection within {within} s") from None
+        try:
+            yield _Session(conn, self._indexes)
+        finally:
+            await self._pool.release(conn)
+
+    async def find_by_idempotency_key(
+        self, client_id: UUID, key: str
+    ) -> tuple[IntentRow, str] | None:
+        async with self._pool.acquire() as conn:
+            return await find_by_idempotency_key(conn, client_id, key)
+
+    def refuses_row(self, error: Exception) -> bool:
+        return isinstance(error, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError)
+
+    def answered_with_error(self, error: Exception) -> bool:
+        return isinstance(error, asyncpg.PostgresError)
+
+
+class _Session:
+    def __init__(self, conn: Connection, indexes: AddressIndexes) -> None:
+        self._conn = conn
+        self._indexes = indexes
+
+    async def take_indexes(self, count: int) -> list[int]:
+        return await self._indexes.take(self._conn, count)
+
+    async def insert(self, items: Sequence[AddressedIntent]) -> dict[int, IntentRow]:
+        return await insert_intents(self._conn, items)
+
+
 _SQL_TYPES = {
     "client_id": "uuid",
     "token_out_decimals": "integer",
@@ -142,15 +155,6 @@ _INSERT_MANY = f"""
     ON CONFLICT (client_id, idempotency_key) DO NOTHING
     RETURNING {_COLUMNS}
 """
-
-
-@dataclass(frozen=True, slots=True)
-class AddressedIntent:
-    """A new intent with its derivation index and the address derived from it."""
-
-    new: NewIntent
-    address_index: int
-    intent_address: str
 
 
 def _new_values(item: AddressedIntent) -> tuple[Any, ...]:
@@ -276,6 +280,14 @@ async def lock_by_id(conn: Connection, intent_id: int) -> IntentRow | None:
         f"SELECT {_COLUMNS} FROM intents WHERE id = $1 FOR UPDATE", intent_id
     )
     return _row(record) if record is not None else None
+
+
+async def count_for_session(conn: Connection, session_id: str) -> int:
+    """How many intents the session ``session_id`` created (index ``intents_by_session``)."""
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM intents WHERE session_id = $1", session_id
+    )
+    return count
 
 
 COLUMNS = _COLUMNS

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from intentd.adapters import kafka
-from intentd.lifecycle.ports import OutgoingMessage
+from intentd.messages import OutgoingMessage
 
 __all__ = ["KafkaDeadLetters", "KafkaInbox"]
 
@@ -37,6 +37,4 @@ class KafkaDeadLetters:
         self._publisher = publisher
 
     async def publish(self, message: OutgoingMessage) -> None:
-        await self._publisher.publish(
-            kafka.OutgoingMessage(message.topic, message.key, message.value, message.headers)
-        )
+        await self._publisher.publish(message)

@@ -219,6 +219,16 @@ async def _cancel_ready(conn: Connection, condition: str, value: int) -> bool:
     return status == "UPDATE 1"
 
 
+async def refund_reasons(conn: Connection, intent_id: int) -> frozenset[RefundReason]:
+    """The reasons of the user refunds an intent decided (any action status)."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT reason FROM actions"
+        " WHERE intent_id = $1 AND kind = 'user_refund' AND reason IS NOT NULL",
+        intent_id,
+    )
+    return frozenset(RefundReason(row["reason"]) for row in rows)
+
+
 async def mark_result_applied(conn: Connection, result_id: str) -> bool:
     """Remember an applied action result; False if it was applied before."""
     status = await conn.execute(

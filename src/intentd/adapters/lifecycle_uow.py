@@ -118,6 +118,9 @@ class PostgresUnitOfWork:
     async def cancel_prefill(self, intent_id: int) -> bool:
         return await lifecycle_store.cancel_prefill(self.conn, intent_id)
 
+    async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:
+        return await lifecycle_store.refund_reasons(self.conn, intent_id)
+
     async def mark_result_applied(self, result_id: str) -> bool:
         return await lifecycle_store.mark_result_applied(self.conn, result_id)
 

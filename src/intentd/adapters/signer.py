@@ -7,7 +7,6 @@ offline: the signed bytes and their hash are recorded before anything is broadca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
@@ -16,19 +15,10 @@ from eth_utils import to_checksum_address
 from intentd.custody import IntentKeys, address_of_key
 from intentd.domain.actions import SignerKind
 from intentd.execution.planning import TxPlan
+from intentd.execution.ports import SignedTx
 from intentd.settings import ChainConfig, ConfigError, Settings
 
-__all__ = ["Keyring", "SignedTx", "sign"]
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class SignedTx:
-    raw: bytes
-    tx_hash: str
-    """Lowercase 0x-hex keccak of ``raw``."""
-
-    def __repr__(self) -> str:
-        return f"SignedTx({self.tx_hash})"
+__all__ = ["Keyring", "sign"]
 
 
 def sign(plan: TxPlan, *, chain_id: int, nonce: int, private_key: bytes) -> SignedTx:
@@ -50,7 +40,8 @@ def sign(plan: TxPlan, *, chain_id: int, nonce: int, private_key: bytes) -> Sign
 
 
 class Keyring:
-    """The keys one executor signs with; lowercase addresses out, keys never out."""
+    """The keys one executor signs with (``execution.ports.Keyring``); lowercase
+    addresses and signed bytes out, keys never out."""
 
     def __init__(self, relayer: bytes | None, gas_tank: bytes | None, intents: IntentKeys) -> None:
         self._relayer = relayer
@@ -77,6 +68,11 @@ class Keyring:
                 f"chains.{chain.name}.relayer = {chain.relayer}: INTENTD_RELAYER_KEY belongs to"
                 f" {self.address(SignerKind.RELAYER)}, another address"
             )
+
+    def sign(
+        self, plan: TxPlan, kind: SignerKind, index: int | None, *, chain_id: int, nonce: int
+    ) -> SignedTx:
+        return sign(plan, chain_id=chain_id, nonce=nonce, private_key=self.key(kind, index))
 
     def key(self, kind: SignerKind, index: int | None = None) -> bytes:
         if kind is SignerKind.INTENT:

@@ -22,11 +22,12 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressIndexes
+from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import (
     routes_chains,
     routes_events,
+    routes_intent_commands,
     routes_intent_list,
     routes_intents,
     routes_quotes,
@@ -35,7 +36,8 @@ from intentd.api import (
 )
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.context import API_PREFIX, Services
+from intentd.api.capacity import InFlightLimit
+from intentd.api.context import API_PREFIX, AnsweringWriter, Services
 from intentd.api.hot_path import HotPath
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
@@ -44,7 +46,6 @@ from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
 from intentd.intents.validation import IntentRequestError
-from intentd.intents.writer import IntentWriter
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.settings import Settings
@@ -85,8 +86,11 @@ def create_app(
                 auth=Authenticator(settings, db),
                 processor=processor,
                 prices=prices if prices is not None else StaticPrices(settings.prices),
-                writer=IntentWriter(
-                    db, settings.intent_addresses(), indexes=AddressIndexes(block=64)
+                writer=AnsweringWriter(
+                    PostgresIntentStore(db, AddressIndexes(block=64)),
+                    settings.intent_addresses(),
+                    max_waiting=settings.api.max_waiting_creates,
+                    acquire_timeout=settings.api.db_acquire_timeout,
                 ),
                 intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
@@ -109,6 +113,7 @@ def create_app(
         routes_quotes.router,
         routes_intent_list.router,
         routes_intents.router,
+        routes_intent_commands.router,
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,
@@ -125,6 +130,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
         )
     app.add_middleware(PayHeaders, frame_ancestors=settings.api.cors_origins)
+    app.add_middleware(InFlightLimit, limit=settings.api.max_requests_in_flight)
     app.add_middleware(RequestMetrics)  # added last: the outermost
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -1,4 +1,11 @@
-"""What every handler needs: the services of the process, and request-reading helpers."""
+"""What every handler needs: the services of the process, and request-reading helpers.
+
+A JSON body is never held beyond ``MAX_BODY_BYTES``: a ``Content-Length`` over it is
+refused before any of the body is read, and a body without one (chunked) is read
+only until it passes the limit. Either way the answer is a 413 ``body_too_large``
+problem, sent at once; whatever of the upload still arrives is discarded by the
+server as it comes (never held).
+"""
 
 from __future__ import annotations
 
@@ -17,14 +24,16 @@ from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
+from intentd.intents.ports import NewIntent
 from intentd.intents.record import IntentRow
-from intentd.intents.writer import IntentWriter
+from intentd.intents.writer import IntentWriter, WriterBusy
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
 __all__ = [
     "API_PREFIX",
     "MAX_BODY_BYTES",
+    "AnsweringWriter",
     "Services",
     "idempotency_key",
     "json_response",
@@ -36,6 +45,22 @@ API_PREFIX = "/api/v1"
 MAX_BODY_BYTES = 64 * 1024
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+class AnsweringWriter(IntentWriter):
+    """The intent writer of the API: a full writer is a 503 ``writer_busy`` problem with
+    ``Retry-After`` (nothing of that create was written)."""
+
+    async def insert(self, new: NewIntent) -> IntentRow | None:
+        try:
+            return await super().insert(new)
+        except WriterBusy as exc:
+            raise ApiProblem(
+                503,
+                "writer_busy",
+                f"the server is at capacity ({exc}); retry after Retry-After seconds",
+                headers={"Retry-After": "1"},
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +96,7 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise ApiProblem(415, "unsupported_media_type", "send the body as application/json")
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise ApiProblem(413, "body_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    body = await _capped_body(request)
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -82,6 +105,25 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_problem(exc, "body") from None
+
+
+def _too_large() -> ApiProblem:
+    return ApiProblem(413, "body_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+
+
+async def _capped_body(request: Request) -> bytes:
+    """The body, read only while it stays within ``MAX_BODY_BYTES``."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_BODY_BYTES:  # the server checked its form
+        raise _too_large()
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            raise _too_large()
+        parts.append(part)
+    return b"".join(parts)
 
 
 def validation_problem(exc: ValidationError, where: str) -> ApiProblem:

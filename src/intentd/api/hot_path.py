@@ -88,7 +88,9 @@ class HotPath:
     ) -> None:
         services: Services = scope["app"].state.services
         try:
-            caller = await services.auth.api_key(_authorization(scope))
+            caller = await services.auth.api_key(
+                _authorization(scope), services.auth.source_of(scope)
+            )
             if intent_id is not None:
                 record = await read_by_id(services, caller, intent_id)
             else:
@@ -102,7 +104,9 @@ class HotPath:
     async def _create(self, scope: Scope, receive: Receive, send: Send, key: str | None) -> None:
         services: Services = scope["app"].state.services
         try:
-            caller = await services.auth.api_key(_authorization(scope))
+            caller = await services.auth.api_key(
+                _authorization(scope), services.auth.source_of(scope)
+            )
             record = await create_record(Request(scope, receive), caller, key)
         except (ApiProblem, IntentRequestError) as exc:
             await _problem(exc, scope, receive, send)

@@ -173,7 +173,14 @@ class IntentRecord(BaseModel):
     bridgeExtraData: str  # noqa: N815
     intent_nonce: int
     intent_status: Literal[
-        "PENDING", "FUNDED", "INITIATED", "COMPLETED", "EXPIRED", "REFUNDING", "REFUNDED"
+        "PENDING",
+        "FUNDED",
+        "INITIATED",
+        "COMPLETED",
+        "EXPIRED",
+        "REFUNDING",
+        "REFUNDED",
+        "CANCELLED",
     ]
     funding_status: Literal["NONE", "UNDERFUNDED", "EXACT", "OVERFUNDED"]
     amount_received: str

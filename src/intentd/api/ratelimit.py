@@ -6,12 +6,17 @@ most one second's worth (at least one token). A request takes one token; with no
 left it is refused and told how long until the next token (``Retry-After``).
 Behind a load balancer that spreads a key's requests evenly, the replicas together
 admit about ``limit`` per second with no shared state (see docs/api.md).
+
+A limiter holds at most ``size`` buckets (keys, sessions or source addresses): past
+that the least recently used bucket is forgotten, and comes back full.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+
+from intentd.api.lru import Lru
 
 __all__ = ["RateLimiter", "TokenBucket", "retry_after_seconds"]
 
@@ -48,11 +53,11 @@ def retry_after_seconds(wait: float) -> int:
 class RateLimiter:
     """Buckets by key; a key's limit may change (the bucket is rebuilt when it does)."""
 
-    def __init__(self, replicas: int = 1) -> None:
+    def __init__(self, replicas: int = 1, *, size: int = 100_000) -> None:
         if replicas < 1:
             raise ValueError("replicas must be at least 1")
         self._replicas = replicas
-        self._buckets: dict[Hashable, tuple[int, TokenBucket]] = {}
+        self._buckets: Lru[Hashable, tuple[int, TokenBucket]] = Lru(size)
 
     def check(self, key: Hashable, limit: int, now: float) -> float:
         """0.0 if a request of ``key`` (``limit`` per second overall) may go ahead now,
@@ -61,5 +66,5 @@ class RateLimiter:
         if entry is None or entry[0] != limit:
             rate = limit / self._replicas
             entry = (limit, TokenBucket(rate, max(1.0, rate), now))
-            self._buckets[key] = entry
+            self._buckets.put(key, entry)
         return entry[1].take(now)

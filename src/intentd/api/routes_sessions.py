@@ -6,6 +6,7 @@ amount and excluded source chains; the modal (holding only the session token) ca
 read the session, get quotes for it, create intents within it and say "I have made
 payment" (trigger processing) for intents it created. The session endpoints accept
 session tokens only, and the API-key endpoints API keys only.
+A session's cap of intents is ``session_cap``'s.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from intentd.api.problems import ApiProblem
 from intentd.api.render import quote_json, token_json
 from intentd.api.routes_intents import IntentAddress, load_intent, trigger_response
 from intentd.api.security import ApiCaller, IdempotencyKey, SessionCaller, errors
+from intentd.api.session_cap import within_cap
 from intentd.api.sessions import Session, sign_session
 from intentd.domain.amounts import AmountError, format_amount, parse_amount
 from intentd.intents import quotes
@@ -254,6 +256,8 @@ async def session_intent(
     if source is not None:
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
+    idempotency = f"{session.id}:{key}" if key is not None else None
+    await within_cap(services, session, idempotency)
     now = services.now()
     row = await create_intent(
         services.settings,
@@ -273,7 +277,7 @@ async def session_intent(
         ),
         client_id=session.client_id,
         now=now,
-        idempotency_key=f"{session.id}:{key}" if key is not None else None,
+        idempotency_key=idempotency,
         prices=services.prices,
         session_id=session.id,
     )

@@ -31,13 +31,15 @@ Credentials = HTTPAuthorizationCredentials | None
 async def _api_caller(
     request: Request, _: Annotated[Credentials, Security(_api_key_scheme)]
 ) -> Caller:
-    return await Services.of(request).auth.api_key(request.headers.get("authorization"))
+    auth = Services.of(request).auth
+    return await auth.api_key(request.headers.get("authorization"), auth.source_of(request.scope))
 
 
 async def _session_caller(
     request: Request, _: Annotated[Credentials, Security(_session_scheme)]
 ) -> Caller:
-    return await Services.of(request).auth.session(request.headers.get("authorization"))
+    auth = Services.of(request).auth
+    return await auth.session(request.headers.get("authorization"), auth.source_of(request.scope))
 
 
 ApiCaller = Annotated[Caller, Depends(_api_caller)]
@@ -56,7 +58,10 @@ _DESCRIPTIONS = {
     401: "Missing, malformed, unknown, revoked or expired credentials",
     403: "The key's network class, or the session, does not allow this",
     404: "No such intent for this client",
-    409: "The Idempotency-Key was used with a different request",
+    409: (
+        "The Idempotency-Key was used with a different request (idempotency_key_reused),"
+        " or the session has created its cap of intents (session_intent_limit)"
+    ),
     413: "The body is too large",
     415: "The body is not application/json",
     422: (
@@ -64,8 +69,15 @@ _DESCRIPTIONS = {
         " amount_rounds_to_zero or amount_too_precise_for_route when tokenOut cannot carry"
         " the amount, amount_too_large beyond 256 bits)"
     ),
-    429: "Over the key's rate limit; retry after Retry-After seconds",
-    503: "Sessions are not configured, or the chain's RPC is unavailable",
+    429: (
+        "Over a rate limit (code rate_limited: the key's; session_rate_limited: the"
+        " session token's; source_rate_limited: requests without a valid key from this"
+        " address); retry after Retry-After seconds"
+    ),
+    503: (
+        "Sessions are not configured, the chain's RPC is unavailable, or the server is"
+        " at capacity (overloaded, database_busy, writer_busy: retry after Retry-After)"
+    ),
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}}},

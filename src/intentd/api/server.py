@@ -4,6 +4,9 @@ Signals belong to ``runtime.run_roles``; uvicorn's own handlers are not installe
 The workers of ``intentd api --workers N`` (``api.workers``) open the port with
 ``SO_REUSEPORT`` (the kernel spreads connections); otherwise a port in use is an
 error, so two unrelated daemons never share one silently.
+
+Its bounds (``api.capacity``): connections, the time a request's headers may take,
+idle keep-alive connections.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import uvicorn
 
 from intentd.adapters.postgres import Pool
 from intentd.api.app import create_app
+from intentd.api.capacity import guarded_protocol
 from intentd.api.workers import notify_ready
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
@@ -68,7 +72,8 @@ def api_role(
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
             create_app(settings, pool=pool, on_ready=_ready),
-            http="httptools",
+            http=guarded_protocol(settings.api.header_timeout, settings.api.max_connections),
+            timeout_keep_alive=settings.api.keep_alive_timeout,
             lifespan="on",
             access_log=False,
             log_config=None,

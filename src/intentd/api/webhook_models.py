@@ -32,7 +32,12 @@ def _text(value: str) -> str:
 
 
 EventType = Literal[
-    "intent_funded", "intent_initiated", "intent_completed", "intent_refunded", "intent_expired"
+    "intent_funded",
+    "intent_initiated",
+    "intent_completed",
+    "intent_refunded",
+    "intent_expired",
+    "intent_cancelled",
 ]
 Url = Annotated[
     str,

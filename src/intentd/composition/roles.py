@@ -24,12 +24,14 @@ from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
+from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
 from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.second_provider import RpcSecondProvider
 from intentd.adapters.signer import Keyring
 from intentd.adapters.verifier_chains import EvmVerifierChains
 from intentd.execution.deposit_verifier import DepositVerifier
@@ -165,12 +167,13 @@ def executor_role(
                 metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
                 resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
                 urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
+                once = JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id)
                 writer = EvmChainWriter(
-                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id),
-                    JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id),
+                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id), once
                 )
                 resources.push_async_callback(writer.close)
-                verifier = DepositVerifier.from_settings(settings)  # None: no thresholds
+                # None: no token sets a threshold
+                verifier = DepositVerifier.from_settings(settings, RpcSecondProvider)
                 if verifier is not None:
                     resources.push_async_callback(verifier.close)
                 executor = Executor(
@@ -180,6 +183,7 @@ def executor_role(
                     writer=writer,
                     keyring=keys,
                     verifier=verifier,
+                    l1_fees=l1_fees_for(config, once),
                 )
                 READINESS.ready(ready_name)
                 started = time.monotonic()

@@ -65,6 +65,10 @@ class RefundReason(StrEnum):
     LATE_DEPOSIT = "late_deposit"
     WRONG_TOKEN = "wrong_token"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+    """The merchant cancelled the PENDING intent (``POST .../cancel``)."""
+    MERCHANT = "merchant"
+    """The merchant asked for the refund of a FUNDED intent (``POST .../refund``)."""
 
 
 class ActionStatus(StrEnum):

@@ -21,13 +21,15 @@ adds ``data.deposit`` (``chain``, ``tx_hash``, ``log_index``, ``block_number``,
 ``data.prefill`` (``tx_hash``, and ``block_number`` once confirmed);
 ``intent_refunded`` adds ``data.refund`` (``reason``, ``chain``, ``token``,
 ``amount`` owed, ``amount_sent`` delivered, ``gas_cost`` in native units when gas came
-out of the amount, ``tx_hash``); ``intent_expired`` adds nothing (``data.funding.received``
-is what stayed at the address: nothing, or less than the token's ``min_sweep``).
+out of the amount, ``tx_hash``); ``intent_expired`` and ``intent_cancelled`` add nothing
+(``data.funding.received`` is what stayed at the address: nothing, or less than the
+token's ``min_sweep``).
 
 Every intent that reaches a terminal status has exactly one *terminal event*
 (:func:`is_terminal`), recorded in the same transaction as that status:
-``intent_completed`` (COMPLETED), ``intent_expired`` (EXPIRED), or ``intent_refunded``
-of reason ``expired`` or ``failed`` (REFUNDED). Events after it are only
+``intent_completed`` (COMPLETED), ``intent_expired`` (EXPIRED), ``intent_cancelled``
+(CANCELLED), or ``intent_refunded`` of reason ``expired``, ``failed``, ``cancelled`` or
+``merchant`` (REFUNDED). Events after it are only
 ``intent_refunded`` of another reason (an excess, a late or wrong-token deposit).
 """
 
@@ -62,18 +64,23 @@ class EventType(StrEnum):
     INTENT_COMPLETED = "intent_completed"
     """The prefill is confirmed: the recipient has the funds (terminal)."""
     INTENT_REFUNDED = "intent_refunded"
-    """A refund to ``refund_address`` is confirmed (terminal for reasons ``expired``
-    and ``failed``)."""
+    """A refund to ``refund_address`` is confirmed (terminal for reasons ``expired``,
+    ``failed``, ``cancelled`` and ``merchant``)."""
     INTENT_EXPIRED = "intent_expired"
     """``expires_at`` passed with nothing to refund: nothing received, or less than
     the token's ``min_sweep`` (terminal)."""
+    INTENT_CANCELLED = "intent_cancelled"
+    """The merchant cancelled the PENDING intent with nothing to refund: nothing
+    received, or less than the token's ``min_sweep`` (terminal)."""
 
 
 Mode = Literal["test", "live"]
 """An event's mode: ``live`` for an intent on a main network, ``test`` otherwise (the
-networks a ``live`` or a ``test`` API key opens, :mod:`intentd.api.credentials`)."""
+networks a ``live`` or a ``test`` API key opens, :mod:`intentd.credentials`)."""
 
-ENDING_REFUND_REASONS = frozenset({RefundReason.EXPIRED, RefundReason.FAILED})
+ENDING_REFUND_REASONS = frozenset(
+    {RefundReason.EXPIRED, RefundReason.FAILED, RefundReason.CANCELLED, RefundReason.MERCHANT}
+)
 """Refund reasons whose ``intent_refunded`` ends the intent."""
 
 
@@ -99,7 +106,11 @@ def mode_of(network: str) -> Mode:
 def is_terminal(event_type: EventType | str, refund_reason: str | None = None) -> bool:
     """Whether an event of ``event_type`` (and, for a refund, ``refund_reason``) is the
     one that ends its intent."""
-    if event_type in (EventType.INTENT_COMPLETED, EventType.INTENT_EXPIRED):
+    if event_type in (
+        EventType.INTENT_COMPLETED,
+        EventType.INTENT_EXPIRED,
+        EventType.INTENT_CANCELLED,
+    ):
         return True
     return event_type == EventType.INTENT_REFUNDED and refund_reason in ENDING_REFUND_REASONS
 

@@ -29,10 +29,19 @@ over-funded intent is refunded now); confirmed → COMPLETED (``intent_completed
 the relayer is repaid from the deposit, the fees go to the fee account); failed →
 REFUNDING with what is still held for the user refunded (``failed``). Expiry of a
 PENDING intent: nothing received (or less than ``min_sweep``) → EXPIRED
-(``intent_expired``); more → REFUNDING with all of it refunded (``expired``). Every
-confirmed user refund emits ``intent_refunded``; one of reason ``expired`` or
-``failed`` also ends the intent as REFUNDED. So every intent that ends has exactly one
-terminal event (:func:`~intentd.domain.events.is_terminal`).
+(``intent_expired``); more → REFUNDING with all of it refunded (``expired``).
+
+The merchant's commands (:meth:`Intent.cancel`, :meth:`Intent.refund_on_request`):
+cancelling a PENDING intent ends it as expiry does, with its own names: nothing held
+(or less than ``min_sweep``) → CANCELLED (``intent_cancelled``); more → REFUNDING with
+all of it refunded (``cancelled``). A refund on request is only for a FUNDED intent
+whose prefill the caller has withdrawn before any transaction of it could be mined:
+REFUNDING with everything held refunded (``merchant``). Any other state raises
+:class:`~intentd.domain.status.IllegalTransition`.
+
+Every confirmed user refund emits ``intent_refunded``; one of reason ``expired``,
+``failed``, ``cancelled`` or ``merchant`` also ends the intent as REFUNDED. So every
+intent that ends has exactly one terminal event (:func:`~intentd.domain.events.is_terminal`).
 
 Every refund of credited ``tokenIn`` is of what is still held for the user,
 :meth:`Intent.held`: ``received`` less ``refunded``, the part of it the intent has
@@ -60,7 +69,13 @@ from intentd.domain.actions import RefundReason as RefundReason  # noqa: PLC0414
 from intentd.domain.actions import SignerKind as SignerKind  # noqa: PLC0414
 from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.events import ENDING_REFUND_REASONS, EventType, PendingEvent
-from intentd.domain.status import FundingStatus, IntentStatus, check_move, funding_status
+from intentd.domain.status import (
+    FundingStatus,
+    IllegalTransition,
+    IntentStatus,
+    check_move,
+    funding_status,
+)
 
 ENDING_REASONS = ENDING_REFUND_REASONS
 """Refunds whose confirmation ends the intent as REFUNDED (``expired``, ``failed``)."""
@@ -190,6 +205,34 @@ class Intent:
             self._move(IntentStatus.REFUNDING)
             self._refund_credit(held, RefundReason.EXPIRED)
         return True
+
+    # --- the merchant's commands ----------------------------------------------------------
+    def cancel(self) -> None:
+        """The merchant stops a PENDING intent: it takes no more payments (a later one is
+        a late deposit) and what it holds goes back, as on expiry."""
+        if self.status is not IntentStatus.PENDING:
+            raise IllegalTransition(self.status, IntentStatus.CANCELLED)
+        held = self.held()
+        if held == 0 or held < self.terms.min_sweep:
+            self._move(IntentStatus.CANCELLED)
+            self._record(EventType.INTENT_CANCELLED)
+            if held:
+                self._retain(ActionKind.USER_REFUND, held, RefundReason.CANCELLED)
+        else:
+            self._move(IntentStatus.REFUNDING)
+            self._refund_credit(held, RefundReason.CANCELLED)
+
+    def refund_on_request(self) -> None:
+        """The merchant gives a FUNDED intent up: everything held goes back (reason
+        ``merchant``). The caller must first have withdrawn the prefill (it may only do
+        so while no transaction of the prefill can still be mined)."""
+        if self.status is not IntentStatus.FUNDED:
+            raise IllegalTransition(self.status, IntentStatus.REFUNDING)
+        held = self.held()
+        if held <= 0:  # FUNDED means received >= total_due > 0: a broken invariant
+            raise ValueError(f"intent {self.id}: FUNDED but nothing is held")
+        self._move(IntentStatus.REFUNDING)
+        self._refund_credit(held, RefundReason.MERCHANT)
 
     # --- execution results ------------------------------------------------------------
     def prefill_sent(self, *, tx_hash: str, relayer: str) -> None:

@@ -20,6 +20,9 @@ class IntentStatus(StrEnum):
     """User refund under way (expired with a partial amount, or prefill failed)."""
     REFUNDED = "REFUNDED"
     """User refund confirmed (terminal)."""
+    CANCELLED = "CANCELLED"
+    """Cancelled by the merchant while PENDING with nothing to refund: nothing received,
+    or less than the token's ``min_sweep`` (terminal)."""
 
 
 class FundingStatus(StrEnum):
@@ -34,10 +37,18 @@ class FundingStatus(StrEnum):
 
 
 ALLOWED_MOVES: dict[IntentStatus, frozenset[IntentStatus]] = {
+    # PENDING -> CANCELLED / REFUNDING: the merchant cancels (POST .../cancel).
     IntentStatus.PENDING: frozenset(
-        {IntentStatus.FUNDED, IntentStatus.EXPIRED, IntentStatus.REFUNDING}
+        {
+            IntentStatus.FUNDED,
+            IntentStatus.EXPIRED,
+            IntentStatus.REFUNDING,
+            IntentStatus.CANCELLED,
+        }
     ),
-    # FUNDED -> PENDING only when a reorg retracts a deposit before the prefill starts.
+    # FUNDED -> PENDING only when a reorg retracts a deposit before the prefill starts;
+    # FUNDED -> REFUNDING: the prefill failed, or the merchant asked for a refund while
+    # the prefill had no transaction that could still be mined (POST .../refund).
     IntentStatus.FUNDED: frozenset(
         {IntentStatus.INITIATED, IntentStatus.REFUNDING, IntentStatus.PENDING}
     ),
@@ -46,6 +57,7 @@ ALLOWED_MOVES: dict[IntentStatus, frozenset[IntentStatus]] = {
     IntentStatus.EXPIRED: frozenset(),
     IntentStatus.REFUNDING: frozenset({IntentStatus.REFUNDED}),
     IntentStatus.REFUNDED: frozenset(),
+    IntentStatus.CANCELLED: frozenset(),
 }
 
 

@@ -10,10 +10,9 @@ to answer is a reason too: the check fails closed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from intentd.adapters.chain import JsonRpcClient, MissingResult, RpcError, RpcTransportError
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     Credited,
@@ -24,13 +23,16 @@ from intentd.execution.deposit_check import (
 )
 from intentd.execution.ports import StoreTransaction
 from intentd.indexer.balances import reconciled_tx_hash
+from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, Settings
 
-__all__ = ["DepositVerifier", "RpcSecondProvider", "SecondProvider"]
+__all__ = ["DepositVerifier", "SecondProvider"]
 
 
 class SecondProvider(Protocol):
-    """What the check reads from a chain's second provider."""
+    """What the check reads from a chain's second provider
+    (``adapters.second_provider.RpcSecondProvider``); a node that gives no usable
+    answer raises :class:`~intentd.indexer.ports.ChainUnavailable`."""
 
     async def head(self, tag: str) -> int: ...
     async def block_hash(self, number: int) -> str | None: ...
@@ -41,49 +43,6 @@ class SecondProvider(Protocol):
     async def close(self) -> None: ...
 
 
-class RpcSecondProvider:
-    """:class:`SecondProvider` over JSON-RPC (``eth_chainId`` checked per URL)."""
-
-    def __init__(self, chain: ChainConfig) -> None:
-        self._rpc = JsonRpcClient(
-            chain.name,
-            chain.verify_rpc_urls,
-            timeout=chain.rpc_timeout,
-            attempts=2,
-            chain_id=chain.chain_id,
-        )
-
-    async def head(self, tag: str) -> int:
-        block = await self._rpc.call("eth_getBlockByNumber", [tag, False])
-        return int(block["number"], 16)
-
-    async def block_hash(self, number: int) -> str | None:
-        block = await self._rpc.call("eth_getBlockByNumber", [hex(number), False], allow_null=True)
-        return None if block is None else str(block["hash"]).lower()
-
-    async def parent_hash(self, block_hash: str) -> str | None:
-        block = await self._rpc.call("eth_getBlockByHash", [block_hash, False], allow_null=True)
-        return None if block is None else str(block["parentHash"]).lower()
-
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._rpc.call(
-            "eth_getTransactionReceipt", [tx_hash], allow_null=True
-        )
-        return found
-
-    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._rpc.call(
-            "eth_getTransactionByHash", [tx_hash], allow_null=True
-        )
-        return found
-
-    async def balance(self, address: str, block_hash: str) -> int:
-        return int(await self._rpc.call("eth_getBalance", [address, {"blockHash": block_hash}]), 16)
-
-    async def close(self) -> None:
-        await self._rpc.close()
-
-
 class DepositVerifier:
     """Confirms prefills' deposits on their source chains' second providers."""
 
@@ -92,8 +51,11 @@ class DepositVerifier:
         self._providers = dict(providers)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DepositVerifier | None:
-        """The verifier of ``settings``, or None when no token sets ``verify_above``."""
+    def from_settings(
+        cls, settings: Settings, provider: Callable[[ChainConfig], SecondProvider]
+    ) -> DepositVerifier | None:
+        """The verifier of ``settings``, or None when no token sets ``verify_above``;
+        ``provider`` opens the second provider of a chain with ``verify_rpc_urls``."""
         if not any(
             token.verify_above is not None
             for chain in settings.chains.values()
@@ -103,7 +65,7 @@ class DepositVerifier:
         return cls(
             settings,
             {
-                name: RpcSecondProvider(chain)
+                name: provider(chain)
                 for name, chain in settings.chains.items()
                 if chain.verify_rpc_urls
             },
@@ -131,7 +93,7 @@ class DepositVerifier:
             return [f"chains.{chain.name}.verify_rpc_urls is not configured"]
         try:
             return await confirm(deposits, provider, chain)
-        except (RpcError, RpcTransportError, MissingResult, KeyError, ValueError) as exc:
+        except (ChainUnavailable, KeyError, ValueError) as exc:
             return [f"second provider of {chain.name} did not answer: {exc}"]
 
 

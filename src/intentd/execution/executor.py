@@ -20,6 +20,10 @@ A thin loop over the ports of ``execution.ports``; the steps live in
 - A prefill whose intent's deposits are above the source token's ``verify_above`` is
   signed only once a second provider confirms each of them; until then it stays
   ``ready``, unsigned, postponed with backoff (``execution.deposit_verifier``).
+- A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
+  ``l1_fee_margin_bps`` at the address, in its first transfer and in each replacement
+  (``execution.transfer_planner``); without a bound it is not signed and waits
+  (``adapters.l1_fee``).
 - The loop checks the lease before every tick and stops (raising) once it is lost;
   an RPC error ends the tick, which is retried with backoff (at most 10 s).
 """
@@ -30,21 +34,20 @@ import asyncio
 
 import structlog
 
-from intentd.adapters.chain import MissingResult, RpcError, RpcTransportError
-from intentd.adapters.signer import Keyring
 from intentd.backoff import Backoff
 from intentd.execution.deposit_verifier import DepositVerifier
-from intentd.execution.ports import ChainWriter, ExecutionStore, Lease
+from intentd.execution.ports import ChainWriter, ExecutionStore, Keyring, L1Fees, Lease
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
+from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
+from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
 from intentd.wait import wait_any
 
 __all__ = ["Executor"]
 
 log = structlog.get_logger()
-_RPC_ERRORS = (RpcError, RpcTransportError, MissingResult)
 
 
 class Executor:
@@ -59,9 +62,11 @@ class Executor:
         writer: ChainWriter,
         keyring: Keyring,
         verifier: DepositVerifier | None = None,
+        l1_fees: L1Fees = NO_L1_FEE,
     ) -> None:
         self._config = config
         sender = Sender(chain, store=store, writer=writer, keyring=keyring)
+        transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
             chain,
             config,
@@ -69,10 +74,17 @@ class Executor:
             writer=writer,
             keyring=keyring,
             sender=sender,
+            transfers=transfers,
             verifier=verifier,
         )
         self._settler = Settler(
-            chain, config, store=store, writer=writer, sender=sender, starter=self._starter
+            chain,
+            config,
+            store=store,
+            writer=writer,
+            sender=sender,
+            starter=self._starter,
+            transfers=transfers,
         )
 
     async def run(self, stop: asyncio.Event, lease: Lease) -> None:
@@ -86,7 +98,7 @@ class Executor:
             try:
                 await self.tick()
                 backoff = 0.0
-            except _RPC_ERRORS as exc:
+            except ChainUnavailable as exc:
                 backoff = Backoff(0.5, cap=10.0).after(backoff)
                 log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
             await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))

@@ -8,7 +8,9 @@ Who bears which cost is written down in ``docs/execution.md``; the rules here:
   (``ceil(x * 9 / 8)``), more if the market moved further; never above the cap.
 - A native-coin sweep that pays its own gas sends ``amount - gas_limit * max_fee``:
   the most the transaction can cost comes out of the amount up front, and what the
-  fee did not use stays at the sending address.
+  fee did not use stays at the sending address. On an OP-stack chain the node also
+  charges an L1 data fee on top of the gas: the sweep then also leaves
+  ``l1_fee_reserve`` (the oracle's bound plus a margin) out of the amount.
 - A gas top-up for an ERC-20 transfer from an intent address is
   ``gas_limit * max_fee * (1 + headroom)``; the headroom pays for replacements.
   Gas the gas tank left at the address by earlier sweeps (its *credit* there, see
@@ -29,6 +31,7 @@ __all__ = [
     "gas_cost",
     "gas_limit_with_margin",
     "initial_fees",
+    "l1_fee_reserve",
     "native_sweep_value",
     "topup_after_credit",
     "topup_value",
@@ -93,15 +96,28 @@ def bumped_fees(old: Fees, base_fee: int, tip: int, cap: int) -> Fees | None:
     return Fees(max_fee, priority)
 
 
-def native_sweep_value(amount: int, gas_limit: int, fees: Fees) -> int:
+def native_sweep_value(amount: int, gas_limit: int, fees: Fees, l1_reserve: int = 0) -> int:
     """What a native transfer that pays its own gas sends: ``amount`` less the most
-    the gas can cost. Raises :class:`AmountBelowGas` if nothing would be left."""
-    value = amount - gas_limit * fees.max_fee_per_gas
+    the gas can cost and less ``l1_reserve`` (the L1 data fee an OP-stack chain charges
+    on top, 0 elsewhere). Raises :class:`AmountBelowGas` if nothing would be left."""
+    if l1_reserve < 0:
+        raise ValueError(f"negative L1 fee reserve {l1_reserve}")
+    value = amount - gas_limit * fees.max_fee_per_gas - l1_reserve
     if value <= 0:
         raise AmountBelowGas(
             f"amount {amount} wei does not cover {gas_limit} gas at {fees.max_fee_per_gas} wei"
+            f" and an L1 data fee reserve of {l1_reserve} wei"
         )
     return value
+
+
+def l1_fee_reserve(bound: int, margin_bps: int) -> int:
+    """What a native sweep leaves for the L1 data fee: the oracle's ``bound`` plus
+    ``margin_bps`` (1/10,000), rounded up; the fee moves with L1 prices between the
+    estimate and the inclusion."""
+    if bound < 0 or margin_bps < 0:
+        raise ValueError(f"negative L1 fee bound {bound} or margin {margin_bps}")
+    return -(-bound * (10_000 + margin_bps) // 10_000)
 
 
 def topup_value(gas_limit: int, fees: Fees, headroom_bps: int) -> int:

@@ -63,13 +63,14 @@ def needs_topup(action: Action) -> bool:
     return action.signer_kind is SignerKind.INTENT and not action.native
 
 
-def plan_transfer(action: Action, gas_limit: int, fees: Fees) -> TxPlan:
+def plan_transfer(action: Action, gas_limit: int, fees: Fees, *, l1_reserve: int = 0) -> TxPlan:
     """The transfer of ``action``. A native transfer with ``gas_from_amount`` sends
-    ``amount - gas_limit * max_fee`` (raises ``AmountBelowGas`` if nothing is left)."""
+    ``amount - gas_limit * max_fee - l1_reserve`` (``l1_reserve``: the OP-stack L1 data
+    fee it leaves; raises ``AmountBelowGas`` if nothing is left)."""
     if action.native:
         value = action.amount
         if action.gas_from_amount:
-            value = native_sweep_value(action.amount, gas_limit, fees)
+            value = native_sweep_value(action.amount, gas_limit, fees, l1_reserve)
         return TxPlan(Purpose.TRANSFER, action.to_address, value, b"", gas_limit, fees)
     data = erc20_transfer_data(action.to_address, action.amount)
     return TxPlan(Purpose.TRANSFER, action.token, 0, data, gas_limit, fees)

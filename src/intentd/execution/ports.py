@@ -1,7 +1,8 @@
 """What the executor needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.chain_writer.EvmChainWriter``,
-``adapters.execution_store.PostgresExecutionStore``, ``execution.leader.ExecutorLease``);
+``adapters.execution_store.PostgresExecutionStore``, ``adapters.executor_lease.ExecutorLease``,
+``adapters.signer.Keyring``);
 the unit tests use the fakes of ``tests/unit/execution/execution_fakes.py``.
 
 Contracts the executor relies on:
@@ -11,11 +12,19 @@ Contracts the executor relies on:
   changes are compare-and-set (they answer whether they made the change); a nonce
   handed out by :meth:`StoreTransaction.allocate_nonce` is never handed out again once
   its transaction commits.
-- :class:`ChainWriter`: reads may raise the RPC errors of ``adapters.chain`` (the loop
-  retries the tick); :meth:`ChainWriter.send_raw` answers a node's refusal as a
-  :class:`SendOutcome` and raises only when no node answered.
+- :class:`ChainWriter`: reads may raise :class:`~intentd.indexer.ports.ChainUnavailable`
+  (the adapters' RPC errors; the loop retries the tick); :meth:`ChainWriter.send_raw`
+  answers a node's refusal as a :class:`SendOutcome` and raises only when no node
+  answered (:class:`~intentd.indexer.ports.NoAnswer`).
 - :class:`Lease`: :meth:`Lease.check` raises when this process may no longer lead the
   chain; the executor then stops at once.
+- :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
+  key; the executor sees addresses and signed bytes only.
+- :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
+  of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
+  signed then: fail closed); a node that does not answer raises
+  :class:`~intentd.indexer.ports.ChainUnavailable` (the tick is retried).
+  ``adapters.l1_fee`` implements it.
 """
 
 from __future__ import annotations
@@ -27,10 +36,10 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from intentd.domain.actions import Action, ActionStatus
+from intentd.domain.actions import Action, ActionStatus, SignerKind
 from intentd.execution.deposit_check import Credited
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
+from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
@@ -39,15 +48,23 @@ __all__ = [
     "EstimateReverted",
     "ExecutionStore",
     "FeeInputs",
+    "Keyring",
+    "L1FeeUnavailable",
+    "L1Fees",
     "Lease",
     "NewTx",
     "SendOutcome",
+    "SignedTx",
     "StoreTransaction",
 ]
 
 
 class EstimateReverted(Exception):
     """The node says the call would revert (e.g. the sender lacks the tokens)."""
+
+
+class L1FeeUnavailable(Exception):
+    """The chain's GasPriceOracle gave no L1 fee bound; do not sign the transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +243,7 @@ class ExecutionStore(Protocol):
 
 
 class Lease(Protocol):
-    """The chain's leadership, held by the caller (``execution.leader.ExecutorLease``)."""
+    """The chain's leadership, held by the caller (``adapters.executor_lease.ExecutorLease``)."""
 
     async def listen(self, wakeup: asyncio.Event) -> None:
         """Set ``wakeup`` whenever an action of the chain becomes ready."""
@@ -234,4 +251,36 @@ class Lease(Protocol):
 
     async def check(self) -> None:
         """Raise unless this process still leads the chain."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SignedTx:
+    raw: bytes
+    tx_hash: str
+    """Lowercase 0x-hex keccak of ``raw``."""
+
+    def __repr__(self) -> str:
+        return f"SignedTx({self.tx_hash})"
+
+
+class Keyring(Protocol):
+    """The keys one executor signs with (``adapters.signer.Keyring``)."""
+
+    def address(self, kind: SignerKind, index: int | None = None) -> str:
+        """Lowercase address of a signer (``index``: an intent signer's HD index)."""
+        ...
+
+    def sign(
+        self, plan: TxPlan, kind: SignerKind, index: int | None, *, chain_id: int, nonce: int
+    ) -> SignedTx:
+        """``plan`` signed by that signer as an EIP-1559 (type 2) transaction."""
+        ...
+
+
+class L1Fees(Protocol):
+    """The L1 data fee one chain charges on top of gas (0 where it charges none)."""
+
+    async def upper_bound(self, plan: TxPlan) -> int:
+        """Wei the chain will charge on top of gas for ``plan``, at most (today's L1 prices)."""
         ...

@@ -6,7 +6,9 @@ chain's cap nor, for a transfer an intent address signs with gas from a top-up, 
 what the coin at the address pays for (:func:`replacement_cap`). A native sweep that
 pays its own gas sends less at higher fees; when nothing would be left, or the cap
 forbids a bump, there is no replacement (:func:`replacement_plan` answers None) and
-the transaction keeps waiting.
+the transaction keeps waiting. The L1 data fee a native sweep on an OP-stack chain
+leaves is not in this plan: it needs the chain's oracle, so ``execution.unsticking``
+plans the replacement transfer again at these fees (``execution.transfer_planner``).
 """
 
 from __future__ import annotations

@@ -22,19 +22,19 @@ from dataclasses import dataclass
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.chain import RpcTransportError
-from intentd.adapters.signer import Keyring, sign
 from intentd.domain.actions import Action, ResultEvent, SignerKind
 from intentd.execution.outcomes import result_message
 from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.ports import (
     ChainWriter,
     ExecutionStore,
+    Keyring,
     NewTx,
     SendOutcome,
     StoreTransaction,
 )
 from intentd.faults import crash_point
+from intentd.indexer.ports import NoAnswer
 from intentd.settings import ChainConfig
 
 __all__ = ["Recorded", "Sender"]
@@ -82,12 +82,7 @@ class Sender:
         if nonce is None:
             await self._reconcile(signer)
             nonce = await work.allocate_nonce(signer)
-        signed = sign(
-            plan,
-            chain_id=self._chain.chain_id,
-            nonce=nonce,
-            private_key=self._keys.key(kind, index),
-        )
+        signed = self._keys.sign(plan, kind, index, chain_id=self._chain.chain_id, nonce=nonce)
         tx_id = await work.record_transaction(
             NewTx(
                 action_id=action.id,
@@ -146,7 +141,7 @@ class Sender:
         with structlog.contextvars.bound_contextvars(tx_hash=tx_hash, intent_id=action.intent_id):
             try:
                 outcome, message = await self._writer.send_raw(raw)
-            except RpcTransportError as exc:
+            except NoAnswer as exc:
                 log.warning("broadcast got no answer; will retry", error=str(exc))
                 return
             crash_point("executor.after_send")

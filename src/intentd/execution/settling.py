@@ -45,6 +45,7 @@ from intentd.execution.tracking import (
     next_transfer_due,
     nonce_groups,
 )
+from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, ExecutionConfig
@@ -66,6 +67,7 @@ class Settler:
         writer: ChainWriter,
         sender: Sender,
         starter: Starter,
+        transfers: TransferPlanner,
     ) -> None:
         self._chain = chain
         self._name = chain.name
@@ -74,7 +76,9 @@ class Settler:
         self._writer = writer
         self._sender = sender
         self._starter = starter
-        self._unsticker = Unsticker(chain, store=store, writer=writer, sender=sender)
+        self._unsticker = Unsticker(
+            chain, store=store, writer=writer, sender=sender, transfers=transfers
+        )
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
 
     async def track(self) -> None:

@@ -13,6 +13,10 @@ Guarantees:
 - A fee market above the chain's cap, or a native sweep whose amount does not cover
   its gas at today's fees, postpones the action without counting an attempt; a gas
   estimate that reverts is a failed attempt (``execution.outcomes``).
+- A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
+  ``l1_fee_margin_bps`` at the address (``execution.transfer_planner``); without a
+  bound it is not signed and waits, postponed without counting an attempt
+  (``adapters.l1_fee``).
 - An ERC-20 transfer from an intent address is preceded by a gas top-up from the gas
   tank, less what the tank's credit at the address already covers; the transfer is
   signed once the top-up is confirmed, with fees its budget affords.
@@ -23,7 +27,6 @@ from __future__ import annotations
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.signer import Keyring
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind
 from intentd.execution.deposit_check import retry_delay
 from intentd.execution.deposit_verifier import DepositVerifier
@@ -44,20 +47,25 @@ from intentd.execution.ports import (
     EstimateReverted,
     ExecutionStore,
     FeeInputs,
+    Keyring,
+    L1FeeUnavailable,
     StoreTransaction,
 )
 from intentd.execution.replacement import topup_budget
 from intentd.execution.sending import Recorded, Sender
 from intentd.execution.tracking import next_transfer_due
+from intentd.execution.transfer_planner import TransferPlanner
 from intentd.settings import ChainConfig, ExecutionConfig
 
-__all__ = ["BELOW_GAS_WAIT", "FEE_WAIT", "Starter"]
+__all__ = ["BELOW_GAS_WAIT", "FEE_WAIT", "L1_FEE_WAIT", "Starter"]
 
 log = structlog.get_logger()
 FEE_WAIT = 5.0
 """Seconds an action waits when the fee market is above the chain's cap."""
 BELOW_GAS_WAIT = 300.0
 """Seconds a native sweep waits when, at today's fees, its amount cannot pay its gas."""
+L1_FEE_WAIT = 30.0
+"""Seconds a native sweep waits when the OP-stack oracle gives no L1 data fee bound."""
 
 
 class Starter:
@@ -72,6 +80,7 @@ class Starter:
         writer: ChainWriter,
         keyring: Keyring,
         sender: Sender,
+        transfers: TransferPlanner,
         verifier: DepositVerifier | None = None,
     ) -> None:
         self._chain = chain
@@ -81,6 +90,7 @@ class Starter:
         self._writer = writer
         self._keys = keyring
         self._sender = sender
+        self._transfers = transfers
         self._verifier = verifier
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
         self._alerted: set[int] = set()
@@ -153,7 +163,7 @@ class Starter:
                     recorded = await record(work, action, plan, SignerKind.GAS_TANK, None)
             else:
                 gas = await self._transfer_gas(action, sender)
-                plan = plan_transfer(action, gas, price)
+                plan = await self._transfers.transfer_plan(action, gas, price)
                 kind, index = action.signer_kind, action.signer_index
                 recorded = await record(work, action, plan, kind, index)
         except FeeCapExceeded as exc:
@@ -166,6 +176,11 @@ class Starter:
             log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
             await work.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
+            return None
+        except L1FeeUnavailable as exc:  # never sign what op-geth would refuse forever
+            log.warning("L1 data fee unknown; native sweep waits", error=str(exc))
+            metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "l1_fee_unknown").inc()
+            await work.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
             return None
         except EstimateReverted as exc:
             await self._failed(work, action, f"gas estimate reverted: {exc}")

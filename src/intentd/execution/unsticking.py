@@ -12,6 +12,10 @@ Guarantees:
   group is mined wins (``execution.tracking``).
 - No replacement above the chain's cap or above what a top-up pays for; the
   transaction then keeps waiting.
+- A replacement transfer is planned like the first one (``execution.transfer_planner``):
+  a native sweep on an ``op_stack`` chain leaves the L1 data fee bound at today's L1
+  prices plus the margin. Without a bound, or when nothing would be left, there is no
+  replacement; the transaction keeps waiting.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus
-from intentd.execution.ports import ChainWriter, ExecutionStore
+from intentd.execution.gas import AmountBelowGas
+from intentd.execution.planning import Purpose, TxPlan
+from intentd.execution.ports import ChainWriter, ExecutionStore, L1FeeUnavailable
 from intentd.execution.replacement import (
     needs_budget,
     replacement_cap,
@@ -30,6 +36,7 @@ from intentd.execution.replacement import (
 )
 from intentd.execution.sending import Sender
 from intentd.execution.tracking import Tx, TxStatus
+from intentd.execution.transfer_planner import TransferPlanner
 from intentd.settings import ChainConfig
 
 __all__ = ["Unsticker"]
@@ -41,13 +48,20 @@ class Unsticker:
     """Re-broadcasts or replaces the stuck transactions of one chain."""
 
     def __init__(
-        self, chain: ChainConfig, *, store: ExecutionStore, writer: ChainWriter, sender: Sender
+        self,
+        chain: ChainConfig,
+        *,
+        store: ExecutionStore,
+        writer: ChainWriter,
+        sender: Sender,
+        transfers: TransferPlanner,
     ) -> None:
         self._chain = chain
         self._name = chain.name
         self._store = store
         self._writer = writer
         self._sender = sender
+        self._transfers = transfers
 
     async def unstick(self, action: Action, stale: Tx) -> None:
         """Re-broadcast a transaction the node forgot; replace one it holds but won't mine."""
@@ -70,6 +84,8 @@ class Unsticker:
                 budget = topup_budget(await work.history(action.id)) if held is None else held
         cap = replacement_cap(self._chain.max_fee_per_gas, action, stale, budget)
         plan = replacement_plan(action, stale, base_fee=market.base_fee, tip=market.tip, cap=cap)
+        if plan is not None and plan.purpose is Purpose.TRANSFER:
+            plan = await self._transfer(action, plan)
         if plan is None:
             log.warning("stuck transaction cannot be bumped further", tx_hash=stale.tx_hash)
             async with self._store.transaction() as work:
@@ -87,3 +103,11 @@ class Unsticker:
         metrics.CHAIN_TRANSACTIONS.labels(self._name, stale.purpose.value, "replaced").inc()
         log.info("stuck transaction replaced", old=stale.tx_hash, new=recorded.tx_hash)
         await self._sender.after_record(recorded)
+
+    async def _transfer(self, action: Action, bumped: TxPlan) -> TxPlan | None:
+        """The replacement transfer at ``bumped``'s fees, planned as the first one is (a
+        native sweep leaves the L1 data fee); None if there is no bound or nothing left."""
+        try:
+            return await self._transfers.transfer_plan(action, bumped.gas_limit, bumped.fees)
+        except (AmountBelowGas, L1FeeUnavailable):
+            return None

@@ -26,7 +26,6 @@ from collections.abc import Callable
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.kafka import OutgoingMessage
 from intentd.backoff import Backoff
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
@@ -37,7 +36,7 @@ from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.messages import encode
+from intentd.messages import OutgoingMessage, encode
 from intentd.settings import ChainConfig
 from intentd.wait import wait_any
 

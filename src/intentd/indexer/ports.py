@@ -3,22 +3,41 @@
 The adapters implement them (``adapters.chain.EvmChainReader``,
 ``adapters.cursor_store.PostgresPollerStore`` and ``PostgresAddressSource``,
 ``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes.
+
+A node that gives no usable answer raises :class:`ChainUnavailable` (the adapters'
+RPC errors are its subclasses), so every role can tell "the chain is unavailable,
+retry" from a defect without naming an adapter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from intentd.indexer.decoding import BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.reorg import Cursor, PublishedDeposit
+from intentd.messages import OutgoingMessage
 
-if TYPE_CHECKING:
-    from intentd.adapters.kafka import OutgoingMessage
+__all__ = [
+    "AddressSource",
+    "ChainReader",
+    "ChainUnavailable",
+    "NoAnswer",
+    "PollerStore",
+    "Publisher",
+    "RawRange",
+]
 
-__all__ = ["AddressSource", "ChainReader", "PollerStore", "Publisher", "RawRange"]
+
+class ChainUnavailable(Exception):
+    """The chain's nodes gave no usable answer: an error, a missing result, or none."""
+
+
+class NoAnswer(ChainUnavailable):
+    """No node answered at all (connection, timeout, malformed body): a request that
+    changes state may or may not have arrived."""
 
 
 @dataclass(frozen=True, slots=True)

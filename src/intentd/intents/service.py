@@ -33,9 +33,8 @@ from uuid import UUID
 
 import orjson
 
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Pool
 from intentd.intents import quotes
+from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.record import IntentRow
 from intentd.intents.validation import (
     IdempotencyConflict,
@@ -93,7 +92,7 @@ def plan_intent(
     idempotency_key: str | None = None,
     prices: PriceSource | None = None,
     session_id: str | None = None,
-) -> intent_store.NewIntent:
+) -> NewIntent:
     """Validate ``request`` and compute the intent to store (no I/O).
 
     ``prices`` defaults to the static prices of the config.
@@ -136,7 +135,7 @@ def plan_intent(
         )
     fees = quote.fees
     source = path.source
-    return intent_store.NewIntent(
+    return NewIntent(
         client_id=client_id,
         idempotency_key=idempotency_key,
         request_hash=request.fingerprint(),
@@ -222,21 +221,20 @@ async def create_intent(
         session_id=session_id,
     )
     if idempotency_key is not None:
-        existing = await _existing(writer.pool, new)
+        existing = await _existing(writer.store, new)
         if existing is not None:
             return existing
     row = await writer.insert(new)
     if row is None:  # a concurrent request with the same key won the race
-        existing = await _existing(writer.pool, new)
+        existing = await _existing(writer.store, new)
         assert existing is not None
         return existing
     return row
 
 
-async def _existing(pool: Pool, new: intent_store.NewIntent) -> IntentRow | None:
+async def _existing(store: IntentStore, new: NewIntent) -> IntentRow | None:
     assert new.idempotency_key is not None
-    async with pool.acquire() as conn:
-        found = await intent_store.find_by_idempotency_key(conn, new.client_id, new.idempotency_key)
+    found = await store.find_by_idempotency_key(new.client_id, new.idempotency_key)
     if found is None:
         return None
     row, request_hash = found

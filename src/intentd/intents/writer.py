@@ -14,32 +14,39 @@ waiting (up to ``max_batch``); creates arriving meanwhile wait for the next one.
 create waits for a timer: an idle writer writes a lone create immediately, and the
 batches grow only when creates arrive faster than commits.
 
-A write draws the batch's indexes (``AddressIndexes``), derives the addresses and
-inserts every row with one auto-committed statement. A create whose client already
-used its ``Idempotency-Key`` gets None (nothing written for it). If the database
-refuses a row (a data error or a constraint), each intent of the batch is written
-alone, so a bad row fails only its own create; any other error (a timeout, a lost
-connection) fails the whole batch (``IntentWriteFailed``, the cause chained): none of
-its creates was committed, or the one statement committed all of them, and a client
-retrying with its ``Idempotency-Key`` gets the same intent either way.
+A write draws the batch's indexes from the store (``intents.ports.IntentStore``),
+derives the addresses and inserts every row with one auto-committed statement. A
+create whose client already used its ``Idempotency-Key`` gets None (nothing written
+for it). If the database refuses a row (a data error or a constraint, as the store
+tells), each intent of the batch is written alone, so a bad row fails only its own
+create; any other error (a timeout, a lost connection) fails the whole batch
+(``IntentWriteFailed``, the cause chained): none of its creates was committed, or the
+one statement committed all of them, and a client retrying with its
+``Idempotency-Key`` gets the same intent either way.
+
+Bounded: at most ``max_waiting`` creates wait (not yet in a write); one more is
+refused at once with ``WriterBusy``, and nothing of it is written. A write waits at
+most ``acquire_timeout`` seconds for a connection; past that its creates fail with
+``WriterBusy`` too (nothing of them was written).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-import asyncpg
-
 from intentd import observability as metrics
-from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressedIntent, AddressIndexes, NewIntent
-from intentd.adapters.postgres import Connection, Pool
+from intentd.intents.ports import (
+    AddressedIntent,
+    IntentSession,
+    IntentStore,
+    NewIntent,
+    NoConnection,
+)
 from intentd.intents.record import IntentRow
 
-__all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter"]
+__all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter", "WriterBusy"]
 
 
 class AddressSource(Protocol):
@@ -58,33 +65,33 @@ class IntentWriter:
 
     def __init__(
         self,
-        pool: Pool,
+        store: IntentStore,
         keys: AddressSource,
         *,
-        indexes: AddressIndexes | None = None,
         max_batch: int = 128,
         max_in_flight: int = 1,
-        insert: Callable[
-            [Connection, Sequence[AddressedIntent]], Awaitable[dict[int, IntentRow]]
-        ] = intent_store.insert_intents,
+        max_waiting: int | None = None,
+        acquire_timeout: float | None = None,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("max_batch and max_in_flight must be at least 1")
-        self._pool = pool
+        self._store = store
         self._keys = keys
-        self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
-        self._insert = insert
+        self._max_waiting = max_waiting
+        self._acquire_timeout = acquire_timeout
         self._waiting: deque[_Waiting] = deque()
         self._in_flight = 0
         self._writers: set[asyncio.Task[None]] = set()  # references, against collection
 
     @property
-    def pool(self) -> Pool:
-        return self._pool
+    def store(self) -> IntentStore:
+        return self._store
 
     async def insert(self, new: NewIntent) -> IntentRow | None:
+        if self._max_waiting is not None and len(self._waiting) >= self._max_waiting:
+            raise WriterBusy(f"{self._max_waiting} creates are already waiting")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[IntentRow | None] = loop.create_future()
         self._waiting.append((new, future))
@@ -118,27 +125,37 @@ class IntentWriter:
             await self._write_batch(batch)
 
     async def _write_batch(self, batch: list[_Waiting]) -> None:
-        async with self._pool.acquire() as conn:
-            indexes = await self._indexes.take(conn, len(batch))
-            items = [
-                AddressedIntent(new, index, self._keys.address(index).lower())
-                for (new, _), index in zip(batch, indexes, strict=True)
-            ]
-            try:
-                written = await self._insert(conn, items)
-            except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError):
-                # A row the database refuses: find it (any other error, such as a
-                # timeout or a lost connection, fails the batch as it is).
-                if len(items) == 1:
-                    raise
-                for item, (_, future) in zip(items, batch, strict=True):
-                    try:
-                        alone = await self._insert(conn, [item])
-                    except asyncpg.PostgresError as exc:
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(_created(alone.get(item.address_index)))
-                return
+        store = self._store
+        try:
+            async with store.session(within=self._acquire_timeout) as session:
+                await self._write_on(session, batch)
+        except NoConnection:
+            raise WriterBusy("no database connection came free in time") from None
+
+    async def _write_on(self, session: IntentSession, batch: list[_Waiting]) -> None:
+        store = self._store
+        indexes = await session.take_indexes(len(batch))
+        items = [
+            AddressedIntent(new, index, self._keys.address(index).lower())
+            for (new, _), index in zip(batch, indexes, strict=True)
+        ]
+        try:
+            written = await session.insert(items)
+        except Exception as refused:
+            # A row the database refuses: find it (any other error, such as a
+            # timeout or a lost connection, fails the batch as it is).
+            if len(items) == 1 or not store.refuses_row(refused):
+                raise
+            for item, (_, future) in zip(items, batch, strict=True):
+                try:
+                    alone = await session.insert([item])
+                except Exception as exc:
+                    if not store.answered_with_error(exc):
+                        raise
+                    future.set_exception(exc)
+                else:
+                    future.set_result(_created(alone.get(item.address_index)))
+            return
         for item, (_, future) in zip(items, batch, strict=True):
             if not future.done():
                 future.set_result(_created(written.get(item.address_index)))
@@ -148,6 +165,11 @@ class IntentWriteFailed(RuntimeError):
     """The group write of this create failed (the cause is chained)."""
 
 
+class WriterBusy(RuntimeError):
+    """The writer is full (or found no connection in time): nothing of the create was
+    written; it may be retried."""
+
+
 def _fail(batch: list[_Waiting], exc: BaseException) -> None:
     """Fail every create of ``batch`` still waiting; each gets an exception of its own
     (one shared object would gather the tracebacks of every request raising it)."""
@@ -155,6 +177,8 @@ def _fail(batch: list[_Waiting], exc: BaseException) -> None:
     for future in waiting:
         if isinstance(exc, asyncio.CancelledError):
             future.cancel()
+        elif isinstance(exc, WriterBusy):
+            future.set_exception(WriterBusy(str(exc)))
         elif len(waiting) == 1:
             future.set_exception(exc)
         else:

@@ -11,7 +11,8 @@
 - :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
 
 The values they speak (:class:`ActionFacts`, :class:`OverdueHold`,
-:class:`OutgoingMessage`, :class:`InboxRecord`) are defined here, below the adapters.
+:class:`InboxRecord`) are defined here, below the adapters; a message it publishes
+itself (a dead letter) is :class:`intentd.messages.OutgoingMessage`.
 
 Fakes of all of them live in ``tests/unit/lifecycle/`` (``lifecycle_fakes.py`` and
 its neighbours).
@@ -32,6 +33,7 @@ from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.indexer.ports import ChainReader
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
+from intentd.messages import OutgoingMessage
 from intentd.settings import ChainConfig
 
 __all__ = [
@@ -73,16 +75,6 @@ class OverdueHold:
     chain: str
     tx_hash: str
     orphaned_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class OutgoingMessage:
-    """A message the lifecycle publishes itself (a dead letter)."""
-
-    topic: str
-    key: str
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class UnitOfWork(Protocol):
@@ -163,7 +155,14 @@ class UnitOfWork(Protocol):
         """Cancel a deposit's refund before any transaction; False if one was recorded."""
         ...
 
-    async def cancel_prefill(self, intent_id: int) -> bool: ...
+    async def cancel_prefill(self, intent_id: int) -> bool:
+        """Withdraw an intent's prefill while it is ``ready`` (no transaction of it can
+        still be mined); False otherwise."""
+        ...
+
+    async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:
+        """The reasons of the user refunds the intent decided (any action status)."""
+        ...
 
     async def mark_result_applied(self, result_id: str) -> bool:
         """Remember an applied action result; False if it was applied before."""

@@ -35,7 +35,7 @@ section), :mod:`~intentd.settings.base` (the error, the base model, addresses).
 """
 
 from intentd.settings.base import NATIVE_TOKEN, Address, ConfigError
-from intentd.settings.chains import ChainConfig
+from intentd.settings.chains import OP_STACK_CHAIN_IDS, ChainConfig
 from intentd.settings.loading import load_settings
 from intentd.settings.model import Settings
 from intentd.settings.secrets import secret_from_env
@@ -56,6 +56,7 @@ from intentd.settings.tokens import MIN_SWEEP_DEFAULTS, NativeTokenConfig, Token
 __all__ = [
     "MIN_SWEEP_DEFAULTS",
     "NATIVE_TOKEN",
+    "OP_STACK_CHAIN_IDS",
     "Address",
     "ApiConfig",
     "BridgeOption",

@@ -3,19 +3,23 @@
 Guarantees, checked when the config is read: RPC URLs are http(s) or ws(s) and are shown
 only redacted; no token is listed twice or under the native pseudo-address; a chain
 with a token that sets ``verify_above`` has a second provider (``verify_rpc_urls``) that
-is not one of its ``rpc_urls``.
+is not one of its ``rpc_urls``. ``l1_fee`` unset is ``op_stack`` for the chain ids of
+:data:`OP_STACK_CHAIN_IDS` and ``none`` for any other.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from intentd.settings.base import NATIVE_TOKEN, Address, ConfigModel
 from intentd.settings.redaction import RpcUrl, redact_url
 from intentd.settings.tokens import NativeTokenConfig, TokenConfig
+
+OP_STACK_CHAIN_IDS = frozenset({10, 8453, 84532, 11155420})
+"""OP Mainnet, Base, Base Sepolia, OP Sepolia: their ``l1_fee`` defaults to ``op_stack``."""
 
 
 class ChainConfig(ConfigModel):
@@ -53,6 +57,18 @@ class ChainConfig(ConfigModel):
     verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
     """A second, independent provider that confirms large deposits before their prefill
     (a token's ``verify_above``); required when a token sets it. Shown only redacted."""
+    l1_fee: Literal["op_stack", "none"] = "none"
+    """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
+    sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
+    :data:`OP_STACK_CHAIN_IDS`, else ``none``; an anvil on such an id says ``none``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _l1_fee_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "l1_fee" not in data:
+            known = str(data.get("chain_id")) in {str(i) for i in OP_STACK_CHAIN_IDS}
+            data = {**data, "l1_fee": "op_stack" if known else "none"}
+        return data
 
     @field_validator("rpc_urls", "verify_rpc_urls")
     @classmethod

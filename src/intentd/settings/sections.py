@@ -12,7 +12,7 @@ import re
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, IPvAnyNetwork, SecretStr, field_validator, model_validator
 
 from intentd.settings.base import ConfigModel
 
@@ -35,6 +35,20 @@ class KafkaConfig(ConfigModel):
     client_id: str = "intentd"
     topic_prefix: str = Field(default="intentd", pattern=r"^[A-Za-z0-9._-]+$")
     lifecycle_group: str = "intentd-lifecycle"
+    idempotent_producer: bool = True
+    """The producer's idempotence (no duplicate or reordered writes on retry); turn it off
+    only for a broker without InitProducerId v0 (Tansu), see docs/operations.md."""
+    session_timeout_ms: int = Field(default=10_000, ge=1_000, le=300_000)
+    """A consumer silent this long leaves its group; its partitions go to the others."""
+    heartbeat_interval_ms: int = Field(default=3_000, ge=100, le=60_000)
+    """How often a group member tells the coordinator it lives; below a third of the
+    session timeout."""
+
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> KafkaConfig:
+        if self.heartbeat_interval_ms * 3 > self.session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be at most a third of session_timeout_ms")
+        return self
 
 
 class IntentsConfig(ConfigModel):
@@ -134,6 +148,32 @@ class ApiConfig(ConfigModel):
     """Origins allowed to call the session endpoints from a browser (the payment modal)."""
     workers: int = Field(default=1, ge=1, le=64)
     """Processes serving the API in each replica (``intentd api`` only; ``run`` uses one)."""
+    session_rate_limit: int = Field(default=10, ge=1, le=1_000_000)
+    """Requests per second per session token (its own bucket, not its key's)."""
+    max_intents_per_session: int = Field(default=5, ge=1, le=10_000)
+    """Intents one session token may create; the next create is a 409."""
+    source_rate_limit: int = Field(default=20, ge=1, le=1_000_000)
+    """Requests per second per source address that carry no known key (unknown,
+    malformed, missing or not yet cached): what an unauthenticated flood gets."""
+    trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Addresses (or networks) of the proxies in front of the API: only from them is
+    ``X-Forwarded-For`` believed when telling the source address."""
+    key_cache_size: int = Field(default=100_000, ge=1, le=10_000_000)
+    """Verified keys cached per process (least recently used go first)."""
+    key_miss_cache_size: int = Field(default=10_000, ge=1, le=10_000_000)
+    """Unknown keys remembered per process, apart from the verified ones."""
+    db_acquire_timeout: float = Field(default=2.0, gt=0, le=60)
+    """Seconds a request waits for a database connection before a 503."""
+    max_connections: int = Field(default=4096, ge=1, le=1_000_000)
+    """Open connections per process; one more is answered 503 and closed."""
+    max_requests_in_flight: int = Field(default=1024, ge=1, le=1_000_000)
+    """Requests handled at once per process; one more is answered 503."""
+    header_timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds a request's line and headers may take to arrive (slow clients are cut)."""
+    keep_alive_timeout: int = Field(default=5, ge=1, le=300)
+    """Seconds an idle keep-alive connection stays open."""
+    max_waiting_creates: int = Field(default=1024, ge=1, le=1_000_000)
+    """Creates waiting for the intent writer per process; one more is answered 503."""
 
     @property
     def rate_limit_shares(self) -> int:
@@ -155,6 +195,9 @@ class ExecutionConfig(ConfigModel):
     """Seconds before the second attempt; doubled for each further one."""
     topup_headroom_bps: int = Field(default=10_000, ge=0, le=100_000)
     """Gas top-ups carry this much more (1/10,000) than one transfer at today's fees."""
+    l1_fee_margin_bps: int = Field(default=2_500, ge=0, le=100_000)
+    """A native sweep on an ``op_stack`` chain reserves the oracle's L1 data fee bound
+    plus this much more (1/10,000): the L1 fee moves between estimate and inclusion."""
     unconfirmed_alert_after: float = Field(default=900.0, ge=0, le=86_400)
     """Seconds a prefill may wait for the second provider to confirm its deposits
     before an operator alert (it keeps waiting after it)."""

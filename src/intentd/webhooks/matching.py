@@ -30,8 +30,9 @@ EVENT_TYPES = (
     "intent_completed",
     "intent_refunded",
     "intent_expired",
+    "intent_cancelled",
 )
-"""Types an endpoint may subscribe to (``intent_expired`` once the lifecycle sends it)."""
+"""Types an endpoint may subscribe to."""
 TEST_EVENT_TYPE = "webhook_test"
 """The type of the event ``POST /webhooks/{id}/test`` sends (to that endpoint only)."""
 

@@ -31,17 +31,22 @@ KEYS: Final = (
     "INTENTD_GAS_TANK_ADDRESS",
     "INTENTD_FEE_ACCOUNT_ADDRESS",
 )
+OPTIONAL_KEYS: Final = ("INTENTD_TANSU_BOOTSTRAP",)
+"""Written when the component runs (Tansu: on x86-64 Linux, the only build pinned)."""
 
 
 def write_env(path: Path, values: Mapping[str, str]) -> None:
-    """Write exactly `KEYS`, in that order; raises ValueError if `values` differ from them."""
-    if set(values) != set(KEYS):
-        raise ValueError(f"infra.env keys differ: {sorted(set(values) ^ set(KEYS))}")
+    """Write `KEYS` and those of `OPTIONAL_KEYS` given, in that order; raises ValueError
+    if a key of `KEYS` is missing or one of neither is given."""
+    missing, unknown = set(KEYS) - set(values), set(values) - set(KEYS) - set(OPTIONAL_KEYS)
+    if missing or unknown:
+        raise ValueError(f"infra.env keys differ: {sorted(missing | unknown)}")
     for key, value in values.items():
         if not value or any(c in value for c in "\n\r\"' "):
             raise ValueError(f"{key} has an empty or unquotable value")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{key}={values[key]}\n" for key in KEYS))
+    keys = [key for key in (*KEYS, *OPTIONAL_KEYS) if key in values]
+    tmp.write_text("".join(f"{key}={values[key]}\n" for key in keys))
     tmp.replace(path)
 
 

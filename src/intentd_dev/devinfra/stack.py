@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from eth_typing import ChecksumAddress
 
-from intentd_dev.devinfra import chains, envfile, kafka_mock, postgres
+from intentd_dev.devinfra import chains, envfile, kafka_mock, postgres, tansu
 from intentd_dev.devinfra.accounts import Role, dev_account, ensure_hd_mnemonic, ensure_secret
 from intentd_dev.devinfra.contracts import token_artifact
 from intentd_dev.devinfra.errors import InfraError
@@ -40,6 +40,13 @@ def up(layout: Layout, say: Say) -> None:
         say(f"kafka: running, mock broker {broker.bootstrap} (pid {broker.pid})")
     count, partitions = len(kafka_mock.TOPICS), kafka_mock.PARTITIONS
     say(f"kafka: control {broker.control}; {count} topics of {partitions} partitions pre-created")
+    tansu_state: tansu.TansuState | None = None
+    if tansu.SUPPORTED:
+        tansu_state, started = tansu.ensure_broker(layout)
+        verb = "started" if started else "running,"
+        say(f"tansu: {verb} broker {tansu_state.bootstrap} (pid {tansu_state.pid})")
+    else:
+        say("tansu: skipped (its pinned build is for x86-64 Linux only); scale-out tests fail")
     artifact = token_artifact(layout)
     say(f"contracts: TestToken artifact ready ({layout.build / 'TestToken.json'})")
     with ThreadPoolExecutor(len(chains.DEV_CHAINS)) as pool:
@@ -54,18 +61,20 @@ def up(layout: Layout, say: Say) -> None:
         # transactions in flight); against chains started from genesis it is stale.
         postgres.recreate_database(postgres.DATABASE)
         say(f"postgres: recreated database {postgres.DATABASE} for the new dev chains")
-    envfile.write_env(layout.env_file, _endpoints(layout, broker, tokens))
+    envfile.write_env(layout.env_file, _endpoints(layout, broker, tansu_state, tokens))
     say(f"infra: ready; endpoints in {layout.env_file}")
 
 
 def down(layout: Layout, say: Say) -> None:
-    """Stop the chains, the broker and the PostgreSQL server of ``.local/pg`` (if running)."""
+    """Stop the chains, the brokers and the PostgreSQL server of ``.local/pg`` (if running)."""
     layout.env_file.unlink(missing_ok=True)
     for chain in chains.DEV_CHAINS:
         stopped = chains.stop_chain(layout, chain)
         say(f"anvil {chain.name}: {'stopped' if stopped else 'was not running'}")
     stopped = kafka_mock.stop_broker(layout)
     say(f"kafka: {'stopped' if stopped else 'was not running'}")
+    stopped = tansu.stop_broker(layout)
+    say(f"tansu: {'stopped' if stopped else 'was not running'}")
     if postgres.stop_postgres(layout):
         say(f"postgres: stopped own server ({layout.pg_data})")
     else:
@@ -88,6 +97,13 @@ def status(layout: Layout, say: Say) -> bool:
     else:
         text = f"running, bootstrap {broker.bootstrap}, control {broker.control} (pid {broker.pid})"
         report("kafka", True, text)
+    tansu_state = tansu.running(layout.pidfile(tansu.COMPONENT), layout.state(tansu.COMPONENT))
+    if not tansu.SUPPORTED:
+        say("tansu: not started on this platform (x86-64 Linux only)")
+    elif tansu_state is None:
+        report("tansu", False, "stopped")
+    else:
+        report("tansu", True, f"running, bootstrap {tansu_state.bootstrap} (pid {tansu_state.pid})")
     for chain in chains.DEV_CHAINS:
         report(f"anvil {chain.name}", *chains.chain_status(layout, chain))
     present = layout.env_file.exists()
@@ -115,6 +131,7 @@ def _write_secrets(layout: Layout, say: Say) -> None:
 def _endpoints(
     layout: Layout,
     broker: kafka_mock.BrokerState,
+    tansu_state: tansu.TansuState | None,
     tokens: dict[str, dict[str, ChecksumAddress]],
 ) -> dict[str, str]:
     values = {
@@ -131,6 +148,8 @@ def _endpoints(
         "INTENTD_GAS_TANK_ADDRESS": dev_account(Role.GAS_TANK).address,
         "INTENTD_FEE_ACCOUNT_ADDRESS": dev_account(Role.FEE).address,
     }
+    if tansu_state is not None:
+        values["INTENTD_TANSU_BOOTSTRAP"] = tansu_state.bootstrap
     for chain in chains.DEV_CHAINS:
         values[f"INTENTD_{chain.name}_RPC_URL"] = chain.url
         for symbol, address in tokens[chain.name].items():

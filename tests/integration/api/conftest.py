@@ -18,8 +18,8 @@ from intentd.adapters import api_keys, clients
 from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection, Pool
 from intentd.api.app import create_app
-from intentd.api.credentials import generate_key
 from intentd.api.server import Server, bind
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 SESSION_SECRET = "test-session-secret-" + "x" * 24

@@ -12,8 +12,8 @@ from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
-from intentd.api.credentials import hash_key
 from intentd.api.models import IntentRecord, Problem, Quote, TokenRecord
+from intentd.credentials import hash_key
 from intentd.settings import NATIVE_TOKEN
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,5 @@
-"""In-memory fakes of the executor's ports: a scriptable chain, its writer, a store, a lease.
+"""In-memory fakes of the executor's ports: a scriptable chain, its writer, a store, a
+lease, and an OP-stack chain's L1 data fee oracle.
 
 :class:`FakeChain` keeps a mempool and blocks the way a node does, as far as the
 executor can tell: a transaction is identified by the keccak of its signed bytes, a
@@ -25,8 +26,8 @@ from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStor
 from intentd.adapters.chain import RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
-from intentd.execution.leader import LeadershipLost
-from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
+from intentd.execution.planning import TxPlan
+from intentd.execution.ports import EstimateReverted, FeeInputs, L1FeeUnavailable, SendOutcome
 from intentd.execution.tracking import Receipt
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ChainTx",
     "Crash",
     "FakeChain",
+    "FakeL1Fees",
     "FakeLease",
     "FakeStore",
     "FakeWriter",
@@ -53,6 +55,10 @@ def keyring() -> Keyring:
 
 class Crash(Exception):
     """Stands for the process dying at this point."""
+
+
+class LeaseTaken(Exception):
+    """The fake lease was taken away (``adapters.lease.LeaseLost`` in production)."""
 
 
 # --- the chain --------------------------------------------------------------------------
@@ -254,6 +260,22 @@ class FakeWriter:
         return answer
 
 
+class FakeL1Fees:
+    """:class:`~intentd.execution.ports.L1Fees` of an OP-stack chain: its oracle answers
+    ``bound``, or gives none (``L1FeeUnavailable``) while ``bound`` is None."""
+
+    def __init__(self, bound: int | None = None) -> None:
+        self.bound = bound
+        self.asked: list[TxPlan] = []
+        """Every plan the executor asked about, in order."""
+
+    async def upper_bound(self, plan: TxPlan) -> int:
+        self.asked.append(plan)
+        if self.bound is None:
+            raise L1FeeUnavailable("GasPriceOracle.getL1FeeUpperBound: no oracle (fake)")
+        return self.bound
+
+
 # --- the lease --------------------------------------------------------------------------
 
 
@@ -273,4 +295,4 @@ class FakeLease:
         self.checks += 1
         self.checked.set()
         if self.lose_after is not None and self.checks > self.lose_after:
-            raise LeadershipLost("the fake lease was taken away")
+            raise LeaseTaken("the fake lease was taken away")

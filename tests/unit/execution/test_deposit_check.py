@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentd.adapters.second_provider import RpcSecondProvider
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     TRANSFER_TOPIC,
@@ -235,6 +236,6 @@ def test_a_threshold_with_a_second_provider_is_read_in_base_units(tmp_path: Path
 def test_without_any_threshold_there_is_no_verifier(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(extra="").replace('verify_above = "1000.5"\n', ""))
-    assert DepositVerifier.from_settings(load_settings(path, {})) is None
+    assert DepositVerifier.from_settings(load_settings(path, {}), RpcSecondProvider) is None
     path.write_text(CONFIG.format(extra='verify_rpc_urls = ["https://other.example/key2"]'))
-    assert DepositVerifier.from_settings(load_settings(path, {})) is not None
+    assert DepositVerifier.from_settings(load_settings(path, {}), RpcSecondProvider) is not None

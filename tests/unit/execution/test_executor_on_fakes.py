@@ -15,16 +15,17 @@ from tests.unit.execution.execution_fakes import (
     FakeLease,
     FakeStore,
     FakeWriter,
+    LeaseTaken,
     decode,
     keyring,
 )
 
 from intentd.domain.actions import ActionKind, ActionStatus, SignerKind
 from intentd.execution.executor import Executor
-from intentd.execution.leader import LeadershipLost
 from intentd.execution.planning import Purpose
-from intentd.execution.ports import SendOutcome
+from intentd.execution.ports import L1Fees, SendOutcome
 from intentd.execution.tracking import TxStatus
+from intentd.execution.transfer_planner import NO_L1_FEE
 from intentd.settings import ChainConfig, ExecutionConfig, TokenConfig
 
 CHAIN = "FAKECHAIN"
@@ -43,7 +44,8 @@ def chain_config() -> ChainConfig:
 
 
 class Harness:
-    def __init__(self, **execution: Any) -> None:
+    def __init__(self, *, l1_fees: L1Fees = NO_L1_FEE, **execution: Any) -> None:
+        self.l1_fees = l1_fees
         self.chain = FakeChain()
         self.store = FakeStore(CHAIN)
         self.config = ExecutionConfig(
@@ -59,6 +61,7 @@ class Harness:
             store=self.store,
             writer=FakeWriter(self.chain),
             keyring=KEYS,
+            l1_fees=self.l1_fees,
         )
         return self.executor
 
@@ -378,7 +381,7 @@ async def test_a_native_sweep_that_does_not_cover_its_gas_waits_without_an_attem
 async def test_the_loop_stops_when_the_lease_is_lost() -> None:
     h = Harness()
     lease = FakeLease(lose_after=2)
-    with pytest.raises(LeadershipLost):
+    with pytest.raises(LeaseTaken):
         await asyncio.wait_for(h.executor.run(asyncio.Event(), lease), 5)
     assert lease.checks == 3 and lease.wakeup is not None
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import orjson
 
-from intentd.adapters.kafka import OutgoingMessage
 from intentd.indexer.decoding import TRANSFER_TOPIC, BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import RawRange
 from intentd.indexer.reorg import Cursor, PublishedDeposit
+from intentd.messages import OutgoingMessage
 
 USDC = "0x" + "5" * 40
 FAKE_TOKEN = "0x" + "6" * 40

@@ -272,6 +272,13 @@ class FakeUnitOfWork(DueWork):
             lambda a: a.intent_id == intent_id and a.action.kind is ActionKind.PREFILL
         )
 
+    async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:
+        return frozenset(
+            a.action.reason
+            for a in self.actions_of(intent_id)
+            if a.action.kind is ActionKind.USER_REFUND and a.action.reason is not None
+        )
+
     async def mark_result_applied(self, result_id: str) -> bool:
         if result_id in self.state.applied:
             return False

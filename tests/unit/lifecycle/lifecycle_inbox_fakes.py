@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intentd.lifecycle.ports import OutgoingMessage
+from intentd.messages import OutgoingMessage
 
 
 @dataclass

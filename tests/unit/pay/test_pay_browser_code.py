@@ -125,6 +125,7 @@ def test_amounts_uris_and_statuses(tmp_path: Path) -> None:
             pay.intentStatus(intent('COMPLETED', '3.003')),
             pay.intentStatus(intent('EXPIRED', '0')),
             pay.intentStatus(intent('REFUNDING', '1')),
+            pay.intentStatus(intent('CANCELLED', '0')),
           ].map((s) => [s.key, s.end, s.values.missing ?? s.values.excess ?? null]),
           clock: [pay.clock(0), pay.clock(61.9), pay.clock(3725), pay.clock(-5)],
         };
@@ -143,6 +144,7 @@ def test_amounts_uris_and_statuses(tmp_path: Path) -> None:
         ["statusDone", "done", None],
         ["statusWaiting", "expired", None],
         ["statusRefunding", "refund", None],
+        ["statusWaiting", "cancelled", None],
     ]
     assert out["clock"] == ["0:00", "1:01", "1:02:05", "0:00"]
 

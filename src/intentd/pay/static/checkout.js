@@ -250,6 +250,7 @@ function update(intent, status) {
   if (status.textContent !== text) status.textContent = text;
   if (view.end === 'done') done();
   else if (view.end === 'expired') expired(intent);
+  else if (view.end === 'cancelled') cancelled();
   else if (view.end === 'refund') refunded(intent);
 }
 
@@ -288,6 +289,16 @@ function expired(intent) {
     h('p', { role: 'alert' }, partial
       ? say('expiredPartial', { received: intent.amount_received, symbol: intent.asset_token_symbol, refund: intent.refund_address })
       : T.expiredDetail),
+    embedded
+      ? h('button', { type: 'button', class: 'primary', onclick: () => tell('restart') }, T.startAgain)
+      : h('p', {}, T.expiredLink));
+}
+
+function cancelled() {
+  stopTimers();
+  tell('cancelled');
+  show('cancelled', h('h1', {}, T.headingCancelled),
+    h('p', { role: 'alert' }, T.cancelledDetail),
     embedded
       ? h('button', { type: 'button', class: 'primary', onclick: () => tell('restart') }, T.startAgain)
       : h('p', {}, T.expiredLink));

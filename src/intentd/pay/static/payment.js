@@ -28,10 +28,10 @@ export function paymentUri({ token, to, chainId, units }) {
   return `ethereum:${token}@${chainId}/transfer?address=${to}&uint256=${units}`;
 }
 
-const FINAL = new Set(['COMPLETED', 'EXPIRED', 'REFUNDED']);
+const FINAL = new Set(['COMPLETED', 'EXPIRED', 'REFUNDED', 'CANCELLED']);
 
 // What the payer should be told about an intent: a strings key, its values, and
-// whether the flow is over ("done", "expired", "refund") or still going (null).
+// whether the flow is over ("done", "expired", "cancelled", "refund") or still going (null).
 export function intentStatus(intent) {
   const decimals = intent.asset_token_decimals;
   const total = toUnits(intent.total_amount_in_asset_token, decimals);
@@ -47,6 +47,7 @@ export function intentStatus(intent) {
   if (status === 'REFUNDED') return { key: 'statusRefunded', values, end: 'refund' };
   if (status === 'REFUNDING') return { key: 'statusRefunding', values, end: 'refund' };
   if (status === 'EXPIRED') return { key: 'statusWaiting', values, end: 'expired' };
+  if (status === 'CANCELLED') return { key: 'statusWaiting', values, end: 'cancelled' };
   if (received > total) {
     return { key: 'statusOver', values: { ...values, excess: fromUnits(received - total, decimals) }, end: null };
   }

@@ -57,6 +57,8 @@ export const STRINGS = {
     expiredPartial: 'What you sent ({received} {symbol}) goes back to {refund}.',
     startAgain: 'Start again',
     expiredLink: 'Ask the merchant for a new payment link.',
+    headingCancelled: 'This payment was cancelled',
+    cancelledDetail: 'The merchant cancelled it. Do not send anything to this address.',
     headingRefund: 'Payment refunded',
     refundDetail: 'The payment could not be completed; the funds go back to {refund}.',
     headingError: 'Something went wrong',

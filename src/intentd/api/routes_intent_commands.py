@@ -1,0 +1,109 @@
+"""``POST /api/v1/intents/{intent_address}/cancel`` and ``.../refund``: the merchant's commands.
+
+The API does not write intents: each command runs the lifecycle's service
+(:mod:`intentd.lifecycle.commands`) on a connection of the API's pool, in one
+database transaction under the intent's row lock, and answers what it decided (the
+intent record, 200). A repeated command answers the same 200 with the current state;
+a state that does not allow it answers 409 (``intent_not_cancellable`` or
+``intent_not_refundable``) naming the state. Merchant API keys only: a session token
+(the payment modal) cannot give an intent up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
+from intentd.api.context import API_PREFIX, Services, json_response
+from intentd.api.models import IntentRecord
+from intentd.api.problems import ApiProblem
+from intentd.api.routes_intents import IntentAddress, load_intent
+from intentd.api.security import ApiCaller, errors
+from intentd.intents.record import render_record
+from intentd.lifecycle import commands
+from intentd.lifecycle.chain_book import ChainBook
+
+__all__ = ["router"]
+
+router = APIRouter(prefix=API_PREFIX, tags=["intents"])
+
+_CODES = {
+    commands.Command.CANCEL: "intent_not_cancellable",
+    commands.Command.REFUND: "intent_not_refundable",
+}
+
+
+def _responses(conflict: str) -> dict[int | str, dict[str, Any]]:
+    answers = errors(404, 409, 422)
+    answers[409] = {**answers[409], "description": conflict}
+    return answers
+
+
+def _book(request: Request) -> ChainBook:
+    """The chain book of the app's settings, built once per app."""
+    book: ChainBook | None = getattr(request.app.state, "chain_book", None)
+    if book is None:
+        book = ChainBook.of_settings(Services.of(request).settings)
+        request.app.state.chain_book = book
+    return book
+
+
+async def _run(
+    request: Request, caller: ApiCaller, intent_address: str, command: commands.Command
+) -> Response:
+    services = Services.of(request)
+    row = await load_intent(services, caller, intent_address)
+    run = commands.cancel if command is commands.Command.CANCEL else commands.refund
+    async with services.pool.acquire() as conn:
+        try:
+            answer = await run(PostgresUnitOfWork(conn), _book(request), row.id, now=services.now())
+        except commands.Refused as refused:
+            raise ApiProblem(
+                409,
+                _CODES[command],
+                f"intent {row.intent_address} is {refused.status.value}: {refused.why}",
+            ) from None
+    return json_response(render_record(answer.row))
+
+
+@router.post(
+    "/intents/{intent_address}/cancel",
+    response_model=IntentRecord,
+    responses=_responses(
+        "intent_not_cancellable: only a PENDING intent can be cancelled (the detail names"
+        " the intent's status)"
+    ),
+    summary="Cancel a PENDING intent; what it received is refunded",
+    description=(
+        "The intent takes no more payments (a later one is a late deposit, refunded)."
+        " Nothing received (or less than the token's min_sweep): CANCELLED at once, with"
+        " the event intent_cancelled. Otherwise REFUNDING: all of it goes back to"
+        " refund_address, and intent_refunded (reason cancelled) ends it as REFUNDED."
+        " Cancelling a cancelled intent again answers 200 with its current state."
+    ),
+)
+async def cancel(request: Request, caller: ApiCaller, intent_address: IntentAddress) -> Response:
+    return await _run(request, caller, intent_address, commands.Command.CANCEL)
+
+
+@router.post(
+    "/intents/{intent_address}/refund",
+    response_model=IntentRecord,
+    responses=_responses(
+        "intent_not_refundable: only a FUNDED intent whose prefill has not been taken by"
+        " the executor can be refunded (the detail names the intent's status)"
+    ),
+    summary="Refund a FUNDED intent whose prefill has not started",
+    description=(
+        "For an intent that is paid but stuck before its prefill: the prefill is"
+        " withdrawn and everything the intent holds goes back to refund_address"
+        " (REFUNDING; intent_refunded with reason merchant ends it as REFUNDED). Refused"
+        " (409) once a prefill transaction may have been broadcast. Refunding a refunded"
+        " intent again answers 200 with its current state."
+    ),
+)
+async def refund(request: Request, caller: ApiCaller, intent_address: IntentAddress) -> Response:
+    return await _run(request, caller, intent_address, commands.Command.REFUND)

@@ -1,0 +1,73 @@
+"""The demo (``python -m intentd_dev.demo``) as ``make demo`` runs it, on resources of
+this test alone: ``intentd run`` with a webhook key delivers every event of the demo's
+intents to the demo merchant's receiver, each signature verified by
+``standardwebhooks``, as many as the webhooks role recorded; the demo deletes its
+endpoint at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support import ROOT, daemon_env
+
+from intentd.adapters.postgres import Pool
+from intentd.settings import Settings
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.timeout(300)
+async def test_demo_merchant_receives_every_event_signed(
+    own_stack: tuple[Settings, Pool], tmp_path: Path
+) -> None:
+    settings, pool = own_stack
+    prefix = settings.kafka.topic_prefix
+    env = daemon_env(
+        settings,
+        INTENTD__API__PORT=str(free_port()),
+        INTENTD__OBSERVABILITY__METRICS_PORT=str(free_port()),
+        INTENTD__WEBHOOKS__GROUP=f"{prefix}-webhooks",
+    )
+    env.pop("INTENTD_WEBHOOK_KEY", None)  # the demo makes its own
+    log = tmp_path / "daemon.log"
+    demo = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "intentd_dev.demo",
+        "--config",
+        "config/local.toml",
+        "--log",
+        str(log),
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(demo.communicate(), 280)
+    text = out.decode()
+    daemon_log = log.read_text() if log.exists() else ""
+    assert demo.returncode == 0, text + daemon_log[-5000:]
+    received = re.search(r"the merchant received all (\d+) events of its intents as webhooks", text)
+    assert received is not None, text
+    assert "every signature valid (standardwebhooks; " in text, text
+    for step in ("intent_funded", "intent_initiated", "intent_completed", "intent_refunded"):
+        assert f"webhook {step} intent #" in text, text
+    assert "funding EXACT" in text and "funding OVERFUNDED" in text, text
+    assert "whsec_" not in text + daemon_log  # the endpoint's secret is never printed
+
+    # Every event the webhooks role recorded for the demo's intents reached the merchant.
+    recorded = await pool.fetchval("SELECT count(*) FROM webhook_events WHERE intent_id > 0")
+    assert int(received.group(1)) == recorded >= 10
+    assert await pool.fetchval("SELECT count(*) FROM webhook_endpoints") == 0
