@@ -205,9 +205,20 @@ async def cancel_deposit_refund(conn: Connection, deposit_id: int) -> bool:
     return await _cancel_ready(conn, "deposit_id = $1 AND kind = 'user_refund'", deposit_id)
 
 
-async def cancel_prefill(conn: Connection, intent_id: int) -> bool:
-    """Cancel an intent's prefill before any transaction; False if one was recorded."""
-    return await _cancel_ready(conn, "intent_id = $1 AND kind = 'prefill'", intent_id)
+async def cancel_prefill(conn: Connection, intent_id: int, *, wait: bool = True) -> bool:
+    """Cancel an intent's prefill before any transaction; False if one was recorded.
+
+    With ``wait=False`` a prefill whose row is locked (the executor is claiming, checking
+    and signing it) is skipped, so False at once, instead of waiting for that
+    transaction with the caller's locks held."""
+    if wait:
+        return await _cancel_ready(conn, "intent_id = $1 AND kind = 'prefill'", intent_id)
+    return await _cancel_ready(
+        conn,
+        "id IN (SELECT id FROM actions WHERE intent_id = $1 AND kind = 'prefill'"
+        " AND status = 'ready' FOR UPDATE SKIP LOCKED)",
+        intent_id,
+    )
 
 
 async def _cancel_ready(conn: Connection, condition: str, value: int) -> bool:

@@ -115,8 +115,8 @@ class PostgresUnitOfWork:
     async def cancel_deposit_refund(self, deposit_id: int) -> bool:
         return await lifecycle_store.cancel_deposit_refund(self.conn, deposit_id)
 
-    async def cancel_prefill(self, intent_id: int) -> bool:
-        return await lifecycle_store.cancel_prefill(self.conn, intent_id)
+    async def cancel_prefill(self, intent_id: int, *, wait: bool = True) -> bool:
+        return await lifecycle_store.cancel_prefill(self.conn, intent_id, wait=wait)
 
     async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:
         return await lifecycle_store.refund_reasons(self.conn, intent_id)

@@ -130,7 +130,9 @@ async def _run(
         if command is Command.CANCEL and row.status is IntentStatus.PENDING:
             intent.cancel()
         elif command is Command.REFUND and row.status is IntentStatus.FUNDED:
-            if not await uow.cancel_prefill(row.id):
+            # Not waiting on an executor that is taking the prefill: it would hold
+            # the intent's row lock meanwhile (and a refund there would be refused).
+            if not await uow.cancel_prefill(row.id, wait=False):
                 raise Refused(command, row.status, PREFILL_TAKEN)
             intent.refund_on_request()
         else:

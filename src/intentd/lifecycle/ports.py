@@ -155,9 +155,10 @@ class UnitOfWork(Protocol):
         """Cancel a deposit's refund before any transaction; False if one was recorded."""
         ...
 
-    async def cancel_prefill(self, intent_id: int) -> bool:
+    async def cancel_prefill(self, intent_id: int, *, wait: bool = True) -> bool:
         """Withdraw an intent's prefill while it is ``ready`` (no transaction of it can
-        still be mined); False otherwise."""
+        still be mined); False otherwise. With ``wait=False``, a prefill the executor
+        is taking right now (its row locked) counts as taken: False at once."""
         ...
 
     async def refund_reasons(self, intent_id: int) -> frozenset[RefundReason]:

@@ -142,6 +142,26 @@ async def test_no_refund_once_the_executor_took_the_prefill(
     assert read["intent_status"] == "FUNDED"
 
 
+async def test_a_refund_does_not_wait_for_an_executor_taking_the_prefill(
+    api: Api, pool: Pool, make_key: MakeKey
+) -> None:
+    """The executor keeps the prefill's row locked while it checks, signs and records
+    (network calls); the refund answers a 409 at once instead of waiting on it with
+    the intent's row locked (and a 500 at the statement timeout)."""
+    key = await make_key("test")
+    record = await create(api, key)
+    await pay(api, pool, record, DUE)
+    async with pool.acquire() as executor, executor.transaction():
+        await executor.execute(
+            "SELECT id FROM actions WHERE intent_id = $1 AND kind = 'prefill' FOR UPDATE",
+            record["id"],
+        )
+        status, refused = await asyncio.wait_for(command(api, key, record, "refund"), 5)
+    assert_problem(status, refused, 409, "intent_not_refundable", None)
+    assert "is FUNDED: its prefill has been taken by the executor" in refused["detail"]
+    assert await actions(pool, record["id"]) == [("prefill", 10_000_000, None, "ready")]
+
+
 async def test_the_states_that_refuse_and_the_other_errors(
     api: Api, pool: Pool, make_key: MakeKey
 ) -> None:

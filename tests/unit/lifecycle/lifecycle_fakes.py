@@ -267,7 +267,7 @@ class FakeUnitOfWork(DueWork):
             lambda a: a.deposit_id == deposit_id and a.action.kind is ActionKind.USER_REFUND
         )
 
-    async def cancel_prefill(self, intent_id: int) -> bool:
+    async def cancel_prefill(self, intent_id: int, *, wait: bool = True) -> bool:
         return self._cancel(
             lambda a: a.intent_id == intent_id and a.action.kind is ActionKind.PREFILL
         )
