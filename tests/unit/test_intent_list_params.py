@@ -8,14 +8,14 @@ import pytest
 from intentd.adapters.event_log import LogPosition
 from intentd.adapters.intent_list import ListPosition
 from intentd.api.event_params import encode_log_cursor
-from intentd.api.list_params import decode_cursor, encode_cursor, metadata_filter
+from intentd.api.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
 from intentd.api.problems import ApiProblem
 
 
 def test_a_cursor_round_trips() -> None:
     for at in (ListPosition(0, 1), ListPosition(2**63 - 1, 2**63 - 1)):
-        assert decode_cursor(encode_cursor(at)) == at
-    assert decode_cursor(None) is None
+        assert decode_list_cursor(encode_list_cursor(at)) == at
+    assert decode_list_cursor(None) is None
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_a_cursor_round_trips() -> None:
 )
 def test_a_foreign_cursor_is_invalid(cursor: str) -> None:
     with pytest.raises(ApiProblem) as raised:
-        decode_cursor(cursor)
+        decode_list_cursor(cursor)
     assert (raised.value.status, raised.value.code) == (400, "invalid_cursor")
 
 

@@ -25,10 +25,10 @@ from intentd.api.event_params import (
     decode_sequence_cursor,
     encode_log_cursor,
     encode_sequence_cursor,
-    parse_time,
     parse_types,
 )
 from intentd.api.models import IntentRecord
+from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
 from intentd.api.problems import ApiProblem
 from intentd.api.routes_intents import IntentId, visible
 from intentd.api.security import ApiCaller, errors
@@ -69,11 +69,6 @@ class EventPage(BaseModel):
 
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"events per page, 1 to {MAX_LIMIT}")]
-Cursor = Annotated[
-    str | None,
-    Query(max_length=64, description="next_cursor of an earlier page of the same route"),
-]
-_RFC3339 = {"format": "date-time"}
 
 
 @router.get(
@@ -97,17 +92,9 @@ async def list_events(
     intent_id: Annotated[
         int | None, Query(ge=1, le=2**63 - 1, description="only this intent's events")
     ] = None,
-    created_after: Annotated[
-        str | None,
-        Query(max_length=64, json_schema_extra=_RFC3339, description="created at or after"),
-    ] = None,
-    created_before: Annotated[
-        str | None,
-        Query(max_length=64, json_schema_extra=_RFC3339, description="created before"),
-    ] = None,
-    order: Annotated[
-        Literal["desc", "asc"], Query(description="desc: newest first; asc: oldest first")
-    ] = "desc",
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    order: Order = "desc",
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:

@@ -10,7 +10,7 @@ intent that commits late: ``adapters.intent_list``. Parameters and their problem
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -19,9 +19,14 @@ from starlette.responses import Response
 from intentd.adapters import intent_list
 from intentd.adapters.intent_list import IntentFilter
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.event_params import parse_time
-from intentd.api.list_params import chain_filter, decode_cursor, encode_cursor, metadata_filter
+from intentd.api.list_params import (
+    chain_filter,
+    decode_list_cursor,
+    encode_list_cursor,
+    metadata_filter,
+)
 from intentd.api.models import IntentRecord
+from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
 from intentd.api.path_methods import PathMethodsRoute
 from intentd.api.security import ApiCaller, errors
 from intentd.domain.status import FundingStatus, IntentStatus
@@ -33,7 +38,6 @@ __all__ = ["IntentPage", "router"]
 router = APIRouter(prefix=API_PREFIX, tags=["intents"], route_class=PathMethodsRoute)
 
 MAX_LIMIT = 100
-_RFC3339 = {"format": "date-time"}
 _Text = Annotated[str | None, Query(min_length=1, max_length=200)]
 
 
@@ -80,24 +84,13 @@ async def list_intents(
     metadata_value: Annotated[
         str | None, Query(max_length=500, description="the string metadata_key must have")
     ] = None,
-    created_after: Annotated[
-        str | None,
-        Query(max_length=64, json_schema_extra=_RFC3339, description="created at or after"),
-    ] = None,
-    created_before: Annotated[
-        str | None,
-        Query(max_length=64, json_schema_extra=_RFC3339, description="created before"),
-    ] = None,
-    order: Annotated[
-        Literal["desc", "asc"], Query(description="desc: newest first; asc: oldest first")
-    ] = "desc",
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    order: Order = "desc",
     limit: Annotated[
         int, Query(ge=1, le=MAX_LIMIT, description=f"intents per page, 1 to {MAX_LIMIT}")
     ] = 50,
-    cursor: Annotated[
-        str | None,
-        Query(max_length=64, description="next_cursor of an earlier page of this route"),
-    ] = None,
+    cursor: Cursor = None,
 ) -> Response:
     services = Services.of(request)
     settings = services.settings
@@ -117,7 +110,7 @@ async def list_intents(
         created_after=parse_time(created_after, "created_after"),
         created_before=parse_time(created_before, "created_before"),
     )
-    after = decode_cursor(cursor)
+    after = decode_list_cursor(cursor)
     async with services.pool.acquire() as conn:
         found = await intent_list.page(
             conn, where, after=after, descending=order == "desc", limit=limit + 1
@@ -127,6 +120,6 @@ async def list_intents(
         {
             "data": [render_record(row) for _, row in found[:limit]],
             "has_more": len(found) > limit,
-            "next_cursor": encode_cursor(last) if last is not None else None,
+            "next_cursor": encode_list_cursor(last) if last is not None else None,
         }
     )

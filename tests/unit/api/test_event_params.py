@@ -12,9 +12,9 @@ from intentd.api.event_params import (
     decode_sequence_cursor,
     encode_log_cursor,
     encode_sequence_cursor,
-    parse_time,
     parse_types,
 )
+from intentd.api.paging import parse_time
 from intentd.api.problems import ApiProblem
 
 
