@@ -213,13 +213,9 @@ async def test_stateful_phase_follows_the_links(
     api: Api, make_key: MakeKey, tmp_path: Path
 ) -> None:
     key = await make_key("test", rate_limit=1_000_000)
-    token = await create_session(api, key)
-
     # A key and a session token of the test's: intents of either kind, then reads and
     # triggers of them (POST /sessions left out: its token would take the place of
     # the configured one).
-    bearers = {"ApiKey": key, "SessionToken": token}
-    config = stateful_config(tmp_path / "fixed.toml", api.settings, bearers)
     expected = {
         "GetIntentById",
         "GetIntentEvents",
@@ -230,6 +226,11 @@ async def test_stateful_phase_follows_the_links(
     }
     followed: set[str] = set()
     for run in range(RUNS):  # each run must pass; the links taken add up
+        # A new session each run: a session creates at most api.max_intents_per_session
+        # intents, and the links from its intents must still be taken.
+        token = await create_session(api, key)
+        bearers = {"ApiKey": key, "SessionToken": token}
+        config = stateful_config(tmp_path / f"fixed{run}.toml", api.settings, bearers)
         followed |= await stateful(
             api,
             config,
