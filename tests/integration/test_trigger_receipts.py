@@ -3,8 +3,8 @@
 A transfer of ETH to an intent address that reverts (the address has code that
 reverts, set with ``anvil_setCode`` on this test's own anvil) is included in a block
 with receipt status 0; trigger-processing, which uses the poller's code, must not
-record it. The same transfer once the code is gone is recorded (as a wrong-token
-deposit of a USDC intent: a refund is owed).
+record it. The same transfer once the code is gone is recorded. (The intent's
+``tokenIn`` is the native coin: only then are blocks read in full.)
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ async def test_trigger_processing_records_native_value_only_with_a_successful_re
     pool: Pool, own_base: tuple[DevChain, Settings]
 ) -> None:
     rpc, settings = own_base
-    row = await new_intent(pool, settings, chain="BASE_TESTNET")
+    row = await new_intent(pool, settings, chain="BASE_TESTNET", token=NATIVE_TOKEN, amount="1")
     address = row.intent_address
     await rpc.rpc("anvil_setCode", address, REVERTS)
     failed, status = await send_eth(rpc, address, 100 * 10**18)

@@ -65,7 +65,8 @@ async def chain(
                     name: section(chain_id, [anvil.url], usdc, usdt),
                     # the destination: only its settings are read, nothing is sent there
                     "ARBITRUM_TESTNET": chain_section(infra, "ARBITRUM_TESTNET", 421614),
-                }
+                },
+                api={"trigger_cooldown": 0},  # one intent is triggered again at once
             )
             yield Chain(name, anvil, rpc, payer, usdc, settings)
     finally:

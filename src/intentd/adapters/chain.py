@@ -130,11 +130,16 @@ class EvmChainReader:
 
 
 def open_chain(
-    config: ChainConfig, *, attempts: int = 8, max_calls: int = 50
+    config: ChainConfig,
+    *,
+    attempts: int = 8,
+    max_calls: int = 50,
+    transport: Transport | None = None,
 ) -> tuple[JsonRpcClient, EvmChainReader]:
     """The RPC client of one configured chain (every URL's ``eth_chainId`` checked, see
     :class:`JsonRpcClient`) and a reader over it that counts from the chain's trusted
-    head; the caller closes the reader (which closes the client)."""
+    head; the caller closes the reader (which closes the client). ``transport``: the
+    HTTP transport (default: its own connections)."""
     client = JsonRpcClient(
         config.name,
         config.rpc_urls,
@@ -142,6 +147,7 @@ def open_chain(
         attempts=attempts,
         max_calls=max_calls,
         chain_id=config.chain_id,
+        transport=transport,
     )
     reader = EvmChainReader(
         client,

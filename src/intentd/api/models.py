@@ -270,8 +270,12 @@ class ScanWindow(BaseModel):
 class TriggerResult(BaseModel):
     intent: IntentRecord
     deposits: list[FoundDeposit]
-    balance: Balance
-    scan: ScanWindow
+    balance: Balance | None = Field(
+        description="null when the intent is terminal: answered from the store, chain not read"
+    )
+    scan: ScanWindow | None = Field(
+        description="null when the intent is terminal: answered from the store, chain not read"
+    )
 
 
 class SessionInfo(BaseModel):

@@ -2,18 +2,33 @@
 
 For an intent on chain C, created at time T:
 
+0. An intent in a terminal state (COMPLETED, EXPIRED, REFUNDED, CANCELLED: no move
+   leaves it) is answered from the store, without reading the chain: its record and
+   its recorded deposits, with ``balance`` and ``progress`` None. Otherwise the call
+   must pass the :class:`~intentd.api.trigger_gate.TriggerGate` (a per-intent cooldown
+   of ``api.trigger_cooldown`` seconds and at most ``api.trigger_max_per_client``
+   calls of one client at once, per process), else
+   :class:`~intentd.api.trigger_gate.TriggerRefused` (a 429 with ``Retry-After``).
+   The whole call has a deadline of ``api.trigger_timeout`` seconds (RPC reads, waits
+   for the RPC client's connections, the database); past it, or when the node does
+   not answer usably, :class:`ChainUnavailable` (a 503). What was credited and
+   scanned until then is kept.
 1. The window starts at the first block of C whose timestamp is at least
    ``T - api.trigger_clock_skew`` (binary search over block timestamps, found once
    and stored in ``intent_scans``); it ends at C's confirmed head (the poller's
    confirmation depth).
-2. The blocks not scanned yet (at most ``api.trigger_max_blocks`` per call) are read
-   and decoded with the poller's own code (``EvmChainReader.read_range`` and
-   ``indexer.range_deposits.scan_range``, watching only this intent's address:
-   native value counts only with a successful receipt, see ``indexer.tx_types``).
-   The hash of the last block scanned is stored with the progress; if the chain no
-   longer has that block, a reorg replaced scanned blocks, and the last ``WINDOW``
-   (256) blocks are scanned again (their new branch may hold a payment the old one
-   did not).
+2. The blocks not scanned yet are read as narrowly as the intent allows
+   (``api.trigger_scan``): for a token intent, ``eth_getLogs`` filtered by the intent's
+   address as recipient, at most ``api.trigger_max_log_blocks`` blocks per call (a
+   week of Base blocks in one call), no block read in full; for a native-coin intent,
+   the blocks in full (native value counts only with a successful receipt, see
+   ``indexer.tx_types``; the coin that arrived through a contract is found by the
+   poller's balance reconciliation, ``indexer.reconciliation``, with the same id and
+   amount), at most ``api.trigger_max_blocks`` per call. Deposits are decoded by the
+   poller's code, so they have the poller's identities. The hash of the last block
+   scanned is stored with the progress; if the chain no longer has that block, a
+   reorg replaced scanned blocks, and the last ``WINDOW`` (256) blocks are scanned
+   again (their new branch may hold a payment the old one did not).
 3. Each deposit found is credited by the service the lifecycle credits the poller's
    deposits with (``lifecycle.crediting.credit``): under the intent's row lock and
    unique on its identity ``(chain, tx_hash, token, transfer_index)``, so a deposit
@@ -22,13 +37,11 @@ For an intent on chain C, created at time T:
    In the same transaction the deposit is remembered (``trigger_deposits``) for the
    lifecycle's :class:`~intentd.lifecycle.trigger_verifier.TriggerVerifier`, which
    retracts it if a reorg removes its block (no poller covers it).
-   For an intent whose ``tokenIn`` is the native coin, the ETH that reached the address
-   through a contract is found as the poller finds it (``indexer.reconciliation``, balance
-   reconciliation): the same deposit, with the same id and amount.
 4. The intent address's on-chain balance of ``tokenIn`` at the confirmed head is
    read as a cross-check and returned with the deposits and the intent record.
 
-Safe to repeat; calls for one intent are serialised within a process.
+Safe to repeat; calls for one intent are serialised within a process. The processor
+has its own RPC client per chain (its own connections), apart from the other roles'.
 """
 
 from __future__ import annotations
@@ -43,26 +56,20 @@ import structlog
 
 from intentd import wire
 from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_deposits
-from intentd.adapters.chain import (
-    EvmChainReader,
-    JsonRpcClient,
-    MissingResult,
-    RpcError,
-    RpcTransportError,
-    open_chain,
-)
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import ScanProgress
+from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError, Transport
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
+from intentd.api.trigger_gate import TriggerGate
+from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
 from intentd.domain.deposits import DepositKey, RecordedDeposit
+from intentd.domain.status import ALLOWED_MOVES
 from intentd.indexer.balances import Reconciled
-from intentd.indexer.decoding import InconsistentAnswer
+from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.reconciliation import Reconciliation
-from intentd.indexer.watched import WatchedAddresses
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit
@@ -71,11 +78,10 @@ from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 __all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
 
 log = structlog.get_logger()
-_READ_ATTEMPTS = 3
 
 
 class ChainUnavailable(Exception):
-    """The chain's RPC did not answer usably; the caller may retry later."""
+    """The chain's RPC did not answer usably in time; the caller may retry later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +90,11 @@ class TriggerOutcome:
     deposits: list[RecordedDeposit]
     new: frozenset[DepositKey]
     """The deposits this call recorded."""
-    balance: int
-    balance_block: int
-    progress: ScanProgress
-    confirmed_head: int
+    balance: int | None
+    """None: answered from the store (a terminal intent), nothing read on chain."""
+    balance_block: int | None
+    progress: ScanProgress | None
+    confirmed_head: int | None
 
 
 async def first_block_at_or_after(
@@ -107,55 +114,89 @@ async def first_block_at_or_after(
 
 
 class Processor:
-    """Holds one RPC client per chain; close it with :meth:`close`."""
+    """Holds one RPC client per chain; close it with :meth:`close`.
 
-    def __init__(self, settings: Settings, pool: Pool) -> None:
+    ``transport``: makes each chain's HTTP transport (default: the client's own).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: Pool,
+        *,
+        transport: Callable[[], Transport] | None = None,
+    ) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
         self._pool = pool
-        self._readers: dict[str, tuple[JsonRpcClient, EvmChainReader]] = {}
+        self._transport = transport
+        self._reads: dict[str, ChainReads] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._gate = TriggerGate(
+            cooldown=settings.api.trigger_cooldown,
+            per_client=settings.api.trigger_max_per_client,
+        )
 
     async def close(self) -> None:
-        for _, reader in self._readers.values():
-            await reader.close()
-        self._readers.clear()
+        for reads in self._reads.values():
+            await reads.close()
+        self._reads.clear()
 
-    def _reader(self, chain: ChainConfig) -> tuple[JsonRpcClient, EvmChainReader]:
-        found = self._readers.get(chain.name)
+    def _chain_reads(self, chain: ChainConfig) -> ChainReads:
+        found = self._reads.get(chain.name)
         if found is None:
-            found = self._readers[chain.name] = open_chain(chain, attempts=_READ_ATTEMPTS)
+            transport = self._transport() if self._transport is not None else None
+            found = self._reads[chain.name] = open_reads(chain, transport=transport)
         return found
 
     async def trigger(self, row: IntentRow, *, now: datetime) -> TriggerOutcome:
-        lock = self._locks.get(row.id)
-        if lock is None:
-            lock = self._locks[row.id] = asyncio.Lock()
-        async with lock:
+        """Scan and credit (see the module); raises ``TriggerRefused`` (not now) or
+        :class:`ChainUnavailable`."""
+        if not ALLOWED_MOVES[row.status]:
+            return await self._from_store(row)
+        with self._gate.admit(row.id, row.client_id):
+            lock = self._locks.get(row.id)
+            if lock is None:
+                lock = self._locks[row.id] = asyncio.Lock()
             try:
-                return await self._trigger(row, now)
+                async with asyncio.timeout(self._settings.api.trigger_timeout), lock:
+                    return await self._trigger(row, now)
+            except TimeoutError:
+                log.warning("trigger-processing: deadline passed", intent_id=row.id)
+                raise ChainUnavailable(f"{row.source_chain}: no answer in time") from None
             except (RpcError, RpcTransportError, MissingResult, InconsistentAnswer) as exc:
                 log.warning("trigger-processing: chain read failed", error=str(exc))
                 raise ChainUnavailable(f"{row.source_chain}: {exc}") from exc
 
+    async def _from_store(self, row: IntentRow) -> TriggerOutcome:
+        async with self._pool.acquire() as conn:
+            fresh = await intent_store.get_by_id(conn, row.id)
+            deposits = await intent_scans.deposits_of(conn, row.id)
+        assert fresh is not None
+        return TriggerOutcome(fresh, deposits, frozenset(), None, None, None, None)
+
     async def _trigger(self, row: IntentRow, now: datetime) -> TriggerOutcome:
         chain = self._settings.chains[row.source_chain]
-        client, reader = self._reader(chain)
-        head = confirmed_head(await reader.latest_block(), chain.confirmations)
-        progress = await self._progress(row, chain, client, head)
-        progress = await self._follow_reorg(row, reader, progress)
+        reads = self._chain_reads(chain)
+        head = confirmed_head(await reads.reader.latest_block(), chain.confirmations)
+        progress = await self._progress(row, chain, reads, head)
+        progress = await self._follow_reorg(row, reads, progress)
         new: set[DepositKey] = set()
-        last = min(head, progress.scanned_to + self._settings.api.trigger_max_blocks)
+        native = row.token_in.lower() == NATIVE_TOKEN.lower()
+        api = self._settings.api
+        limit = api.trigger_max_blocks if native else api.trigger_max_log_blocks
+        last = min(head, progress.scanned_to + limit)
         if progress.scanned_to < last:
             window = BlockRange(progress.scanned_to + 1, last)
             scanned_hash = None
-            for blocks in window.chunks(chain.batch_size):
-                found, scanned_hash = await self._scan(row, chain, reader, blocks, now)
-                new |= found
+            # Full blocks go in the poller's batches; filtered logs in one range.
+            for blocks in window.chunks(chain.batch_size) if native else [window]:
+                found, scanned_hash = await self._read(row, chain, reads, blocks, native)
+                new |= await self._credit(row, found, blocks, scanned_hash, now)
             progress = ScanProgress(progress.first_block, last, scanned_hash)
         balance_block = max(head, 0)
         balance = await chain_lookup.balance(
-            client, row.token_in, row.intent_address, balance_block
+            reads.client, row.token_in, row.intent_address, balance_block
         )
         async with self._pool.acquire() as conn:
             fresh = await intent_store.get_by_id(conn, row.id)
@@ -179,7 +220,7 @@ class Processor:
         )
 
     async def _progress(
-        self, row: IntentRow, chain: ChainConfig, client: JsonRpcClient, head: int
+        self, row: IntentRow, chain: ChainConfig, reads: ChainReads, head: int
     ) -> ScanProgress:
         async with self._pool.acquire() as conn:
             progress = await intent_scans.load(conn, row.id)
@@ -188,19 +229,19 @@ class Processor:
         since = int(row.created_at.timestamp()) - self._settings.api.trigger_clock_skew
 
         async def timestamp_of(number: int) -> int:
-            return await chain_lookup.block_timestamp(client, number)
+            return await chain_lookup.block_timestamp(reads.client, number)
 
         first = await first_block_at_or_after(since, max(head, 0), timestamp_of)
         async with self._pool.acquire() as conn:
             return await intent_scans.start(conn, row.id, chain.name, first)
 
     async def _follow_reorg(
-        self, row: IntentRow, reader: EvmChainReader, progress: ScanProgress
+        self, row: IntentRow, reads: ChainReads, progress: ScanProgress
     ) -> ScanProgress:
         """Scan the last ``WINDOW`` blocks again if the last one scanned was orphaned."""
         if progress.scanned_hash is None or progress.scanned_to < progress.first_block:
             return progress
-        current = await reader.block_hashes([progress.scanned_to])
+        current = await reads.reader.block_hashes([progress.scanned_to])
         if current[progress.scanned_to] == progress.scanned_hash:
             return progress
         async with self._pool.acquire() as conn:
@@ -215,46 +256,39 @@ class Processor:
         )
         return rewound
 
-    def _reconciliation(self, row: IntentRow, chain: ChainConfig) -> Reconciliation | None:
-        """The balance reconciliation of a native-coin intent's address, else None."""
-        if row.token_in.lower() != NATIVE_TOKEN.lower() or row.source_chain != chain.name:
-            return None
-        client, _ = self._reader(chain)
-        return Reconciliation(chain.name, EvmChainState(client))
-
-    async def _scan(
+    async def _read(
         self,
         row: IntentRow,
         chain: ChainConfig,
-        reader: EvmChainReader,
+        reads: ChainReads,
         blocks: BlockRange,
-        now: datetime,
-    ) -> tuple[set[DepositKey], str]:
-        """Credit the deposits of ``blocks``; return the new ones and the last block's hash."""
-        tokens = frozenset(t.address.lower() for t in chain.tokens)
-        watched = WatchedAddresses([row.intent_address])
-        reconciliation = self._reconciliation(row, chain)
-        window = Reconciled.of_intent(
-            row.intent_address, int(row.created_at.timestamp()), int(row.expires_at.timestamp())
+        native: bool,
+    ) -> tuple[list[ChainTransfer], str]:
+        if not native:
+            return await token_range(reads, chain, row.intent_address, blocks)
+        return await native_range(
+            reads,
+            chain,
+            row.intent_address,
+            blocks,
+            reconciliation=Reconciliation(chain.name, EvmChainState(reads.client)),
+            reconciled=Reconciled.of_intent(
+                row.intent_address,
+                int(row.created_at.timestamp()),
+                int(row.expires_at.timestamp()),
+            ),
         )
-        for attempt in range(1, _READ_ATTEMPTS + 1):
-            raw = await reader.read_range(blocks)
-            try:
-                headers, found = await scan_range(
-                    chain.name,
-                    reader,
-                    raw,
-                    blocks,
-                    tokens=tokens,
-                    watched=watched,
-                    reconciliation=reconciliation,
-                    reconciled=[window],
-                )
-                break
-            except InconsistentAnswer:
-                if attempt == _READ_ATTEMPTS:
-                    raise
-        deposits = [wire.found_deposit(chain.name, transfer) for transfer in found]
+
+    async def _credit(
+        self,
+        row: IntentRow,
+        found: list[ChainTransfer],
+        blocks: BlockRange,
+        scanned_hash: str,
+        now: datetime,
+    ) -> set[DepositKey]:
+        """Credit the deposits ``found`` in ``blocks`` and record the scan; the new ones."""
+        deposits = [wire.found_deposit(row.source_chain, transfer) for transfer in found]
         new: set[DepositKey] = set()
         async with self._pool.acquire() as conn:
             uow = PostgresUnitOfWork(conn)
@@ -262,7 +296,7 @@ class Processor:
                 outcome = await credit(uow, self._book, deposit, now=now, watch=True)
                 if outcome not in SEEN_BEFORE:
                     new.add(deposit.key)
-            await intent_scans.advance(conn, row.id, blocks.last, headers[-1].hash)
+            await intent_scans.advance(conn, row.id, blocks.last, scanned_hash)
         if deposits:
             log.info(
                 "trigger-processing found deposits",
@@ -271,4 +305,4 @@ class Processor:
                 found=len(deposits),
                 new=len(new),
             )
-        return new, headers[-1].hash
+        return new

@@ -99,19 +99,24 @@ def trigger_json(outcome: TriggerOutcome, chains: dict[str, ChainConfig]) -> dic
                 "new": recorded.key in outcome.new,
             }
         )
-    return {
+    answer: dict[str, Any] = {
         "intent": render_record(row),
         "deposits": deposits,
-        "balance": {
+        "balance": None,
+        "scan": None,
+    }
+    if outcome.balance is not None and outcome.balance_block is not None:
+        answer["balance"] = {
             "token": to_checksum_address(row.token_in),
             "amount": format_amount(outcome.balance, row.asset_token_decimals),
             "block_number": outcome.balance_block,
-        },
-        "scan": {
+        }
+    if outcome.progress is not None and outcome.confirmed_head is not None:
+        answer["scan"] = {
             "chain": row.source_chain,
             "first_block": outcome.progress.first_block,
             "scanned_to": outcome.progress.scanned_to,
             "confirmed_head": outcome.confirmed_head,
             "complete": outcome.progress.scanned_to >= outcome.confirmed_head,
-        },
-    }
+        }
+    return answer

@@ -14,6 +14,7 @@ from intentd.api.problems import ApiProblem
 from intentd.api.processing import ChainUnavailable
 from intentd.api.render import trigger_json
 from intentd.api.security import ApiCaller, IdempotencyKey, errors
+from intentd.api.trigger_gate import TriggerRefused
 from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.validation import check_address
@@ -72,6 +73,10 @@ async def load_intent(services: Services, caller: Caller, address: str) -> Inten
 async def trigger_response(services: Services, row: IntentRow) -> Response:
     try:
         outcome = await services.processor.trigger(row, now=services.now())
+    except TriggerRefused as refused:
+        raise ApiProblem(
+            429, refused.code, refused.detail, headers={"Retry-After": str(refused.retry_after)}
+        ) from None
     except ChainUnavailable:
         raise ApiProblem(
             503,

@@ -141,7 +141,21 @@ class ApiConfig(ConfigModel):
     """Default lifetime of a session token, seconds."""
     max_session_ttl: int = Field(default=3600, ge=60, le=86_400)
     trigger_max_blocks: int = Field(default=5000, ge=1, le=1_000_000)
-    """Blocks one trigger-processing call scans at most; the next call continues."""
+    """Blocks one trigger-processing call reads in full at most (native-coin intents);
+    the next call continues."""
+    trigger_max_log_blocks: int = Field(default=500_000, ge=1, le=100_000_000)
+    """Blocks one trigger-processing call scans at most with recipient-filtered
+    ``eth_getLogs`` (token intents); the next call continues."""
+    trigger_cooldown: float = Field(default=10.0, ge=0, le=3600)
+    """Seconds after a trigger-processing call starts during which another call for the
+    same intent is answered 429 (per process)."""
+    trigger_max_per_client: int = Field(default=4, ge=1, le=10_000)
+    """Trigger-processing calls one client may have running at once (per process);
+    one more is answered 429."""
+    trigger_timeout: float = Field(default=30.0, gt=0, le=600)
+    """Seconds one trigger-processing call may take (RPC reads, waits for the RPC
+    client's connections, the database) before it stops with a 503; what it credited
+    and scanned until then is kept."""
     trigger_clock_skew: int = Field(default=300, ge=0, le=86_400)
     """Seconds before ``created_at`` where the scan of an intent's window starts."""
     cors_origins: list[str] = Field(default_factory=list)

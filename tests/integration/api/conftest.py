@@ -67,7 +67,8 @@ def api_sections(infra: dict[str, str], **changes: Any) -> dict[str, Any]:
         # The shared test server sees every test's first requests with new keys from
         # 127.0.0.1: the per-source bucket would throttle the suite, not an attacker.
         # The abuse tests set their own api section (tests/integration/api/test_api_abuse_*).
-        "api": {"key_cache_ttl": 0.5, "source_rate_limit": 100_000},
+        # The trigger tests call one intent again at once; the cooldown has its own test.
+        "api": {"key_cache_ttl": 0.5, "source_rate_limit": 100_000, "trigger_cooldown": 0},
     }
     sections.update(changes)
     return sections

@@ -14,12 +14,13 @@ from uuid import uuid4
 import aiohttp
 import pytest
 from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
-from tests.integration.api.test_api_trigger_sessions import PAYEE, new_session, usdc
+from tests.integration.api.test_api_trigger_sessions import PAYEE, new_intent, new_session, usdc
 
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Pool
 from intentd.api.auth import Authenticator
+from intentd.api.models import TriggerResult
 from intentd.api.problems import ApiProblem
 from intentd.credentials import generate_key
 from intentd.settings import Settings
@@ -168,3 +169,39 @@ async def test_a_key_lookup_without_a_free_connection_is_a_503(
     problem = refused.value
     assert (problem.status, problem.code) == (503, "database_busy")
     assert problem.headers["Retry-After"] == "1"
+
+
+async def test_trigger_processing_is_refused_again_within_its_cooldown(
+    infra: dict[str, str],
+    make_settings: Callable[..., Settings],
+    pool: Pool,
+    http: aiohttp.ClientSession,
+    make_key: MakeKey,
+) -> None:
+    """Issue 11 item 8: a second call for an intent within ``api.trigger_cooldown`` is a
+    429 with ``Retry-After``, before any chain read; a terminal intent is answered from
+    the store (no chain read, no cooldown)."""
+    settings = make_settings(
+        **api_sections(infra, api={"source_rate_limit": 100_000, "trigger_cooldown": 60})
+    )
+    key = await make_key("test", rate_limit=1000)
+    async for url in serve(settings, pool):
+        api = Api(url, settings, http)
+        address = (await new_intent(api, key))["intent_address"]
+        path = f"/intents/{address}/trigger-processing"
+        status, first, _ = await api.call("POST", path, key)
+        assert status == 200, first
+        status, again, response = await api.call("POST", path, key)
+        assert (status, again["code"]) == (429, "trigger_cooldown"), again
+        assert 1 <= int(response.headers["Retry-After"]) <= 60
+
+        ended = (await new_intent(api, key))["intent_address"]
+        await pool.execute(
+            "UPDATE intents SET status = 'EXPIRED' WHERE intent_address = $1", ended.lower()
+        )
+        for _ in range(2):
+            status, answer, _ = await api.call("POST", f"/intents/{ended}/trigger-processing", key)
+            assert status == 200, answer
+            TriggerResult.model_validate(answer)
+            assert answer["intent"]["intent_status"] == "EXPIRED"
+            assert (answer["balance"], answer["scan"], answer["deposits"]) == (None, None, [])

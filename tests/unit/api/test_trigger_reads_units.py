@@ -1,0 +1,157 @@
+"""trigger-processing's narrow reads (a fake node) and its cooldown and per-client cap."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
+from tests.unit.indexer.test_rpc_client import FakeProvider, client
+
+from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
+from intentd.api.trigger_gate import TriggerGate, TriggerRefused
+from intentd.api.trigger_scan import token_deposits_of
+from intentd.indexer.decoding import (
+    TRANSFER_TOPIC,
+    InconsistentAnswer,
+    decode_headers,
+    find_deposits,
+)
+from intentd.indexer.planning import BlockRange
+from intentd.indexer.watched import WatchedAddresses
+
+INTENT = address(7)
+
+
+class FilteringProvider(FakeProvider):
+    """A node that applies ``eth_getLogs``' topic filter, and counts what it is asked."""
+
+    def _node(self, method: str, params: list[Any]) -> dict[str, Any]:
+        answer = super()._node(method, params)
+        if method != "eth_getLogs" or "result" not in answer:
+            return answer
+        topics = params[0]["topics"]
+        return {
+            "result": [
+                log
+                for log in answer["result"]
+                if all(t is None or t == log["topics"][i] for i, t in enumerate(topics))
+            ]
+        }
+
+    def calls(self) -> list[tuple[str, list[Any]]]:
+        return [(c["method"], c["params"]) for _, batch in self.posts for c in batch]
+
+
+def week_of_blocks() -> FakeChain:
+    """3,000 blocks, each with token transfers to others; three to the intent."""
+    chain = FakeChain()
+    for n in range(1, 3001):
+        transfers = [Transfer(address(100 + n % 50), n, token=USDC, nonce=n)]
+        if n in {10, 1500, 2999}:
+            token = FAKE_TOKEN if n == 1500 else USDC
+            transfers.append(Transfer(INTENT, n, token=token, nonce=n))
+        chain.mine(*transfers)
+    return chain
+
+
+async def test_a_window_is_read_with_recipient_filtered_logs_and_finds_the_pollers_deposits() -> (
+    None
+):
+    chain = week_of_blocks()
+    provider = FilteringProvider(chain)
+    reader = IntentWindowReader(
+        client(provider, "TRIG_WINDOW"), [USDC, FAKE_TOKEN], max_log_range=100
+    )
+    window = BlockRange(1, chain.head)
+
+    hits = await reader.transfers_to(INTENT, window)
+    numbers = sorted({int(h["blockNumber"], 16) for h in hits})
+    logs = await reader.token_logs(numbers)
+    headers = await reader.headers([*numbers, window.last])
+    watched = WatchedAddresses([INTENT])
+    found = token_deposits_of(hits, logs, headers, {USDC, FAKE_TOKEN}, watched)
+
+    # The poller's read of the whole window finds the same deposits.
+    poller = find_deposits(
+        chain.blocks[1:], chain.logs(1, chain.head), window, {USDC, FAKE_TOKEN}, watched
+    ).deposits
+    assert found == poller and [d.block_number for d in found] == [10, 1500, 2999]
+    calls = provider.calls()
+    assert {m for m, _ in calls} == {"eth_getLogs", "eth_getBlockByNumber"}
+    assert all(p[1] is False for m, p in calls if m == "eth_getBlockByNumber")
+    ranged = [p[0] for m, p in calls if m == "eth_getLogs" and p[0]["fromBlock"] != p[0]["toBlock"]]
+    assert len(ranged) == 30  # 3,000 blocks in ranges of 100
+    assert all(q["topics"] == [TRANSFER_TOPIC, None, recipient_topic(INTENT)] for q in ranged)
+    assert len(provider.posts) <= 30 // RANGES_PER_BATCH + 1 + 2
+
+
+async def test_a_refused_range_is_split_and_the_narrower_width_kept() -> None:
+    chain = week_of_blocks()
+    provider = FilteringProvider(chain, log_limit=250)
+    reader = IntentWindowReader(client(provider, "TRIG_SPLIT"), [USDC], max_log_range=1000)
+    hits = await reader.transfers_to(INTENT, BlockRange(1, chain.head))
+    assert [int(h["blockNumber"], 16) for h in hits] == [10, 2999]
+    assert reader.log_ranges.width <= 250
+
+
+def test_a_hit_from_another_fork_than_the_header_read_is_inconsistent() -> None:
+    chain = week_of_blocks()
+    hits = [log for log in chain.logs(10, 10) if log["topics"][2] == recipient_topic(INTENT)]
+    chain.fork(5)
+    chain.mine(count=10)
+    logs = {10: chain.logs(10, 10)}
+    headers = {10: decode_headers([chain.blocks[10]], BlockRange(10, 10))[0]}
+    with pytest.raises(InconsistentAnswer):
+        token_deposits_of(hits, logs, headers, {USDC}, WatchedAddresses([INTENT]))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_intent_is_admitted_again_only_after_the_cooldown() -> None:
+    clock = Clock()
+    gate = TriggerGate(cooldown=10, per_client=4, clock=clock)
+    merchant = uuid4()
+    with gate.admit(1, merchant):
+        pass
+    clock.now += 3.5
+    with pytest.raises(TriggerRefused) as refused, gate.admit(1, merchant):
+        pass
+    assert (refused.value.code, refused.value.retry_after) == ("trigger_cooldown", 7)
+    with gate.admit(2, merchant):  # another intent is not held up
+        pass
+    clock.now += 6.5
+    with gate.admit(1, merchant):
+        pass
+
+
+def test_a_client_runs_at_most_its_cap_of_calls_at_once() -> None:
+    gate = TriggerGate(cooldown=0, per_client=2, clock=Clock())
+    merchant, other = uuid4(), uuid4()
+    with gate.admit(1, merchant), gate.admit(2, merchant):
+        with pytest.raises(TriggerRefused) as refused, gate.admit(3, merchant):
+            pass
+        assert refused.value.code == "too_many_triggers" and refused.value.retry_after >= 1
+        with gate.admit(4, other):  # another client has its own cap
+            pass
+    with gate.admit(3, merchant):  # the places are given back
+        pass
+
+
+def test_a_call_that_fails_gives_its_place_back_and_keeps_its_cooldown() -> None:
+    clock = Clock()
+    gate = TriggerGate(cooldown=5, per_client=1, clock=clock)
+    merchant = uuid4()
+    with pytest.raises(RuntimeError), gate.admit(1, merchant):
+        raise RuntimeError("node down")
+    with gate.admit(2, merchant):
+        pass
+    with pytest.raises(TriggerRefused), gate.admit(1, merchant):
+        pass
