@@ -6,7 +6,9 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 (``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``trigger-processing``
+(RPC calls and time of one call over 7 days of Base blocks, see
+``bench/trigger_processing.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -23,6 +25,7 @@ NAMES = (
     "event-log",
     "intent-list",
     "webhooks",
+    "trigger-processing",
 )
 
 
@@ -62,6 +65,10 @@ def main(argv: list[str]) -> None:
         from bench import webhooks
 
         webhooks.run(rest)
+    if name in {"trigger-processing", "all"}:
+        from bench import trigger_processing
+
+        trigger_processing.run(rest)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,11 @@ async def test_a_second_call_for_an_intent_within_the_cooldown_is_refused(
 async def test_a_call_whose_node_does_not_answer_ends_at_the_deadline(
     chain: Chain, pool: Pool, make_settings: Callable[..., Settings], infra: dict[str, str]
 ) -> None:
-    silent = await asyncio.start_server(lambda r, w: asyncio.sleep(3600), "127.0.0.1", 0)
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client hangs up
+        writer.close()
+
+    silent = await asyncio.start_server(never_answer, "127.0.0.1", 0)
     port = silent.sockets[0].getsockname()[1]
     settings = make_settings(
         chains={
@@ -214,4 +218,5 @@ async def test_a_call_whose_node_does_not_answer_ends_at_the_deadline(
     finally:
         await processor.close()
         silent.close()
+        await silent.wait_closed()
     assert time.monotonic() - started < 5
