@@ -130,16 +130,11 @@ class EvmChainReader:
 
 
 def open_chain(
-    config: ChainConfig,
-    *,
-    attempts: int = 8,
-    max_calls: int = 50,
-    transport: Transport | None = None,
+    config: ChainConfig, *, attempts: int = 8, max_calls: int = 50
 ) -> tuple[JsonRpcClient, EvmChainReader]:
     """The RPC client of one configured chain (every URL's ``eth_chainId`` checked, see
     :class:`JsonRpcClient`) and a reader over it that counts from the chain's trusted
-    head; the caller closes the reader (which closes the client). ``transport``: the
-    HTTP transport (default: its own connections)."""
+    head; the caller closes the reader (which closes the client)."""
     client = JsonRpcClient(
         config.name,
         config.rpc_urls,
@@ -147,7 +142,6 @@ def open_chain(
         attempts=attempts,
         max_calls=max_calls,
         chain_id=config.chain_id,
-        transport=transport,
     )
     reader = EvmChainReader(
         client,

@@ -59,7 +59,7 @@ from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_d
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import ScanProgress
-from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError, Transport
+from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
 from intentd.api.trigger_gate import TriggerGate
@@ -114,22 +114,12 @@ async def first_block_at_or_after(
 
 
 class Processor:
-    """Holds one RPC client per chain; close it with :meth:`close`.
+    """Holds one RPC client per chain; close it with :meth:`close`."""
 
-    ``transport``: makes each chain's HTTP transport (default: the client's own).
-    """
-
-    def __init__(
-        self,
-        settings: Settings,
-        pool: Pool,
-        *,
-        transport: Callable[[], Transport] | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, pool: Pool) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
         self._pool = pool
-        self._transport = transport
         self._reads: dict[str, ChainReads] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._gate = TriggerGate(
@@ -145,8 +135,7 @@ class Processor:
     def _chain_reads(self, chain: ChainConfig) -> ChainReads:
         found = self._reads.get(chain.name)
         if found is None:
-            transport = self._transport() if self._transport is not None else None
-            found = self._reads[chain.name] = open_reads(chain, transport=transport)
+            found = self._reads[chain.name] = open_reads(chain)
         return found
 
     async def trigger(self, row: IntentRow, *, now: datetime) -> TriggerOutcome:

@@ -27,7 +27,7 @@ from typing import Any
 
 from intentd.adapters.chain import EvmChainReader, open_chain
 from intentd.adapters.intent_window import IntentWindowReader
-from intentd.adapters.json_rpc import JsonRpcClient, Transport
+from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import (
     BlockHeader,
@@ -68,8 +68,8 @@ class ChainReads:
         await self.reader.close()
 
 
-def open_reads(chain: ChainConfig, *, transport: Transport | None = None) -> ChainReads:
-    client, reader = open_chain(chain, attempts=READ_ATTEMPTS, transport=transport)
+def open_reads(chain: ChainConfig) -> ChainReads:
+    client, reader = open_chain(chain, attempts=READ_ATTEMPTS)
     tokens = [token.address for token in chain.tokens]
     return ChainReads(
         client, reader, IntentWindowReader(client, tokens, max_log_range=chain.max_log_range)
