@@ -92,8 +92,16 @@ def create_app(
                     max_waiting=settings.api.max_waiting_creates,
                     acquire_timeout=settings.api.db_acquire_timeout,
                 ),
-                intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
-                intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
+                intents_by_id=BatchedReads(
+                    db,
+                    intent_store.get_many_by_id,
+                    acquire_timeout=settings.api.db_acquire_timeout,
+                ),
+                intents_by_address=BatchedReads(
+                    db,
+                    intent_store.get_many_by_address,
+                    acquire_timeout=settings.api.db_acquire_timeout,
+                ),
             )
             if on_ready is not None:
                 on_ready()

@@ -111,7 +111,7 @@ async def list_intents(
         created_before=parse_time(created_before, "created_before"),
     )
     after = decode_list_cursor(cursor)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         found = await intent_list.page(
             conn, where, after=after, descending=order == "desc", limit=limit + 1
         )
