@@ -217,7 +217,7 @@ async def session_quotes(
     return json_response({"quotes": [quote_json(q, value, symbol) for q in found]})
 
 
-def _intent_lifetime(services: Services, session: Session, now: datetime) -> int:
+def _session_end(services: Services, session: Session, now: datetime) -> datetime:
     """An intent of a session expires by the time its session does: the modal watches
     the intent with the session token, so it must not outlive the token."""
     left = math.floor(session.expires_at - now.timestamp())
@@ -228,7 +228,7 @@ def _intent_lifetime(services: Services, session: Session, now: datetime) -> int
             "the session expires too soon for a payment; create a new one",
             headers={"WWW-Authenticate": 'Bearer realm="intentd"'},
         )
-    return min(services.settings.intents.default_expires_in, left)
+    return datetime.fromtimestamp(session.expires_at, UTC)
 
 
 @router.post(
@@ -273,7 +273,7 @@ async def session_intent(
             amount_symbol=symbol,
             token_out=session.token,
             metadata={"session_id": session.id},
-            expires_in=_intent_lifetime(services, session, now),
+            expires_by=_session_end(services, session, now),
         ),
         client_id=session.client_id,
         now=now,
