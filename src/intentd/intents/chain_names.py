@@ -23,11 +23,12 @@ MAIN_SUFFIX = "_MAINNET"
 
 def canonical_name(chains: Mapping[str, ChainConfig], name: str) -> str:
     """Our name for ``name``: itself if configured, else without ``_MAINNET`` when that
-    names a configured chain, else ``name`` unchanged (so errors quote what was sent)."""
+    names a configured main network, else ``name`` unchanged (so errors quote what was
+    sent)."""
     if name in chains or not name.endswith(MAIN_SUFFIX):
         return name
-    bare = name[: -len(MAIN_SUFFIX)]
-    return bare if bare in chains else name
+    bare = chains.get(name[: -len(MAIN_SUFFIX)])
+    return bare.name if bare is not None and bare.network == "main" else name
 
 
 def find_chain(chains: Mapping[str, ChainConfig], name: str) -> ChainConfig | None:
