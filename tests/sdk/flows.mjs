@@ -34,6 +34,21 @@ async function call(name, run) {
   }
 }
 
+// A list shows an intent once every transaction older than its own has ended
+// (docs/api.md, "Listing intents"): ask again for a while before recording the answer.
+async function listed(name, run, count) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const found = await run();
+      if (count(found) > 0 || Date.now() > deadline) return call(name, async () => found);
+    } catch {
+      return call(name, run);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 await Chainrails.config({ api_key: env("INTENTD_API_KEY"), env: "staging" });
 // The SDK has no base URL setting: its environments name Chainrails' hosts. This is
 // the one change a merchant makes (docs/api.md, "Chainrails SDK compatibility").
@@ -71,8 +86,12 @@ if (intent) {
     crapi.intents.triggerProcessing(intent.intent_address),
   );
 }
-await call("intents.getForSender", () => crapi.intents.getForSender(sender));
-await call("intents.getAll", () => crapi.intents.getAll({ limit: 10, offset: 0, status: "pending" }));
+await listed("intents.getForSender", () => crapi.intents.getForSender(sender), (f) => f.length);
+await listed(
+  "intents.getAll",
+  () => crapi.intents.getAll({ limit: 10, offset: 0, status: "pending" }),
+  (f) => f.data.length,
+);
 await call("intents.getAll.offset", () => crapi.intents.getAll({ limit: 10, offset: 10 }));
 const session = await call("auth.getSessionToken", () =>
   crapi.auth.getSessionToken({
