@@ -3,9 +3,10 @@ its base URL changed: ``intentd api`` as a user runs it (on two anvil chains of 
 provisioned as devinfra provisions the dev chains: USDC at the real test networks'
 addresses, which the SDK's token table holds), ``tests/sdk/flows.mjs`` in Node
 running the merchant's calls (chains, quotes, create, the three reads, the list,
-trigger-processing, a session token) and the payment modal's with the session token
-(session quotes, create, read, "payment made"). Each call's answer is checked for what
-an SDK user reads of it (docs/api.md, "Chainrails SDK compatibility").
+trigger-processing of a real payment in the placed USDC, a session token) and the payment
+modal's with the session token (session quotes, create, read, "payment made"). Each call's
+answer is checked for what an SDK user reads of it (docs/api.md, "Chainrails SDK
+compatibility").
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +26,20 @@ import aiohttp
 import pytest
 from eth_account import Account
 from eth_typing import ChecksumAddress
-from tests.support import ROOT, daemon_env, start_daemon, wait_exit
+from tests.support import ROOT, daemon_env, send_payments, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.accounts import Role, dev_account
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
 from intentd_dev.devinfra.chains import DEV_CHAINS, provision_tokens
 from intentd_dev.devinfra.contracts import connect, token_artifact
 
 pytestmark = pytest.mark.e2e
 
+PAYER_KEY = dev_account(Role.PAYER).private_key
+"""Holds the dev tokens on the test's chains (minted by devinfra's provisioning)."""
 SDK_ARBITRUM_USDC = "0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d"
 """USDC on Arbitrum Sepolia in the SDK's token table."""
 
@@ -84,21 +89,36 @@ async def wait_ready(url: str, daemon: subprocess.Popen[bytes], log: Path) -> No
     raise AssertionError(f"the API did not start: {log.read_text()}")
 
 
-def run_flows(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+async def run_flows(env: dict[str, str], rpc_url: str) -> dict[str, dict[str, Any]]:
+    """Run the flows; pay the intent when the script asks (the dev payer's USDC)."""
     node = shutil.which("node")
     assert node is not None, "node is not installed"
-    result = subprocess.run(
-        [node, str(ROOT / "tests/sdk/flows.mjs")],
-        capture_output=True,
-        text=True,
+    script = await asyncio.create_subprocess_exec(
+        node,
+        str(ROOT / "tests/sdk/flows.mjs"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env=env,
         cwd=ROOT,
-        check=False,
-        timeout=120,
     )
-    assert result.returncode == 0, result.stderr
-    calls = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    return {c["call"]: c for c in calls}
+    assert script.stdin is not None and script.stdout is not None
+    calls: dict[str, dict[str, Any]] = {}
+    async with asyncio.timeout(120):
+        async for line in script.stdout:
+            if not line.startswith(b"{"):
+                continue
+            message = json.loads(line)
+            if "pay" in message:
+                due = int(Decimal(message["amount"]) * 10**6)
+                payment = (env["SDK_SOURCE_TOKEN"], message["pay"], due)
+                await asyncio.to_thread(send_payments, rpc_url, PAYER_KEY, [payment])
+                script.stdin.write(b"paid\n")
+                await script.stdin.drain()
+            else:
+                calls[message["call"]] = message
+        assert await script.wait() == 0, await script.stderr.read() if script.stderr else b""
+    return calls
 
 
 def value(calls: dict[str, dict[str, Any]], name: str) -> Any:
@@ -117,6 +137,8 @@ async def test_the_sdk_runs_a_merchant_and_a_modal_flow(
         settings,
         INTENTD__API__PORT=str(port),
         INTENTD_SESSION_SECRET=secrets.token_urlsafe(32),
+        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",  # own automining chains
+        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
         **chains,
     )
     log = tmp_path / "api.log"
@@ -127,8 +149,7 @@ async def test_the_sdk_runs_a_merchant_and_a_modal_flow(
         cli(env, "clients", "create", "sdk-shop", "--exist-ok")
         key = cli(env, "keys", "create", "--client", "sdk-shop", "--mode", "test")["api_key"]
         sender = str(Account.create().address)
-        calls = await asyncio.to_thread(
-            run_flows,
+        calls = await run_flows(
             {
                 **env,
                 "INTENTD_API_URL": api,
@@ -139,6 +160,7 @@ async def test_the_sdk_runs_a_merchant_and_a_modal_flow(
                 "SDK_RECIPIENT": str(Account.create().address),
                 "SDK_REFUND": str(Account.create().address),
             },
+            chains["INTENTD_BASE_TESTNET_RPC_URL"],
         )
     finally:
         daemon.terminate()
@@ -162,15 +184,18 @@ def check_merchant_calls(calls: dict[str, dict[str, Any]], sender: str) -> None:
     assert intent["metadata"] == {"description": "a coffee", "reference": "order-1"}
     assert value(calls, "intents.getById") == intent
     assert value(calls, "intents.getForAddress") == intent
-    assert value(calls, "intents.getForSender") == [intent]
-    listed = value(calls, "intents.getAll")
-    assert [i["id"] for i in listed["data"]] == [intent["id"]], listed
+    triggered = value(calls, "intents.triggerProcessing")  # the payment is found, credited
+    assert triggered["intent"]["id"] == intent["id"]
+    assert triggered["scan"]["chain"] == "BASE_TESTNET"
+    assert [(d["new"], d["disposition"]) for d in triggered["deposits"]] == [(True, "credited")]
+    funded = triggered["intent"]
+    assert (funded["intent_status"], funded["funding_status"]) == ("FUNDED", "EXACT")
+    assert value(calls, "intents.getForSender") == [funded]
+    listed = value(calls, "intents.getAll")  # status=funded: any case, as the SDK's
+    assert listed["data"] == [funded], listed
     skipped = calls["intents.getAll.offset"]  # we page by cursor: an offset is refused
     assert (skipped["ok"], skipped["status"]) == (False, 400), skipped
     assert json.loads(skipped["body"])["field"] == "offset"
-    triggered = value(calls, "intents.triggerProcessing")
-    assert triggered["intent"]["id"] == intent["id"]
-    assert triggered["scan"]["chain"] == "BASE_TESTNET"
     session = value(calls, "auth.getSessionToken")
     assert session["sessionToken"].startswith("itd_sess_")
     assert session["sessionId"].startswith("ses_") and session["expiresAt"].endswith("Z")

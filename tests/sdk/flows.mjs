@@ -6,8 +6,13 @@
 // ARBITRUM_TESTNET), SDK_SENDER, SDK_RECIPIENT, SDK_REFUND (addresses).
 // Output: one JSON line per call, {"call", "ok": true, "value"} or {"call", "ok": false,
 // "status", "body"}; the test (tests/e2e/test_chainrails_sdk.py) judges them. Exit 0
-// unless the script itself breaks.
+// unless the script itself breaks. Between creating the intent and triggering its
+// processing, the script prints {"pay": intent_address, "amount": total} and waits for
+// one line on stdin: the payer's transfer is mined.
+import { createInterface } from "node:readline";
 import { Chainrails, crapi } from "@chainrails/sdk";
+
+const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 const env = (name) => {
   const value = process.env[name];
@@ -82,6 +87,8 @@ const intent = await call("intents.create", () =>
 if (intent) {
   await call("intents.getById", () => crapi.intents.getById(String(intent.id)));
   await call("intents.getForAddress", () => crapi.intents.getForAddress(intent.intent_address));
+  console.log(JSON.stringify({ pay: intent.intent_address, amount: intent.total_amount_in_asset_token }));
+  await input.next();
   await call("intents.triggerProcessing", () =>
     crapi.intents.triggerProcessing(intent.intent_address),
   );
@@ -89,7 +96,7 @@ if (intent) {
 await listed("intents.getForSender", () => crapi.intents.getForSender(sender), (f) => f.length);
 await listed(
   "intents.getAll",
-  () => crapi.intents.getAll({ limit: 10, offset: 0, status: "pending" }),
+  () => crapi.intents.getAll({ limit: 10, offset: 0, status: "funded" }),
   (f) => f.data.length,
 );
 await call("intents.getAll.offset", () => crapi.intents.getAll({ limit: 10, offset: 10 }));
@@ -127,3 +134,4 @@ if (session) {
   // a session token is not an API key: the merchant's calls stay closed to it
   await call("intents.getAll.withSessionToken", () => crapi.intents.getAll({ limit: 1 }));
 }
+process.exit(0); // stdin stays open
