@@ -66,7 +66,11 @@ class SdkRoute(APIRoute):
             response = await handler(request)
             if answer is None or not 200 <= response.status_code < 300:
                 return response
-            return json_response(answer(orjson.loads(response.body)), response.status_code)
+            renamed = json_response(answer(orjson.loads(response.body)), response.status_code)
+            for name, value in response.headers.items():
+                if name not in ("content-length", "content-type"):
+                    renamed.headers.append(name, value)
+            return renamed
 
         return route
 
