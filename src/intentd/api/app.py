@@ -33,6 +33,7 @@ from intentd.api import (
     routes_quotes,
     routes_sessions,
     routes_webhooks,
+    sdk_routes,
 )
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
@@ -126,6 +127,7 @@ def create_app(
         routes_events.router,
         routes_webhooks.router,
         routes_chains.router,
+        sdk_routes.router,  # the Chainrails SDK's paths for the operations above
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page

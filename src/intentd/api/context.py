@@ -10,7 +10,7 @@ server as it comes (never held).
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +34,7 @@ from intentd.settings import Settings
 
 __all__ = [
     "API_PREFIX",
+    "BODY_NAMES",
     "MAX_BODY_BYTES",
     "AnsweringWriter",
     "Services",
@@ -45,6 +46,8 @@ __all__ = [
 API_PREFIX = "/api/v1"
 """Where every route is; its routers carry it, so a route's ``path`` is the full template."""
 MAX_BODY_BYTES = 64 * 1024
+BODY_NAMES = "intentd.body_names"
+"""Scope key: how a route renames a client's body fields before validation."""
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -108,7 +111,9 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 
 async def read_body(request: Request, model: type[_Model]) -> _Model:
-    """The JSON body as ``model``; 413, 415 or 400 problems otherwise."""
+    """The JSON body as ``model``; 413, 415 or 400 problems otherwise. A route may set
+    ``scope[BODY_NAMES]`` (a client's field name: ours, or None to leave the field out),
+    read before validation (``api.sdk_routes``)."""
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise ApiProblem(415, "unsupported_media_type", "send the body as application/json")
@@ -117,10 +122,27 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ApiProblem(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    names: Mapping[str, str | None] | None = request.scope.get(BODY_NAMES)
+    if names and isinstance(data, dict):
+        data = _renamed(data, names)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_problem(exc, "body") from None
+
+
+def _renamed(data: dict[str, Any], names: Mapping[str, str | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = names.get(key, key)
+        if name is None:
+            continue
+        if name in out:
+            raise ApiProblem(
+                400, "validation_error", f"{name}: given twice (as {key} too)", field=name
+            )
+        out[name] = value
+    return out
 
 
 def _too_large() -> ApiProblem:
