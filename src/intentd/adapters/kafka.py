@@ -195,7 +195,7 @@ async def fetch_batches(
     except NoOffsetForPartitionError as exc:
         tp = exc.args[0]
         log.info("no committed position; reading from the log start", partition=_names([tp]))
-        consumer.seek_to_beginning(tp)
+        await consumer.seek_to_beginning(tp)
         return {}
     except OffsetOutOfRangeError as exc:
         positions: dict[TopicPartition, int] = exc.args[0]

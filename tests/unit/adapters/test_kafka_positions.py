@@ -41,7 +41,7 @@ class FakeConsumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.calls.append(f"seek {tp.partition} {offset}")
 
-    def seek_to_beginning(self, tp: TopicPartition) -> None:
+    async def seek_to_beginning(self, tp: TopicPartition) -> None:
         self.calls.append(f"seek_to_beginning {tp.partition}")
 
 
