@@ -11,9 +11,9 @@
   (``auto_offset_reset="none"``): read it with :func:`fetch_batches`, which starts a
   partition the group never committed at its log start, and for a committed position
   the log no longer holds (retention deleted records the group had not read) logs
-  ``kafka position outside the log`` at error, counts
-  ``intentd_kafka_offset_out_of_range_total{topic,partition}`` and awaits the caller's
-  recovery before it reads on from the log start.
+  ``kafka position outside the log`` at error (topic, partition, position, log start),
+  counts ``intentd_kafka_offset_out_of_range_total{topic,partition}`` and awaits the
+  caller's recovery before it reads on from the log start.
 
 This module and its siblings in ``adapters`` are the only code that imports aiokafka.
 """
@@ -219,13 +219,14 @@ async def _outside_the_log(
         "kafka position outside the log; recovering what was skipped",
         topic=tp.topic,
         partition=tp.partition,
-        committed=position,
+        position=position,
         log_start=log_start,
         log_end=log_end,
         skipped=gap.skipped,
     )
     await recover(gap)
-    consumer.seek(tp, log_start)
+    if tp in consumer.assignment():  # else a rebalance took it: its new owner recovers again
+        consumer.seek(tp, log_start)
 
 
 async def commit_positions(

@@ -25,6 +25,7 @@ class FakeConsumer:
         self.error = error
         self.log_start, self.log_end = log_start, log_end
         self.calls: list[str] = []
+        self.assigned = {TP}
 
     async def getmany(self, *, timeout_ms: int, max_records: int | None) -> dict[Any, Any]:
         if self.error is not None:
@@ -37,6 +38,9 @@ class FakeConsumer:
 
     async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.log_end for tp in tps}
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.assigned
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.calls.append(f"seek {tp.partition} {offset}")
@@ -103,3 +107,14 @@ async def test_a_stale_out_of_range_answer_reads_again_from_the_same_position() 
     assert await fetch_batches(consumer, timeout_ms=1, recover=recovery) == {}  # type: ignore[arg-type]
     assert consumer.calls == ["seek 3 560"]
     assert gaps_counted() == before and recovery.gaps == []
+
+
+async def test_a_partition_a_rebalance_took_during_the_recovery_is_left_to_its_new_owner() -> None:
+    consumer = FakeConsumer(out_of_range(5))
+
+    async def recover_while_revoked(gap: LogGap) -> None:
+        consumer.calls.append("recover")
+        consumer.assigned = set()
+
+    await fetch_batches(consumer, timeout_ms=1, recover=recover_while_revoked)  # type: ignore[arg-type]
+    assert consumer.calls == ["recover"]  # no seek: the new owner finds the gap and recovers
