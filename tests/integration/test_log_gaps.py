@@ -180,6 +180,12 @@ async def test_a_deposit_retention_deleted_unread_is_alerted_on_and_credited_onc
     assert row["status"] == "FUNDED"
     credited = await pool.fetchval("SELECT count(*) FROM deposits WHERE intent_id = $1", intent.id)
     assert credited == 1
+    watched = await pool.fetchval(
+        "SELECT count(*) FROM trigger_deposits t JOIN deposits d ON d.id = t.deposit_id"
+        " WHERE d.intent_id = $1",
+        intent.id,
+    )
+    assert watched == 1  # until final, should a reorg have orphaned it during the gap
     assert out_of_range_count(topic, tp.partition) == alerts + 1
 
 

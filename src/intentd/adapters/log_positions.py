@@ -1,14 +1,16 @@
 """The lifecycle's :class:`~intentd.lifecycle.ports.LogPositions` on PostgreSQL.
 
 ``log_positions`` (migration 0013) holds one row per deposits partition the lifecycle
-applied a chain message from; the poller's cursor and the intent addresses are read
-from the poller's and the intents' tables; replaying the outbox marks kept rows of a
+applied a chain message from; the poller's cursor, the intent addresses and the
+recorded deposits are read from the poller's, the intents' and the deposits' tables;
+replaying the outbox marks kept rows of a
 topic unpublished, for :class:`~intentd.adapters.outbox.OutboxRelay` to send again.
 """
 
 from __future__ import annotations
 
 from intentd.adapters.postgres import Pool
+from intentd.domain.deposits import DepositKey
 
 __all__ = ["PostgresLogPositions"]
 
@@ -46,6 +48,20 @@ class PostgresLogPositions:
     async def intent_addresses(self) -> list[str]:
         rows = await self._pool.fetch("SELECT intent_address FROM intents")
         return [row[0] for row in rows]
+
+    async def recorded_deposits(self, chain: str, first: int, last: int) -> list[DepositKey]:
+        rows = await self._pool.fetch(
+            """
+            SELECT chain, tx_hash, token, transfer_index FROM deposits
+             WHERE chain = $1 AND block_number BETWEEN $2 AND $3
+               AND intent_id IS NOT NULL AND disposition <> 'retracted'
+             ORDER BY id
+            """,
+            chain,
+            first,
+            last,
+        )
+        return [DepositKey(r["chain"], r["tx_hash"], r["token"], r["transfer_index"]) for r in rows]
 
     async def replay_outbox(self, topic: str) -> int:
         status: str = await self._pool.execute(

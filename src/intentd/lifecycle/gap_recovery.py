@@ -11,11 +11,14 @@ again at the next read (a crash halfway does the same: every step is idempotent)
   (nothing above it was published) are read with the poller's own decoding
   (``indexer.range_deposits.scan_range``) for every intent address, and each deposit
   found is credited (``lifecycle.crediting.credit``: once per identity, so the ones
-  already credited change nothing). Not re-derived: native coin that reached an
-  address only through a contract (the poller's balance reconciliation) and the
-  retraction of a deposit a reorg removed while its message was in the gap. A
-  partition with no block recorded cannot be bounded: :class:`UnboundedGap` is raised
-  until an operator records the block to rescan from (docs/runbook.md).
+  already credited change nothing). A retraction in the gap is re-derived by handing
+  every deposit recorded in those blocks to the trigger verifier
+  (``lifecycle.trigger_verifier``, ``UnitOfWork.watch``), which retracts or relocates
+  one whose block a reorg orphaned and lets go of the others once final. Not
+  re-derived: native coin that reached an address only through a contract (the
+  poller's balance reconciliation). A partition with no block recorded cannot be
+  bounded: :class:`UnboundedGap` is raised until an operator records the block to
+  rescan from (docs/runbook.md).
 - ``<prefix>.action-results``: the results are outbox rows (written with the
   action's status change); the ones still kept (published within the relay's
   ``keep_days``) are published again, and applying a result is idempotent.
@@ -117,6 +120,10 @@ class LogGapRecovery:
                     outcome = await credit(uow, self._book, deposit, now=datetime.now(UTC))
                 found += 1
                 credited += outcome not in SEEN_BEFORE
+        recorded = await self._positions.recorded_deposits(chain, first, cursor)
+        async with self._store.unit() as uow, uow.transaction():
+            for key in recorded:  # a reorg in the gap: the verifier retracts what it orphaned
+                await uow.watch(key, reopen=False)
         log.warning(
             "deposits rescanned after a gap",
             chain=chain,
@@ -124,4 +131,5 @@ class LogGapRecovery:
             to_block=cursor,
             found=found,
             credited=credited,
+            watched=len(recorded),
         )

@@ -293,6 +293,11 @@ class LogPositions(Protocol):
 
     async def intent_addresses(self) -> list[str]: ...
 
+    async def recorded_deposits(self, chain: str, first: int, last: int) -> list[DepositKey]:
+        """The deposits of ``chain`` in blocks ``first..last`` recorded for an intent and
+        not retracted."""
+        ...
+
     async def replay_outbox(self, topic: str) -> int:
         """Mark every kept outbox row of ``topic`` unpublished; return how many."""
         ...

@@ -1,5 +1,7 @@
 """Recovering what a gap in a consumed log skipped, on the fakes: deposits are
-re-derived from the chain up to the poller's cursor and credited once; action results
+re-derived from the chain up to the poller's cursor and credited once, and the ones
+recorded in the rescanned blocks are handed to the trigger verifier (a retraction in
+the gap); action results
 are published again from the outbox; an unbounded gap refuses to be skipped (on a
 broker: tests/integration/test_log_gaps.py)."""
 
@@ -16,6 +18,7 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeStore
 from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
 from intentd import wire
+from intentd.domain.deposits import RecordedDeposit
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
@@ -24,6 +27,7 @@ from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.gap_recovery import LogGapRecovery, UnboundedGap
 from intentd.lifecycle.log_gaps import LogGap
 from intentd.lifecycle.outcomes import Outcome
+from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import action_results_topic, deposits_topic, events_topic
 
 PREFIX = "unit"
@@ -48,18 +52,19 @@ class Setup:
         self.chain.mine(Transfer(to=TO, amount=1_000, token=USDC, nonce=3))  # block 3
         self.chain.mine(count=1)
         self.chain.mine(Transfer(to=TO, amount=1_000, token=USDC, nonce=5))  # block 5
-        self.positions = FakePositions(cursors={SOURCE: 4})
+        self.chains = FakeChains(**{SOURCE: self.node})
+        self.positions = FakePositions(self.store.uow, cursors={SOURCE: 4})
         self.positions.addresses = [TO]
         self.recovery = LogGapRecovery(
             self.settings,
             self.store,
             self.positions,
-            FakeChains(**{SOURCE: self.node}),
+            self.chains,
             reorg_window=1,
         )
 
-    async def apply_block_1(self) -> None:
-        blocks = BlockRange(1, 1)
+    async def apply_block(self, number: int = 1) -> None:
+        blocks = BlockRange(number, number)
         raw = await self.node.read_range(blocks)
         _, [found] = await scan_range(
             SOURCE, self.node, raw, blocks, tokens=[USDC], watched=WatchedAddresses([TO])
@@ -67,7 +72,7 @@ class Setup:
         book = ChainBook.of_settings(self.settings)
         deposit = wire.found_deposit(SOURCE, found)
         assert await credit(self.store.uow, book, deposit, now=NOW) is Outcome.CREDITED
-        self.positions.applied[(TOPIC, 0)] = 1
+        self.positions.applied[(TOPIC, 0)] = number
 
     def received(self) -> int:
         return self.store.uow.row(1).received
@@ -79,11 +84,33 @@ def gap(topic: str = TOPIC) -> LogGap:
 
 async def test_deposits_a_gap_skipped_are_credited_once_from_the_chain() -> None:
     setup = Setup()
-    await setup.apply_block_1()
+    await setup.apply_block()
     await setup.recovery.recover(gap())
     assert setup.received() == 2_000  # block 3's deposit; block 5 is the poller's to publish
     await setup.recovery.recover(gap())  # recovered again (a crash before the commit)
     assert setup.received() == 2_000
+
+
+async def test_a_retraction_in_the_gap_is_applied_by_the_verifier() -> None:
+    """Block 3's deposit was applied, then a reorg orphaned block 3; the poller's
+    retraction was deleted unread. The rescan finds nothing there, and the verifier,
+    given every deposit recorded in the rescanned blocks, retracts it."""
+    setup = Setup()
+    await setup.apply_block(1)
+    await setup.apply_block(3)
+    assert setup.received() == 2_000
+    setup.chain.fork(keep=2)
+    setup.chain.mine(count=3)  # another branch from block 3 on, without the payments
+    await setup.recovery.recover(gap())
+    assert set(setup.store.uow.state.watched) >= {d.key for d in recorded_in(setup, 3)}
+    verifier = TriggerVerifier(setup.settings, setup.store, setup.chains, final_depth=2)
+    assert await verifier.check(SOURCE) == {"retracted": 1}  # block 1 is below the rescan
+    assert setup.received() == 1_000
+
+
+def recorded_in(setup: Setup, block: int) -> list[RecordedDeposit]:
+    found = setup.store.uow.state.deposits.values()
+    return [d for d in found if d.deposit.block_number == block]
 
 
 async def test_a_deposits_gap_with_no_applied_block_is_not_skipped() -> None:
@@ -95,7 +122,7 @@ async def test_a_deposits_gap_with_no_applied_block_is_not_skipped() -> None:
 
 async def test_a_failed_chain_read_fails_the_recovery() -> None:
     setup = Setup()
-    await setup.apply_block_1()
+    await setup.apply_block()
     setup.node.fail = RuntimeError("node down")
     with pytest.raises(RuntimeError, match="node down"):
         await setup.recovery.recover(gap())
