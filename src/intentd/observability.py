@@ -175,7 +175,7 @@ KAFKA_OFFSET_OUT_OF_RANGE = Counter(
 LOG_GAP_RECOVERIES = Counter(
     "intentd_log_gap_recoveries_total",
     "Gaps in a consumed log recovered from the source of truth, by topic and outcome"
-    " (rescanned, replayed, failed)",
+    " (rescanned, replayed, unrecoverable, failed)",
     ["topic", "outcome"],
 )
 

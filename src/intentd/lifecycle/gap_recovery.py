@@ -97,7 +97,7 @@ class LogGapRecovery:
             raise UnboundedGap(
                 f"{gap.topic}:{gap.partition}: records {gap.position}..{gap.log_start - 1}"
                 " were deleted unread and no applied block bounds a rescan; record one"
-                " in log_positions (docs/runbook.md, KafkaPositionOutsideLog)"
+                " in log_positions (docs/runbook.md, IntentdKafkaPositionOutsideLog)"
             )
         cursor = await self._positions.poller_cursor(chain)
         first = rescan_from(last, reorg_window=self._window)
