@@ -28,6 +28,7 @@ from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
 from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
+from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
@@ -42,6 +43,7 @@ from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
 from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
@@ -200,8 +202,13 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
         store = PostgresStore(pool)
-        lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher))
+        positions = PostgresLogPositions(pool)
+        lifecycle = LifecycleConsumer(
+            settings, store, KafkaDeadLetters(publisher), positions=positions
+        )
         verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
+        gap_chains = EvmVerifierChains()
+        gaps = LogGapRecovery(settings, store, positions, gap_chains, reorg_window=WINDOW)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
@@ -214,12 +221,13 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(
                     outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
                 )
-                group.create_task(lifecycle.run(KafkaInbox(consumer), stop))
+                group.create_task(lifecycle.run(KafkaInbox(consumer, gaps.recover), stop))
                 group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
         finally:
             await verifier.close()
+            await gap_chains.close()
             await consumer.stop()
             log.info("lifecycle stopped")
 

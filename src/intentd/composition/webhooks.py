@@ -24,11 +24,17 @@ import structlog
 from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
-from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
+from intentd.adapters.kafka import (
+    TopicPartition,
+    commit_positions,
+    fetch_batches,
+    make_consumer,
+)
 from intentd.adapters.postgres import Pool
 from intentd.adapters.webhook_http import HttpSender
 from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
 from intentd.faults import crash_point
+from intentd.lifecycle.log_gaps import LogGap
 from intentd.messages import events_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
@@ -48,6 +54,17 @@ def networks_of(settings: Settings) -> dict[str, str]:
     return {name: chain.network for name, chain in settings.chains.items()}
 
 
+async def _events_gap(gap: LogGap) -> None:
+    """Events deleted unread are not re-derived here: they stay in the event log
+    (``intent_events``, docs/runbook.md, KafkaPositionOutsideLog); the gap is alerted on."""
+    log.error(
+        "webhook events deleted before they were read; their deliveries are missing",
+        topic=gap.topic,
+        partition=gap.partition,
+        skipped=gap.skipped,
+    )
+
+
 async def consume_events(
     consumer: AIOKafkaConsumer,
     store: WebhookStore,
@@ -57,7 +74,9 @@ async def consume_events(
 ) -> None:
     """Record the deliveries of each batch, then commit its offsets; until ``stop``."""
     while not stop.is_set():
-        batches = await consumer.getmany(timeout_ms=200, max_records=1000)
+        batches = await fetch_batches(
+            consumer, timeout_ms=200, max_records=1000, recover=_events_gap
+        )
         if not batches:
             continue
         events: list[EventToRecord] = []
