@@ -1,6 +1,6 @@
 """The lifecycle's :class:`~intentd.lifecycle.ports.LogPositions` on PostgreSQL.
 
-``log_positions`` (migration 0013) holds one row per deposits partition the lifecycle
+``log_positions`` (migration 0014) holds one row per deposits partition the lifecycle
 applied a chain message from; the poller's cursor, the intent addresses and the
 recorded deposits are read from the poller's, the intents' and the deposits' tables;
 replaying the outbox marks kept rows of a
