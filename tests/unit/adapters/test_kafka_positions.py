@@ -1,7 +1,7 @@
 """How :func:`intentd.adapters.kafka.fetch_batches` positions a partition it cannot read
 from, on a fake consumer: a new group starts at the log start; a committed position the
 log no longer holds is counted and recovered before the consumer reads on, and kept
-if the recovery fails (on a broker: tests/integration/test_log_gaps.py)."""
+if the recovery fails (on a broker: tests/integration/test_retention_gap.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ re-derived from the chain up to the poller's cursor and credited once, and the o
 recorded in the rescanned blocks are handed to the trigger verifier (a retraction in
 the gap); action results
 are published again from the outbox; an unbounded gap refuses to be skipped (on a
-broker: tests/integration/test_log_gaps.py)."""
+broker: tests/integration/test_retention_gap.py)."""
 
 from __future__ import annotations
 
