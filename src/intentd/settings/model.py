@@ -25,6 +25,7 @@ from intentd.settings.sections import (
     DatabaseConfig,
     ExecutionConfig,
     FeesConfig,
+    IndexerConfig,
     IntentsConfig,
     KafkaConfig,
     ObservabilityConfig,
@@ -40,6 +41,7 @@ class Settings(ConfigModel):
     kafka: KafkaConfig
     chains: dict[str, ChainConfig] = Field(min_length=1)
     intents: IntentsConfig = IntentsConfig()
+    indexer: IndexerConfig = IndexerConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
     process: ProcessConfig = ProcessConfig()
     api: ApiConfig = ApiConfig()
