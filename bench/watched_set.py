@@ -100,10 +100,14 @@ async def main_async(intents: int, recent_days: int, plans: bool) -> dict[str, A
             async with pool.acquire() as conn:
                 loaded = await load(conn, intents, clients=10)
                 # The trigger stamped the load's time; each intent ended 10 min after creation.
-                await conn.execute(
-                    "UPDATE intents SET terminal_at = created_at + interval '10 minutes'"
-                    " WHERE terminal_at IS NOT NULL"
-                )
+                await conn.execute("SET statement_timeout = 0")
+                for first in range(1, intents + 1, 100_000):
+                    await conn.execute(
+                        "UPDATE intents SET terminal_at = created_at + interval '10 minutes'"
+                        " WHERE terminal_at IS NOT NULL AND id BETWEEN $1 AND $2",
+                        first,
+                        first + 99_999,
+                    )
                 await conn.execute("VACUUM ANALYZE intents")
             result = {"intents": intents, "recent_days": recent_days, "load_seconds": loaded}
             result |= await measure(pool, intents, recent_days, plans)

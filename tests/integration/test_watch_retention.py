@@ -59,6 +59,8 @@ async def test_the_set_loads_the_window_and_drops_intents_as_they_leave_it(
 
     await watched.refresh(now)
     assert watching() == {live.intent_address, recent.intent_address, later.intent_address}
+    since_ever = await source.ended_intents(None, now - timedelta(days=30), 1000)
+    assert old.id in {r.id for r in since_ever} and recent.id not in {r.id for r in since_ever}
     await pool.execute("UPDATE intents SET status = 'EXPIRED' WHERE id = $1", later.id)
     created = await new_intent(pool, settings)  # joins while the poller runs
     await watched.refresh(now + timedelta(days=1, minutes=1) + REORG_MARGIN + SWEEP_STEP)
