@@ -7,6 +7,11 @@
 -- status, to the writing transaction's now(); terminal statuses have no moves out, so
 -- it never changes again. The pollers watch an address while its intent is live and for
 -- indexer.watch_retention_days after terminal_at.
+-- The backfill below rewrites every terminal intent once: minutes for millions of
+-- rows, longer than the pool's statement timeout (60 s). It takes the rows' locks
+-- until the migration commits (a late payment to one of them waits for it).
+SET LOCAL statement_timeout = 0;
+
 ALTER TABLE intents ADD COLUMN terminal_at TIMESTAMPTZ;
 
 -- Existing terminal intents: their last update is their terminal transition or later
