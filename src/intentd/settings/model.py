@@ -116,6 +116,17 @@ class Settings(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _watch_outlasts_an_intent(self) -> Settings:
+        days = self.indexer.watch_retention_days
+        if days * 86_400 < self.intents.max_expires_in:
+            raise ValueError(
+                f"indexer.watch_retention_days = {days} is shorter than intents.max_expires_in"
+                f" ({self.intents.max_expires_in} s): an intent cancelled at once can still be"
+                " paid until it expires, and that payment must be seen"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _keys_agree(self) -> Settings:
         if self.hd_mnemonic is not None and self.hd_xpub is not None:
             derived = IntentKeys(self.hd_mnemonic.get_secret_value()).xpub.serialize()
