@@ -6,7 +6,8 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 (``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``watched-set`` (the
+pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -23,6 +24,7 @@ NAMES = (
     "event-log",
     "intent-list",
     "webhooks",
+    "watched-set",
 )
 
 
@@ -62,6 +64,10 @@ def main(argv: list[str]) -> None:
         from bench import webhooks
 
         webhooks.run(rest)
+    if name in {"watched-set", "all"}:
+        from bench import watched_set
+
+        watched_set.run(rest)
 
 
 if __name__ == "__main__":

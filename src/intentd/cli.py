@@ -2,7 +2,8 @@
 
 Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
 names the key and value), 3 a request that cannot be served (for example an
-invalid intent); ``intents show`` exits 4 when the intent does not exist.
+invalid intent, a rescan outside the confirmed blocks); ``intents show`` exits 4 when
+the intent does not exist.
 """
 
 from __future__ import annotations
@@ -48,6 +49,16 @@ def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="a client of that name exists already: print it and succeed (for scripts)",
     )
     csub.add_parser("list", help="list clients (ids, names, creation times)")
+
+
+def _add_rescan(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rescan = isub.add_parser(
+        "rescan", help="credit what reached an intent address in a block range (late payments)"
+    )
+    rescan.add_argument("address", help="intent address")
+    rescan.add_argument("--chain", required=True, help="the chain the payment was made on")
+    rescan.add_argument("--from-block", type=int, required=True)
+    rescan.add_argument("--to-block", type=int, required=True, help="at most the confirmed head")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--idempotency-key")
     show = isub.add_parser("show", help="print an intent record as JSON")
     show.add_argument("intent", help="intent id or intent address")
+    _add_rescan(isub)
     return parser
 
 
@@ -332,6 +344,8 @@ async def _intents(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.intents_command == "create":
             return await _create(args, settings, pool)
+        if args.intents_command == "rescan":
+            return await _rescan(args, settings, pool)
         async with pool.acquire() as conn:
             row: IntentRow | None
             if args.intent.isdigit():
@@ -380,6 +394,24 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         print(f"intentd: {exc.field}: {exc} [{exc.code}]", file=sys.stderr)
         return 3
     print(json.dumps(render_record(row), indent=2))
+    return 0
+
+
+async def _rescan(args: argparse.Namespace, settings: Settings, pool: Pool) -> int:
+    from intentd.composition.rescan import RescanRefused, rescan
+    from intentd.indexer.planning import BlockRange
+
+    if not 0 <= args.from_block <= args.to_block:
+        print("intentd: --from-block must be at most --to-block, both >= 0", file=sys.stderr)
+        return 2
+    blocks = BlockRange(args.from_block, args.to_block)
+    try:
+        done = await rescan(settings, pool, args.address, args.chain, blocks, now=datetime.now(UTC))
+    except RescanRefused as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 3
+    found = [{"id": key, "amount": str(amount), "outcome": o} for key, amount, o in done.found]
+    print(json.dumps({"intent": render_record(done.intent), "found": found}, indent=2))
     return 0
 
 

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from typing import TypeVar
 
 import structlog
@@ -121,6 +122,7 @@ def poller_role(
                     resources.push_async_callback(kafka.stop)
                     out = kafka
                 intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
+                watch_retention = timedelta(days=settings.indexer.watch_retention_days)
                 chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
                     client, evm = open_chain(config)
@@ -133,7 +135,7 @@ def poller_role(
                     reader=chain_reader,
                     store=PostgresPollerStore(db, chain),
                     publisher=out,
-                    watched=WatchedIntents(intents),
+                    watched=WatchedIntents(intents, retention=watch_retention),
                     topic=deposits_topic(settings.kafka.topic_prefix, chain),
                     reconciliation=reconcile,
                 )

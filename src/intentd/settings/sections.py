@@ -63,6 +63,15 @@ class IntentsConfig(ConfigModel):
     """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
 
 
+class IndexerConfig(ConfigModel):
+    """The ``[indexer]`` section: what every chain's poller shares (docs/indexer.md)."""
+
+    watch_retention_days: int = Field(default=30, ge=1, le=3650)
+    """Days an intent's address stays watched after the intent became terminal; a
+    payment within them is refunded as a late deposit, a later one only by an operator
+    (``intentd intents rescan``). Memory: about 110 bytes per watched address."""
+
+
 class ObservabilityConfig(ConfigModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
