@@ -6,6 +6,9 @@ PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes
 one Kafka producer; it hands them to the roles, runs them with
 :func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
 the producer, then the pool, once every role has returned.
+
+A stop that comes while the pool or the producer is being opened (or before) cancels
+that step and returns at once: no role has started, nothing is to be finished.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from intentd.composition.roles import (
 )
 from intentd.runtime import Role, run_roles
 from intentd.settings import DatabaseConfig, Settings
+from intentd.stopping import Stopping, StopRequest
+from intentd.wait import Stopped, until_stopped
 from intentd.webhooks.secret_box import secret_box
 
 __all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
@@ -101,8 +106,10 @@ async def run_process(
     *,
     metrics_port: int | None,
     api_socket: socket.socket | None = None,
+    stopping: Stopping | None = None,
 ) -> None:
-    """Run ``roles`` until SIGTERM/SIGINT or until one fails (see the module)."""
+    """Run ``roles`` until ``stopping.stop`` (without ``stopping``: SIGTERM/SIGINT) or
+    until one fails (see the module)."""
     for chain in (*roles.pollers, *roles.executors):
         settings.chain(chain)  # ConfigError for an unknown chain, before connecting
     keyring = Keyring.from_settings(settings) if roles.executors else None
@@ -111,14 +118,39 @@ async def run_process(
     if keyring is not None:
         for chain in roles.executors:
             keyring.check_relayer(settings.chain(chain))
+    if stopping is None:
+        with StopRequest().watching() as own:
+            await _open_and_run(
+                settings, roles, keyring, metrics_port=metrics_port, api_socket=api_socket,
+                stopping=own,
+            )  # fmt: skip
+    else:
+        await _open_and_run(
+            settings, roles, keyring, metrics_port=metrics_port, api_socket=api_socket,
+            stopping=stopping,
+        )  # fmt: skip
+
+
+async def _open_and_run(
+    settings: Settings,
+    roles: Roles,
+    keyring: Keyring | None,
+    *,
+    metrics_port: int | None,
+    api_socket: socket.socket | None,
+    stopping: Stopping,
+) -> None:
     async with AsyncExitStack() as resources:
-        pool = await open_pool(roles, settings.database)
-        resources.push_async_callback(pool.close)
-        publisher = None
-        if roles.publishes:
-            publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
-            resources.push_async_callback(publisher.stop)  # safe if it never started
-            await publisher.start()
+        try:
+            pool = await until_stopped(open_pool(roles, settings.database), stopping.stop)
+            resources.push_async_callback(pool.close)
+            publisher = None
+            if roles.publishes:
+                publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
+                resources.push_async_callback(publisher.stop)  # safe if it never started
+                await until_stopped(publisher.start(), stopping.stop)
+        except Stopped:
+            return
         built: list[Role] = [
             poller_role(settings, chain, pool=pool, publisher=publisher) for chain in roles.pollers
         ]
@@ -137,5 +169,8 @@ async def run_process(
 
             built.append(webhooks_role(settings, pool=pool))
         await run_roles(
-            built, metrics_port=metrics_port, drain_seconds=settings.process.drain_seconds
+            built,
+            metrics_port=metrics_port,
+            drain_seconds=settings.process.drain_seconds,
+            stopping=stopping,
         )
