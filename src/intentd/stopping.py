@@ -15,28 +15,42 @@ deadline). Neither ends the process by itself: it stops by returning, exit statu
 
 from __future__ import annotations
 
-import asyncio
+# Only the standard library's lightest modules at import: the entry point installs the
+# handlers before anything else is loaded (asyncio and structlog come in when used).
 import contextlib
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from types import FrameType
+from typing import TYPE_CHECKING
 
-import structlog
+if TYPE_CHECKING:
+    import asyncio
+    from types import FrameType
 
 __all__ = ["PROCESS", "SIGNALS", "StopRequest", "Stopping"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-log = structlog.get_logger()
+
+
+def _event() -> asyncio.Event:
+    import asyncio
+
+    return asyncio.Event()
+
+
+def _log(event: str, **values: object) -> None:
+    import structlog
+
+    structlog.get_logger().info(event, **values)
 
 
 @dataclass(frozen=True, slots=True)
 class Stopping:
     """A stop request as events of the running loop."""
 
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=_event)
     """Set by the first signal: take no more work, finish what is in hand."""
-    now: asyncio.Event = field(default_factory=asyncio.Event)
+    now: asyncio.Event = field(default_factory=_event)
     """Set by the second: cancel what still runs."""
 
 
@@ -72,10 +86,12 @@ class StopRequest:
     def watching(self) -> Iterator[Stopping]:
         """Events of the running loop, already set for the signals received so far;
         the loop's signal handlers serve meanwhile (they wake the loop at once)."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         stopping = Stopping()
         if self.received:
-            log.info("stopping: asked during start-up", signals=self.received)
+            _log("stopping: asked during start-up", signals=self.received)
             stopping.stop.set()
         if self.received > 1:
             stopping.now.set()
@@ -102,9 +118,7 @@ class StopRequest:
         self.received += 1
         self._first = self._first or sig
         second = self.received > 1
-        log.info(
-            "stopping now: cancelling what still runs" if second else "stopping", signal=sig.name
-        )
+        _log("stopping now: cancelling what still runs" if second else "stopping", signal=sig.name)
         if self._stopping is not None:
             self._stopping.stop.set()
             if second:

@@ -276,7 +276,7 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     await consumer.start()
     stop = asyncio.Event()
     tasks = [
-        asyncio.create_task(lifecycle.run(KafkaInbox(consumer), stop)),
+        asyncio.create_task(lifecycle.run(KafkaInbox(consumer, stop), stop)),
         asyncio.create_task(OutboxRelay(pool, publisher).run(stop)),
     ]
     try:

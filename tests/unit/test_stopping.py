@@ -12,12 +12,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from tests.unit.lifecycle.lifecycle_builders import settings as unit_settings
 
 from intentd.composition.process import Roles, run_process
 from intentd.runtime import run_roles
-from intentd.stopping import StopRequest, Stopping
+from intentd.stopping import Stopping, StopRequest
 from intentd.wait import Stopped, until_stopped
-from tests.unit.lifecycle.lifecycle_builders import settings as unit_settings
 
 
 @pytest.fixture(autouse=True)

@@ -9,24 +9,27 @@ each acknowledged before it returns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from intentd.adapters import kafka
+from intentd.adapters.consumer_stop import fetch_until_stopped
 from intentd.messages import OutgoingMessage
 
 __all__ = ["KafkaDeadLetters", "KafkaInbox"]
 
 
 class KafkaInbox:
-    def __init__(self, consumer: Any) -> None:
+    def __init__(self, consumer: Any, stop: asyncio.Event) -> None:
         """``consumer``: an ``AIOKafkaConsumer`` (:func:`~intentd.adapters.kafka.make_consumer`),
-        started and stopped by the caller."""
+        started and stopped by the caller; ``getmany`` returns nothing once ``stop`` is
+        set (``adapters.consumer_stop``)."""
         self._consumer = consumer
+        self._stop = stop
 
     async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Any]]:
-        batches: Mapping[Any, Sequence[Any]] = await self._consumer.getmany(timeout_ms=timeout_ms)
-        return batches
+        return await fetch_until_stopped(self._consumer, self._stop, timeout_ms=timeout_ms)
 
     async def commit(self, positions: Mapping[Any, int]) -> bool:
         return await kafka.commit_positions(self._consumer, dict(positions))

@@ -20,6 +20,7 @@ from intentd import observability as metrics
 from intentd.adapters.chain import JsonRpcClient, open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
+from intentd.adapters.consumer_stop import close_consumer
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
@@ -214,13 +215,13 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(
                     outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
                 )
-                group.create_task(lifecycle.run(KafkaInbox(consumer), stop))
+                group.create_task(lifecycle.run(KafkaInbox(consumer, stop), stop))
                 group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
         finally:
             await verifier.close()
-            await consumer.stop()
+            await close_consumer(consumer)
             log.info("lifecycle stopped")
 
     return role

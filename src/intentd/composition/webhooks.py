@@ -24,6 +24,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
+from intentd.adapters.consumer_stop import close_consumer, fetch_until_stopped
 from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
 from intentd.adapters.postgres import Pool
 from intentd.adapters.webhook_http import HttpSender
@@ -57,7 +58,7 @@ async def consume_events(
 ) -> None:
     """Record the deliveries of each batch, then commit its offsets; until ``stop``."""
     while not stop.is_set():
-        batches = await consumer.getmany(timeout_ms=200, max_records=1000)
+        batches = await fetch_until_stopped(consumer, stop, timeout_ms=200, max_records=1000)
         if not batches:
             continue
         events: list[EventToRecord] = []
@@ -154,7 +155,7 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
                 retention = timedelta(days=config.retention_days)
                 group.create_task(_maintain(store, retention, stop))
         finally:
-            await consumer.stop()
+            await close_consumer(consumer)
             await sender.close()
             await listener.remove_listener(CHANNEL, wake)
             await pool.release(listener)
