@@ -6,7 +6,7 @@ invalid intent); ``intents show`` exits 4 when the intent does not exist.
 
 The daemon commands (``DAEMONS``) catch SIGTERM and SIGINT from their first instant
 (``intentd.stopping``) and exit 0 once stopped, whenever the signal came; the one-shot
-commands keep the signals' default action.
+commands keep the signals' default action once their command line is parsed.
 """
 
 from __future__ import annotations
@@ -147,13 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"intentd: {exc}", file=sys.stderr)
             return 2
     checked = _token_checks(args, settings)
-    if checked and not PROCESS.requested:
+    if checked:
         failed = _check_tokens(settings, checked)
         if failed:
             return failed
-    if PROCESS.requested:
-        structlog.get_logger().info("stopped before starting", signals=PROCESS.received)
-        return 0
     if args.command == "api":
         return _serve_api(args, settings)
     try:

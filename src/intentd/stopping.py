@@ -1,11 +1,11 @@
 """SIGTERM and SIGINT over the whole life of a process, from its first instant to exit.
 
 :meth:`StopRequest.install` (the entry point calls it before importing the rest of
-intentd) catches both signals at once, so a signal that comes while the process is
-still importing, loading its settings, connecting or migrating is remembered instead
-of killing it; the start-up checks :attr:`StopRequest.requested` between steps and
-races its waits against :attr:`Stopping.stop`. While an event loop runs,
-:meth:`StopRequest.watching` hands it over to the loop's own signal handlers.
+intentd) catches both signals at once. Until the process starts to act
+(:meth:`StopRequest.watching`, where a daemon connects), a signal ends it at once
+with ``SystemExit(0)``: it is only importing, reading its settings and checking its
+token contracts, and has nothing to finish. From then on, while its event loop runs,
+the loop's own signal handlers serve; after the loop, a signal is remembered.
 
 What a signal means (docs/operations.md, Stopping): the first sets
 :attr:`Stopping.stop` (take no more work, finish what is in hand); the second sets
@@ -61,6 +61,7 @@ class StopRequest:
         self.received = 0
         self._first: signal.Signals | None = None
         self._installed = False
+        self._before_start = False
         self._stopping: Stopping | None = None
 
     @property
@@ -72,6 +73,7 @@ class StopRequest:
         for sig in SIGNALS:
             signal.signal(sig, self._caught)
         self._installed = True
+        self._before_start = self._stopping is None and not self.received
 
     def release(self) -> None:
         """Give both signals their default action back (a one-shot command: a signal
@@ -89,6 +91,7 @@ class StopRequest:
         import asyncio
 
         loop = asyncio.get_running_loop()
+        self._before_start = False
         stopping = Stopping()
         if self.received:
             _log("stopping: asked during start-up", signals=self.received)
@@ -108,10 +111,12 @@ class StopRequest:
                     signal.signal(sig, self._caught)
 
     def _caught(self, signum: int, _frame: FrameType | None) -> None:
-        """Outside a loop: remember it (no logging here: the interrupted code may hold
-        the log's lock)."""
+        """Outside a loop: exit before the start, else remember it (no logging here:
+        the interrupted code may hold the log's lock)."""
         self.received += 1
         self._first = self._first or signal.Signals(signum)
+        if self._before_start:
+            raise SystemExit(0)
 
     def _received(self, sig: signal.Signals) -> None:
         """In the loop, as one of its callbacks."""

@@ -19,17 +19,21 @@ import os
 import random
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
-from tests.support import ROOT, daemon_env
+from tests.support import PAYEE, ROOT, TRANSFER_ABI, daemon_env, send_payments
+from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
-from intentd.settings import Settings
+from intentd.settings import NATIVE_TOKEN, Settings
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +61,13 @@ class Stopped:
     code: int
     seconds: float
     log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def seed() -> int:
@@ -156,6 +167,7 @@ async def test_sigterm_at_random_moments_of_start_up(
     env = daemon_env(
         settings,
         INTENTD_WEBHOOK_KEY=WEBHOOK_KEY,
+        INTENTD__WEBHOOKS__GROUP=f"{settings.kafka.topic_prefix}-webhooks",
         INTENTD__PROCESS__DRAIN_SECONDS=str(DRAIN_SECONDS),
         INTENTD__OBSERVABILITY__LOG_LEVEL="info",
     )
@@ -179,3 +191,206 @@ async def test_sigterm_at_random_moments_of_start_up(
     for stopped in results:
         assert_clean(stopped, drained=True)
     assert await advisory_locks(pool) == 0
+
+
+UNIT = 10**6  # one USDC
+SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
+ROUNDS = 2  # SIGTERMs in the busy flow, each followed by a restart
+
+
+class Payer:
+    """An account of this test alone (the dev payer is shared): its own nonces."""
+
+    def __init__(self, rpc_url: str, funder_key: str, token: str, units: int) -> None:
+        from eth_account import Account
+        from web3 import Web3
+
+        self._w3 = Web3(Web3.HTTPProvider(rpc_url))
+        self._account = Account.create()
+        self._token = self._w3.eth.contract(
+            address=Web3.to_checksum_address(token), abi=TRANSFER_ABI
+        )
+        me = self._account.address
+        send_payments(rpc_url, funder_key, [(NATIVE_TOKEN, me, 10**18), (token, me, units)])
+        self._nonce = 0
+
+    def pay(self, to: str, amount: int) -> str:
+        """Transfer ``amount`` of the token to ``to``; the hash, once mined."""
+        from web3 import Web3
+
+        tx = self._token.functions.transfer(Web3.to_checksum_address(to), amount)
+        built = tx.build_transaction(
+            {
+                "from": self._account.address,
+                "chainId": self._w3.eth.chain_id,
+                "nonce": self._nonce,
+                "gas": 100_000,
+                "maxFeePerGas": self._w3.eth.gas_price * 2 + 10**9,
+                "maxPriorityFeePerGas": 10**9,
+            }
+        )
+        self._nonce += 1
+        sent = self._w3.eth.send_raw_transaction(
+            self._account.sign_transaction(built).raw_transaction
+        )
+        receipt = self._w3.eth.wait_for_transaction_receipt(sent, timeout=60)
+        assert receipt["status"] == 1, receipt
+        return "0x" + bytes(sent).hex().removeprefix("0x")
+
+
+@dataclass
+class Flow:
+    """Intents created through the API and each paid once, until told to end."""
+
+    api: str
+    key: str
+    usdc: str
+    payer: Payer
+    created: list[dict[str, Any]] = field(default_factory=list)
+    payments: dict[str, int] = field(default_factory=dict)  # tx hash: intent id
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def create(self) -> None:
+        body = {"amount": "1", "amountSymbol": "USDC", "tokenIn": self.usdc,
+                "source_chain": SOURCE, "destination_chain": DESTINATION,
+                "recipient": PAYEE, "refund_address": PAYEE}  # fmt: skip
+        headers = {"Authorization": f"Bearer {self.key}"}
+        async with aiohttp.ClientSession(headers=headers) as http:
+            while not self.ended.is_set():
+                try:
+                    async with http.post(f"{self.api}/intents", json=body) as response:
+                        if response.status == 201:  # anything else: nothing promised
+                            self.created.append(await response.json())
+                except aiohttp.ClientError:
+                    pass  # the daemon is down or stopping
+                await asyncio.sleep(0.1)
+
+    async def pay(self) -> None:
+        paid = 0
+        while not self.ended.is_set() or paid < len(self.created):
+            if paid == len(self.created):
+                await asyncio.sleep(0.05)
+                continue
+            intent = self.created[paid]
+            tx = await asyncio.to_thread(self.payer.pay, intent["intent_address"], UNIT)
+            self.payments[tx] = intent["id"]
+            paid += 1
+
+
+async def wait_ready(process: subprocess.Popen[bytes], api: str, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as http:
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            try:
+                async with http.get(f"{api}/openapi.json") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(240)
+async def test_sigterm_in_a_busy_flow_loses_and_doubles_nothing(
+    own_stack: tuple[Settings, Pool], infra: dict[str, str], tmp_path: Path
+) -> None:
+    settings, pool = own_stack
+    port = free_port()
+    env = daemon_env(
+        settings,
+        INTENTD_WEBHOOK_KEY=WEBHOOK_KEY,
+        INTENTD__WEBHOOKS__GROUP=f"{settings.kafka.topic_prefix}-webhooks",
+        INTENTD__API__PORT=str(port),
+        INTENTD__PROCESS__DRAIN_SECONDS=str(DRAIN_SECONDS),
+        INTENTD__OBSERVABILITY__LOG_LEVEL="info",
+        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
+        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
+    )
+    api = f"http://127.0.0.1:{port}/api/v1"
+    rng = random.Random(seed())
+    cli(env, "clients", "create", "sigterm-shop", "--exist-ok")
+    key = cli(env, "keys", "create", "--client", "sigterm-shop", "--mode", "test")["api_key"]
+    usdc = infra[f"INTENTD_{SOURCE}_USDC"]
+    funder = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+    rpc = infra[f"INTENTD_{SOURCE}_RPC_URL"]
+    payer = await asyncio.to_thread(Payer, rpc, funder, usdc, 500 * UNIT)
+    flow = Flow(api, key, usdc, payer)
+    stops: list[Stopped] = []
+    tasks: list[asyncio.Task[None]] = []
+    for round_ in range(ROUNDS + 1):
+        log = tmp_path / f"run{round_}.log"
+        daemon = spawn(["run", "--no-migrate"], env, log, secrets.token_hex(6))
+        try:
+            await wait_ready(daemon, api, log)
+            if not tasks:
+                tasks = [asyncio.create_task(flow.create()), asyncio.create_task(flow.pay())]
+            busy = rng.uniform(1.0, 4.0) if round_ < ROUNDS else 0.0
+            await asyncio.sleep(busy)
+            if round_ == ROUNDS:  # the last run: the flow ends, everything is settled
+                flow.ended.set()
+                await asyncio.gather(*tasks)
+                await wait_settled(pool, flow)
+        finally:
+            code, seconds = await terminate(daemon, DRAIN_SECONDS + MARGIN)
+        stops.append(Stopped("run (busy)", busy, code, seconds, log))
+        print(
+            f"  round {round_}: SIGTERM after {busy:.2f} s of flow,"
+            f" exit {code} after {seconds:.2f} s; {len(flow.created)} intents so far"
+        )
+    for stopped in stops:
+        assert_clean(stopped, drained=False)  # a batch cut by the deadline is safe too
+    await assert_nothing_half_done(pool, flow)
+    assert await advisory_locks(pool) == 0
+
+
+async def wait_settled(pool: Pool, flow: Flow, timeout: float = 90) -> None:
+    """Until every paid intent has received its payment (or the time is up)."""
+    ids = list(flow.payments.values())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        short = await pool.fetchval(
+            "SELECT count(*) FROM intents WHERE id = ANY($1::bigint[]) AND received < $2",
+            ids, UNIT,
+        )  # fmt: skip
+        if short == 0:
+            return
+        await asyncio.sleep(0.3)
+
+
+async def assert_nothing_half_done(pool: Pool, flow: Flow) -> None:
+    created = {record["id"] for record in flow.created}
+    stored = {r["id"] for r in await pool.fetch("SELECT id FROM intents")}
+    assert created <= stored, f"answered 201 but not stored: {sorted(created - stored)}"
+    rows = await pool.fetch(
+        "SELECT tx_hash, intent_id, amount, disposition FROM deposits WHERE chain = $1", SOURCE
+    )
+    by_tx: dict[str, list[Any]] = {}
+    for row in rows:
+        by_tx.setdefault(row["tx_hash"].lower(), []).append(row)
+    for tx, intent in flow.payments.items():
+        found = by_tx.get(tx.lower(), [])
+        assert len(found) == 1, f"payment {tx} to intent {intent} recorded {len(found)} times"
+        assert (found[0]["intent_id"], int(found[0]["amount"])) == (intent, UNIT)
+        assert found[0]["disposition"] == "credited", found[0]
+    received = {
+        r["id"]: int(r["received"])
+        for r in await pool.fetch("SELECT id, received FROM intents WHERE id = ANY($1::bigint[])",
+                                  list(created))
+    }  # fmt: skip
+    paid = {intent: 0 for intent in created}
+    for intent in flow.payments.values():
+        paid[intent] += UNIT
+    assert received == paid  # every payment credited exactly once, nothing else
+    # transactions: each one signed was recorded with a nonce below the signer's next
+    bad = await pool.fetch(
+        "SELECT t.chain, t.signer, t.nonce, n.next_nonce FROM chain_transactions t"
+        " LEFT JOIN signer_nonces n ON (n.chain, n.signer) = (t.chain, t.signer)"
+        " WHERE n.next_nonce IS NULL OR t.nonce >= n.next_nonce"
+    )
+    assert not bad, bad
+    print(
+        f"  {len(created)} intents answered 201, {len(flow.payments)} paid;"
+        f" {await pool.fetchval('SELECT count(*) FROM chain_transactions')} transactions"
+    )

@@ -1,6 +1,6 @@
 """SIGTERM and SIGINT from the first instant of a process: a signal that comes before
-the loop runs is remembered, a stop that comes while the process connects ends it at
-once, and a second signal cancels what still runs without waiting for the drain
+the process acts ends it at once with status 0, a stop that comes while it connects
+ends it at once, and a second signal cancels what still runs without waiting for the drain
 deadline (docs/operations.md, Stopping)."""
 
 from __future__ import annotations
@@ -29,10 +29,20 @@ def default_handlers() -> Iterator[None]:
         signal.signal(sig, handler)
 
 
-async def test_a_signal_before_the_loop_runs_is_remembered_as_a_stop() -> None:
+def test_a_signal_before_the_process_acts_exits_at_once_with_status_0() -> None:
     request = StopRequest()
     request.install()
-    os.kill(os.getpid(), signal.SIGTERM)  # the process lives on
+    with pytest.raises(SystemExit) as exited:
+        signal.raise_signal(signal.SIGTERM)
+    assert exited.value.code == 0
+
+
+async def test_a_signal_after_the_loop_is_remembered_as_a_stop() -> None:
+    request = StopRequest()
+    request.install()
+    with request.watching():
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)  # the process lives on: it closes what it holds
     assert request.requested
     with request.watching() as stopping:
         assert stopping.stop.is_set()

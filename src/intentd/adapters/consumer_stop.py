@@ -1,10 +1,12 @@
 """A group consumer (aiokafka) that a stop reaches during a group join too.
 
-aiokafka's ``getmany`` waits for a partition assignment without a timeout, and its
-``stop`` waits for a join in progress to end (the broker answers a JoinGroup once
-every member has rejoined or its rebalance timeout has passed: seconds, more when a
-member died without leaving). A role stopped then would miss its drain deadline.
+aiokafka's ``start`` and ``getmany`` wait for the group join and a partition
+assignment without a timeout, and its ``stop`` waits for a join in progress to end
+(the broker answers a JoinGroup once every member has rejoined or its rebalance
+timeout has passed: seconds, more when a member died without leaving). A role
+stopped then would miss its drain deadline.
 
+- :func:`start_until_stopped` is False if ``stop`` came before the consumer joined.
 - :func:`fetch_until_stopped` returns no records as soon as ``stop`` is set. Records
   it was waiting for stay uncommitted, so the group delivers them again.
 - :func:`close_consumer` leaves the group, or gives up after ``within`` seconds: the
@@ -23,12 +25,21 @@ from aiokafka import AIOKafkaConsumer
 
 from intentd.wait import Stopped, until_stopped
 
-__all__ = ["CLOSE_SECONDS", "close_consumer", "fetch_until_stopped"]
+__all__ = ["CLOSE_SECONDS", "close_consumer", "fetch_until_stopped", "start_until_stopped"]
 
 CLOSE_SECONDS = 3.0
 """How long closing a consumer may take before it is abandoned."""
 
 log = structlog.get_logger()
+
+
+async def start_until_stopped(consumer: AIOKafkaConsumer, stop: asyncio.Event) -> bool:
+    """``consumer.start()``; False if ``stop`` came first (close it all the same)."""
+    try:
+        await until_stopped(consumer.start(), stop)
+    except Stopped:
+        return False
+    return True
 
 
 async def fetch_until_stopped(

@@ -20,7 +20,7 @@ from intentd import observability as metrics
 from intentd.adapters.chain import JsonRpcClient, open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
-from intentd.adapters.consumer_stop import close_consumer
+from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
@@ -207,7 +207,8 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
         try:
-            await consumer.start()
+            if not await start_until_stopped(consumer, stop):
+                return
             READINESS.ready("lifecycle")
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:

@@ -24,7 +24,11 @@ import structlog
 from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
-from intentd.adapters.consumer_stop import close_consumer, fetch_until_stopped
+from intentd.adapters.consumer_stop import (
+    close_consumer,
+    fetch_until_stopped,
+    start_until_stopped,
+)
 from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
 from intentd.adapters.postgres import Pool
 from intentd.adapters.webhook_http import HttpSender
@@ -142,7 +146,8 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
 
         try:
             await listener.add_listener(CHANNEL, wake)
-            await consumer.start()
+            if not await start_until_stopped(consumer, stop):
+                return
             READINESS.ready("webhooks")
             log.info("webhooks started", group=config.group)
             async with asyncio.TaskGroup() as group:
