@@ -5,7 +5,8 @@ executor keys loaded and matching the chain's ``relayer``), then opens one
 PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
 one Kafka producer; it hands them to the roles, runs them with
 :func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
-the producer, then the pool, once every role has returned.
+the producer, then the pool, once every role has returned (a pool whose connections
+are not all back within ``CLOSE_SECONDS`` is closed at once).
 
 A stop that comes while the pool or the producer is being opened (or before) cancels
 that step and returns at once: no role has started, nothing is to be finished.
@@ -13,10 +14,14 @@ that step and returns at once: no role has started, nothing is to be finished.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+import structlog
+
+from intentd.adapters.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring
@@ -33,7 +38,9 @@ from intentd.stopping import Stopping, StopRequest
 from intentd.wait import Stopped, until_stopped
 from intentd.webhooks.secret_box import secret_box
 
-__all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
+__all__ = ["PoolSize", "Roles", "close_pool", "pool_size", "run_process"]
+
+log = structlog.get_logger()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,17 @@ def pool_size(roles: Roles, database: DatabaseConfig) -> PoolSize:
     )
 
 
+async def close_pool(pool: Pool, within: float = CLOSE_SECONDS) -> None:
+    """Close ``pool`` once its connections are back; past ``within`` seconds (a task
+    cancelled by a second signal may still hold one), close them all at once: their
+    open transactions roll back."""
+    try:
+        await asyncio.wait_for(pool.close(), within)
+    except TimeoutError:
+        log.warning("database connections still in use; closing them", seconds=within)
+        pool.terminate()
+
+
 async def open_pool(roles: Roles, database: DatabaseConfig) -> Pool:
     size = pool_size(roles, database)
     return await create_pool(
@@ -143,7 +161,7 @@ async def _open_and_run(
     async with AsyncExitStack() as resources:
         try:
             pool = await until_stopped(open_pool(roles, settings.database), stopping.stop)
-            resources.push_async_callback(pool.close)
+            resources.push_async_callback(close_pool, pool)
             publisher = None
             if roles.publishes:
                 publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)

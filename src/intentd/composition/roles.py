@@ -206,7 +206,10 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
-        try:
+        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+            closing.callback(log.info, "lifecycle stopped")
+            closing.push_async_callback(verifier.close)
+            closing.push_async_callback(close_consumer, consumer)
             if not await start_until_stopped(consumer, stop):
                 return
             READINESS.ready("lifecycle")
@@ -220,9 +223,5 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
-        finally:
-            await verifier.close()
-            await close_consumer(consumer)
-            log.info("lifecycle stopped")
 
     return role

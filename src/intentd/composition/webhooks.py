@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -139,13 +140,18 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
             group_id=config.group,
             fetch_max_wait_ms=config.fetch_max_wait_ms,
         )
-        listener = await pool.acquire()
 
         def wake(*_: object) -> None:
             dispatcher.wakeup.set()
 
-        try:
+        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+            closing.callback(log.info, "webhooks stopped")
+            closing.push_async_callback(sender.close)
+            listener = await pool.acquire()
+            closing.push_async_callback(pool.release, listener)
             await listener.add_listener(CHANNEL, wake)
+            closing.push_async_callback(listener.remove_listener, CHANNEL, wake)
+            closing.push_async_callback(close_consumer, consumer)
             if not await start_until_stopped(consumer, stop):
                 return
             READINESS.ready("webhooks")
@@ -159,11 +165,5 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
                 group.create_task(dispatcher.run(stop))
                 retention = timedelta(days=config.retention_days)
                 group.create_task(_maintain(store, retention, stop))
-        finally:
-            await close_consumer(consumer)
-            await sender.close()
-            await listener.remove_listener(CHANNEL, wake)
-            await pool.release(listener)
-            log.info("webhooks stopped")
 
     return role
