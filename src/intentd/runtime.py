@@ -4,8 +4,9 @@ A *role* is ``async def role(stop: asyncio.Event) -> None``: it takes work until
 ``stop`` is set, finishes what it holds, releases its resources and returns. A role
 that raises ends the process with an error (the supervisor restarts it), after the
 other roles are cancelled. A role still running ``drain_seconds`` after ``stop``
-(default :data:`DRAIN_SECONDS`, below the supervisors' 30 s before SIGKILL) is
-cancelled, so its ``finally`` blocks still run; the process then exits normally.
+(default :data:`DRAIN_SECONDS`), or still running at a second signal, is cancelled,
+so its ``finally`` blocks still run; the process then exits normally (status 0),
+within :data:`STOP_MARGIN` of the drain deadline. Signals: ``intentd.stopping``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ log = structlog.get_logger()
 DRAIN_SECONDS = 20.0
 """How long roles may take to finish after stop before they are cancelled (the
 default; processes of roles take ``process.drain_seconds``)."""
+STOP_MARGIN = 10.0
+"""Seconds after the drain deadline by which a process has exited: a cancelled role
+closing its Kafka consumer (at most 3 s), then the producer and the pool (3 s each),
+then the interpreter's exit. Supervisors must allow ``drain_seconds`` plus this
+before SIGKILL (docs/operations.md, Stopping; checked in tests/unit/test_deploy.py)."""
 
 
 class Readiness:

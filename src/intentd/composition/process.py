@@ -5,8 +5,9 @@ executor keys loaded and matching the chain's ``relayer``), then opens one
 PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
 one Kafka producer; it hands them to the roles, runs them with
 :func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
-the producer, then the pool, once every role has returned (a pool whose connections
-are not all back within ``CLOSE_SECONDS`` is closed at once).
+the producer, then the pool, once every role has returned (a producer that does not
+close within ``CLOSE_SECONDS`` is abandoned; a pool whose connections are not all
+back by then is closed at once).
 
 A stop that comes while the pool or the producer is being opened (or before) cancels
 that step and returns at once: no role has started, nothing is to be finished.
@@ -38,7 +39,7 @@ from intentd.stopping import Stopping, StopRequest
 from intentd.wait import Stopped, until_stopped
 from intentd.webhooks.secret_box import secret_box
 
-__all__ = ["PoolSize", "Roles", "close_pool", "pool_size", "run_process"]
+__all__ = ["PoolSize", "Roles", "close_pool", "close_publisher", "pool_size", "run_process"]
 
 log = structlog.get_logger()
 
@@ -108,6 +109,15 @@ async def close_pool(pool: Pool, within: float = CLOSE_SECONDS) -> None:
         pool.terminate()
 
 
+async def close_publisher(publisher: KafkaPublisher, within: float = CLOSE_SECONDS) -> None:
+    """Stop the producer (safe if it never started); abandoned after ``within`` seconds
+    (a broker gone): the roles waited for the acknowledgement of all they published."""
+    try:
+        await asyncio.wait_for(publisher.stop(), within)
+    except TimeoutError:
+        log.warning("kafka producer did not close in time", seconds=within)
+
+
 async def open_pool(roles: Roles, database: DatabaseConfig) -> Pool:
     size = pool_size(roles, database)
     return await create_pool(
@@ -165,7 +175,7 @@ async def _open_and_run(
             publisher = None
             if roles.publishes:
                 publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
-                resources.push_async_callback(publisher.stop)  # safe if it never started
+                resources.push_async_callback(close_publisher, publisher)
                 await until_stopped(publisher.start(), stopping.stop)
         except Stopped:
             return
