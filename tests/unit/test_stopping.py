@@ -10,11 +10,12 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from tests.unit.lifecycle.lifecycle_builders import settings as unit_settings
 
-from intentd.composition.process import Roles, run_process
+from intentd.composition.process import Roles, close_pool, run_process
 from intentd.runtime import run_roles
 from intentd.stopping import Stopping, StopRequest
 from intentd.wait import Stopped, until_stopped
@@ -124,3 +125,18 @@ async def test_a_stop_while_the_process_connects_to_the_database_ends_it_at_once
     finally:
         server.close()
     assert time.monotonic() - started < 3
+
+
+async def test_a_pool_whose_connections_do_not_come_back_is_closed_at_once() -> None:
+    class Held:
+        terminated = False
+
+        async def close(self) -> None:
+            await asyncio.sleep(3600)  # a cancelled task still holds a connection
+
+        def terminate(self) -> None:
+            self.terminated = True
+
+    pool: Any = Held()
+    await asyncio.wait_for(close_pool(pool, within=0.1), 2)
+    assert pool.terminated
