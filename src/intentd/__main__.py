@@ -1,9 +1,15 @@
-"""``python -m intentd``: catch SIGTERM before the rest of intentd is imported."""
+"""The ``intentd`` command (console script and ``python -m intentd``): catch SIGTERM
+before the rest of intentd is imported (``intentd.stopping``), then run the CLI."""
 
 from intentd.stopping import PROCESS
 
-PROCESS.install()  # a stop during the imports below is remembered (docs/operations.md)
 
-from intentd.cli import main  # noqa: E402
+def run() -> None:
+    PROCESS.install()  # a stop during the imports below ends it at once, status 0
+    from intentd.cli import main  # after the handlers, on purpose
 
-raise SystemExit(main())
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    PROCESS.install()  # again (python -m intentd did already): the console script
+    PROCESS.install()  # again (intentd.__main__.run did already): main is called alone too
     args = build_parser().parse_args(argv)
     if args.command not in DAEMONS:
         PROCESS.release()

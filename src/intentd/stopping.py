@@ -131,4 +131,4 @@ class StopRequest:
 
 
 PROCESS = StopRequest()
-"""The process's stop request (installed by ``intentd.__main__`` and ``cli.main``)."""
+"""The process's stop request (installed by ``intentd.__main__.run`` and ``cli.main``)."""

@@ -41,7 +41,7 @@ DRAIN_SECONDS = 4.0
 MARGIN = 6.0  # interpreter exit, pool and producer close, on a loaded 2-core machine
 WEBHOOK_KEY = "11" * 32
 COMMANDS: list[list[str]] = [
-    ["run", "--no-migrate"],
+    ["run"],  # migrates first (a no-op here, under the migration lock)
     ["poll", "--chain", "BASE_TESTNET"],
     ["execute", "--chain", "BASE_TESTNET"],
     ["lifecycle"],
