@@ -4,6 +4,10 @@ Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the messa
 names the key and value), 3 a request that cannot be served (for example an
 invalid intent, a rescan outside the confirmed blocks); ``intents show`` exits 4 when
 the intent does not exist.
+
+The daemon commands (``DAEMONS``) catch SIGTERM and SIGINT from their first instant
+(``intentd.stopping``) and exit 0 once stopped, whenever the signal came; the one-shot
+commands keep the signals' default action once their command line is parsed.
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ from intentd.intents.writer import IntentWriter
 from intentd.observability import configure_logging
 from intentd.runtime import run_roles
 from intentd.settings import ConfigError, Settings, load_settings, secret_from_env
+from intentd.stopping import PROCESS, Stopping
+from intentd.wait import Stopped, until_stopped
 
 if TYPE_CHECKING:
     from intentd.composition.process import Roles
 
 DEFAULT_CONFIG = "config/local.toml"
+DAEMONS = frozenset({"run", "poll", "execute", "lifecycle", "webhooks", "api"})
 
 
 def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -133,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    PROCESS.install()  # again (intentd.__main__.run did already): main is called alone too
     args = build_parser().parse_args(argv)
+    if args.command not in DAEMONS:
+        PROCESS.release()
     if args.command == "keys" and args.keys_command == "xpub":
         return _print_xpub()
     try:
@@ -248,19 +258,28 @@ async def _supervise(args: argparse.Namespace, settings: Settings, workers: int)
     if args.port:
         command += ["--port", str(args.port)]
     shares = {"INTENTD__API__WORKERS": str(workers)}  # the workers' rate-limit shares
-    with tempfile.TemporaryDirectory(prefix="intentd-api-metrics-") as directory:
+    with (
+        PROCESS.watching() as stopping,
+        tempfile.TemporaryDirectory(prefix="intentd-api-metrics-") as directory,
+    ):
         await run_roles(
             [supervise_workers(command, workers, directory, shares)],
             metrics_port=settings.observability.metrics_port,
             registry=multiprocess_registry(directory),
             drain_seconds=STOP_TIMEOUT + 5.0,  # its own stop kills workers after STOP_TIMEOUT
+            stopping=stopping,
         )
     return 0
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
-    from intentd.composition.process import Roles, run_process  # the roles' imports are heavy
+    if args.command not in DAEMONS:
+        return await _one_shot(args, settings)
+    with PROCESS.watching() as stopping:
+        return await _daemon(args, settings, stopping)
 
+
+async def _one_shot(args: argparse.Namespace, settings: Settings) -> int:
     match args.command:
         case "migrate":
             return await _migrate(settings)
@@ -274,6 +293,13 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from intentd.keys_cli import clients_command
 
             return await clients_command(args, settings)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+async def _daemon(args: argparse.Namespace, settings: Settings, stopping: Stopping) -> int:
+    from intentd.composition.process import Roles, run_process  # the roles' imports are heavy
+
+    match args.command:
         case "api":
             from intentd.api.server import bind
 
@@ -294,27 +320,27 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 Roles(api=True),
                 metrics_port=None if args.worker else settings.observability.metrics_port,
                 api_socket=sock,
+                stopping=stopping,
             )
-            return 0
         case "poll":
-            await _run(settings, Roles(pollers=(args.chain,)))
-            return 0
+            await _run(settings, Roles(pollers=(args.chain,)), stopping)
         case "lifecycle":
-            await _run(settings, Roles(lifecycle=True))
-            return 0
+            await _run(settings, Roles(lifecycle=True), stopping)
         case "webhooks":
-            await _run(settings, Roles(webhooks=True))
-            return 0
+            await _run(settings, Roles(webhooks=True), stopping)
         case "execute":
-            await _run(settings, Roles(executors=(args.chain,)))
-            return 0
+            await _run(settings, Roles(executors=(args.chain,)), stopping)
         case "run":
             if not args.no_migrate:
-                await _migrate(settings)
+                try:
+                    await until_stopped(_migrate(settings), stopping.stop)
+                except Stopped:
+                    return 0  # the migration's transaction was rolled back
             settings = _with_workers(settings, 1)
-            await _run(settings, Roles.everything(settings))
-            return 0
-    raise AssertionError(f"unhandled command {args.command}")
+            await _run(settings, Roles.everything(settings), stopping)
+        case _:
+            raise AssertionError(f"unhandled command {args.command}")
+    return 0
 
 
 def _with_workers(settings: Settings, workers: int) -> Settings:
@@ -323,10 +349,12 @@ def _with_workers(settings: Settings, workers: int) -> Settings:
     return settings.model_copy(update={"api": api})
 
 
-async def _run(settings: Settings, roles: Roles) -> None:
+async def _run(settings: Settings, roles: Roles, stopping: Stopping) -> None:
     from intentd.composition.process import run_process
 
-    await run_process(settings, roles, metrics_port=settings.observability.metrics_port)
+    await run_process(
+        settings, roles, metrics_port=settings.observability.metrics_port, stopping=stopping
+    )
 
 
 async def _migrate(settings: Settings) -> int:

@@ -277,7 +277,9 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     await consumer.start()
     stop = asyncio.Event()
     tasks = [
-        asyncio.create_task(lifecycle.run(KafkaInbox(consumer, unexpected_gap), stop)),
+        asyncio.create_task(
+            lifecycle.run(KafkaInbox(consumer, stop, recover=unexpected_gap), stop)
+        ),
         asyncio.create_task(OutboxRelay(pool, publisher).run(stop)),
     ]
     try:

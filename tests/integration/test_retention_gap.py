@@ -90,7 +90,9 @@ async def lifecycle_running(settings: Settings, pool: Pool, group: str) -> Async
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=group)
     await consumer.start()
     stop = asyncio.Event()
-    task = asyncio.create_task(lifecycle.run(KafkaInbox(consumer, recovery.recover), stop))
+    task = asyncio.create_task(
+        lifecycle.run(KafkaInbox(consumer, stop, recover=recovery.recover), stop)
+    )
     try:
         yield
     finally:

@@ -11,26 +11,30 @@ each acknowledged before it returns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from intentd.adapters import kafka
+from intentd.adapters.consumer_stop import fetch_until_stopped
 from intentd.messages import OutgoingMessage
 
 __all__ = ["KafkaDeadLetters", "KafkaInbox"]
 
 
 class KafkaInbox:
-    def __init__(self, consumer: Any, recover: kafka.GapRecovery) -> None:
+    def __init__(self, consumer: Any, stop: asyncio.Event, *, recover: kafka.GapRecovery) -> None:
         """``consumer``: an ``AIOKafkaConsumer`` (:func:`~intentd.adapters.kafka.make_consumer`),
-        started and stopped by the caller; ``recover``: what recovers a gap
+        started and stopped by the caller; ``getmany`` returns nothing once ``stop`` is
+        set (``adapters.consumer_stop``); ``recover``: what recovers a gap
         (:meth:`~intentd.lifecycle.gap_recovery.LogGapRecovery.recover`)."""
         self._consumer = consumer
+        self._stop = stop
         self._recover = recover
 
     async def getmany(self, *, timeout_ms: int) -> Mapping[Any, Sequence[Any]]:
-        return await kafka.fetch_batches(
-            self._consumer, timeout_ms=timeout_ms, recover=self._recover
+        return await fetch_until_stopped(
+            self._consumer, self._stop, timeout_ms=timeout_ms, recover=self._recover
         )
 
     async def commit(self, positions: Mapping[Any, int]) -> bool:

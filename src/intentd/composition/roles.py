@@ -21,6 +21,7 @@ from intentd import observability as metrics
 from intentd.adapters.chain import JsonRpcClient, open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
+from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
@@ -214,8 +215,13 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
-        try:
-            await consumer.start()
+        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+            closing.callback(log.info, "lifecycle stopped")
+            closing.push_async_callback(verifier.close)
+            closing.push_async_callback(gap_chains.close)
+            closing.push_async_callback(close_consumer, consumer)
+            if not await start_until_stopped(consumer, stop):
+                return
             READINESS.ready("lifecycle")
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
@@ -223,14 +229,11 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(
                     outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
                 )
-                group.create_task(lifecycle.run(KafkaInbox(consumer, gaps.recover), stop))
+                group.create_task(
+                    lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
+                )
                 group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
-        finally:
-            await verifier.close()
-            await gap_chains.close()
-            await consumer.stop()
-            log.info("lifecycle stopped")
 
     return role

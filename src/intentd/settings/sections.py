@@ -81,7 +81,8 @@ class ObservabilityConfig(ConfigModel):
 class ProcessConfig(ConfigModel):
     drain_seconds: float = Field(default=20.0, gt=0, le=600)
     """After SIGTERM, how long the roles of a process may take to finish what they hold
-    before they are cancelled; keep it below the supervisor's stop timeout (30 s)."""
+    before they are cancelled; the process exits within this plus ``runtime.STOP_MARGIN``
+    (10 s), which the supervisor's stop timeout must exceed (40 s in ``deploy/``)."""
 
 
 class BridgeOption(ConfigModel):
