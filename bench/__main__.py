@@ -6,8 +6,9 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 (``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``trigger-processing``
-(RPC calls and time of one call over 7 days of Base blocks, see
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``watched-set`` (the
+pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``),
+``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
 ``bench/trigger_processing.py``).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
@@ -25,6 +26,7 @@ NAMES = (
     "event-log",
     "intent-list",
     "webhooks",
+    "watched-set",
     "trigger-processing",
 )
 
@@ -65,6 +67,10 @@ def main(argv: list[str]) -> None:
         from bench import webhooks
 
         webhooks.run(rest)
+    if name in {"watched-set", "all"}:
+        from bench import watched_set
+
+        watched_set.run(rest)
     if name in {"trigger-processing", "all"}:
         from bench import trigger_processing
 

@@ -22,10 +22,16 @@ from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
+from intentd.lifecycle.log_gaps import LogGap
 from intentd.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+async def unexpected_gap(gap: LogGap) -> None:
+    """The gap recovery of a test whose logs keep everything: a gap fails it."""
+    raise AssertionError(f"unexpected gap in a consumed log: {gap}")
 
 
 class TopicReader:

@@ -2,7 +2,12 @@
 
 Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
 names the key and value), 3 a request that cannot be served (for example an
-invalid intent); ``intents show`` exits 4 when the intent does not exist.
+invalid intent, a rescan outside the confirmed blocks); ``intents show`` exits 4 when
+the intent does not exist.
+
+The daemon commands (``DAEMONS``) catch SIGTERM and SIGINT from their first instant
+(``intentd.stopping``) and exit 0 once stopped, whenever the signal came; the one-shot
+commands keep the signals' default action once their command line is parsed.
 """
 
 from __future__ import annotations
@@ -30,11 +35,14 @@ from intentd.intents.writer import IntentWriter
 from intentd.observability import configure_logging
 from intentd.runtime import run_roles
 from intentd.settings import ConfigError, Settings, load_settings, secret_from_env
+from intentd.stopping import PROCESS, Stopping
+from intentd.wait import Stopped, until_stopped
 
 if TYPE_CHECKING:
     from intentd.composition.process import Roles
 
 DEFAULT_CONFIG = "config/local.toml"
+DAEMONS = frozenset({"run", "poll", "execute", "lifecycle", "webhooks", "api"})
 
 
 def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,6 +56,16 @@ def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="a client of that name exists already: print it and succeed (for scripts)",
     )
     csub.add_parser("list", help="list clients (ids, names, creation times)")
+
+
+def _add_rescan(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rescan = isub.add_parser(
+        "rescan", help="credit what reached an intent address in a block range (late payments)"
+    )
+    rescan.add_argument("address", help="intent address")
+    rescan.add_argument("--chain", required=True, help="the chain the payment was made on")
+    rescan.add_argument("--from-block", type=int, required=True)
+    rescan.add_argument("--to-block", type=int, required=True, help="at most the confirmed head")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,11 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--idempotency-key")
     show = isub.add_parser("show", help="print an intent record as JSON")
     show.add_argument("intent", help="intent id or intent address")
+    _add_rescan(isub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    PROCESS.install()  # again (intentd.__main__.run did already): main is called alone too
     args = build_parser().parse_args(argv)
+    if args.command not in DAEMONS:
+        PROCESS.release()
     if args.command == "keys" and args.keys_command == "xpub":
         return _print_xpub()
     try:
@@ -236,19 +258,28 @@ async def _supervise(args: argparse.Namespace, settings: Settings, workers: int)
     if args.port:
         command += ["--port", str(args.port)]
     shares = {"INTENTD__API__WORKERS": str(workers)}  # the workers' rate-limit shares
-    with tempfile.TemporaryDirectory(prefix="intentd-api-metrics-") as directory:
+    with (
+        PROCESS.watching() as stopping,
+        tempfile.TemporaryDirectory(prefix="intentd-api-metrics-") as directory,
+    ):
         await run_roles(
             [supervise_workers(command, workers, directory, shares)],
             metrics_port=settings.observability.metrics_port,
             registry=multiprocess_registry(directory),
             drain_seconds=STOP_TIMEOUT + 5.0,  # its own stop kills workers after STOP_TIMEOUT
+            stopping=stopping,
         )
     return 0
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
-    from intentd.composition.process import Roles, run_process  # the roles' imports are heavy
+    if args.command not in DAEMONS:
+        return await _one_shot(args, settings)
+    with PROCESS.watching() as stopping:
+        return await _daemon(args, settings, stopping)
 
+
+async def _one_shot(args: argparse.Namespace, settings: Settings) -> int:
     match args.command:
         case "migrate":
             return await _migrate(settings)
@@ -262,6 +293,13 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from intentd.keys_cli import clients_command
 
             return await clients_command(args, settings)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+async def _daemon(args: argparse.Namespace, settings: Settings, stopping: Stopping) -> int:
+    from intentd.composition.process import Roles, run_process  # the roles' imports are heavy
+
+    match args.command:
         case "api":
             from intentd.api.server import bind
 
@@ -282,27 +320,27 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 Roles(api=True),
                 metrics_port=None if args.worker else settings.observability.metrics_port,
                 api_socket=sock,
+                stopping=stopping,
             )
-            return 0
         case "poll":
-            await _run(settings, Roles(pollers=(args.chain,)))
-            return 0
+            await _run(settings, Roles(pollers=(args.chain,)), stopping)
         case "lifecycle":
-            await _run(settings, Roles(lifecycle=True))
-            return 0
+            await _run(settings, Roles(lifecycle=True), stopping)
         case "webhooks":
-            await _run(settings, Roles(webhooks=True))
-            return 0
+            await _run(settings, Roles(webhooks=True), stopping)
         case "execute":
-            await _run(settings, Roles(executors=(args.chain,)))
-            return 0
+            await _run(settings, Roles(executors=(args.chain,)), stopping)
         case "run":
             if not args.no_migrate:
-                await _migrate(settings)
+                try:
+                    await until_stopped(_migrate(settings), stopping.stop)
+                except Stopped:
+                    return 0  # the migration's transaction was rolled back
             settings = _with_workers(settings, 1)
-            await _run(settings, Roles.everything(settings))
-            return 0
-    raise AssertionError(f"unhandled command {args.command}")
+            await _run(settings, Roles.everything(settings), stopping)
+        case _:
+            raise AssertionError(f"unhandled command {args.command}")
+    return 0
 
 
 def _with_workers(settings: Settings, workers: int) -> Settings:
@@ -311,10 +349,12 @@ def _with_workers(settings: Settings, workers: int) -> Settings:
     return settings.model_copy(update={"api": api})
 
 
-async def _run(settings: Settings, roles: Roles) -> None:
+async def _run(settings: Settings, roles: Roles, stopping: Stopping) -> None:
     from intentd.composition.process import run_process
 
-    await run_process(settings, roles, metrics_port=settings.observability.metrics_port)
+    await run_process(
+        settings, roles, metrics_port=settings.observability.metrics_port, stopping=stopping
+    )
 
 
 async def _migrate(settings: Settings) -> int:
@@ -332,6 +372,8 @@ async def _intents(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.intents_command == "create":
             return await _create(args, settings, pool)
+        if args.intents_command == "rescan":
+            return await _rescan(args, settings, pool)
         async with pool.acquire() as conn:
             row: IntentRow | None
             if args.intent.isdigit():
@@ -380,6 +422,24 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         print(f"intentd: {exc.field}: {exc} [{exc.code}]", file=sys.stderr)
         return 3
     print(json.dumps(render_record(row), indent=2))
+    return 0
+
+
+async def _rescan(args: argparse.Namespace, settings: Settings, pool: Pool) -> int:
+    from intentd.composition.rescan import RescanRefused, rescan
+    from intentd.indexer.planning import BlockRange
+
+    if not 0 <= args.from_block <= args.to_block:
+        print("intentd: --from-block must be at most --to-block, both >= 0", file=sys.stderr)
+        return 2
+    blocks = BlockRange(args.from_block, args.to_block)
+    try:
+        done = await rescan(settings, pool, args.address, args.chain, blocks, now=datetime.now(UTC))
+    except RescanRefused as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return 3
+    found = [{"id": key, "amount": str(amount), "outcome": o} for key, amount, o in done.found]
+    print(json.dumps({"intent": render_record(done.intent), "found": found}, indent=2))
     return 0
 
 

@@ -166,6 +166,19 @@ FUNDED_TO_COMPLETED = Histogram(
     buckets=_FLOW_BUCKETS,
 )
 
+KAFKA_OFFSET_OUT_OF_RANGE = Counter(
+    "intentd_kafka_offset_out_of_range_total",
+    "Times a consumer group's position was outside its partition's log (below the log"
+    " start: retention deleted records it had not read), by topic and partition",
+    ["topic", "partition"],
+)
+LOG_GAP_RECOVERIES = Counter(
+    "intentd_log_gap_recoveries_total",
+    "Gaps in a consumed log recovered from the source of truth, by topic and outcome"
+    " (rescanned, replayed, unrecoverable, failed)",
+    ["topic", "outcome"],
+)
+
 # --- outbox -------------------------------------------------------------------------
 OUTBOX_PUBLISHED = Counter("intentd_outbox_published_total", "Outbox rows relayed to Kafka")
 OUTBOX_BACKLOG = Gauge("intentd_outbox_backlog", "Outbox rows not yet relayed")

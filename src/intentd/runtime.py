@@ -4,14 +4,14 @@ A *role* is ``async def role(stop: asyncio.Event) -> None``: it takes work until
 ``stop`` is set, finishes what it holds, releases its resources and returns. A role
 that raises ends the process with an error (the supervisor restarts it), after the
 other roles are cancelled. A role still running ``drain_seconds`` after ``stop``
-(default :data:`DRAIN_SECONDS`, below the supervisors' 30 s before SIGKILL) is
-cancelled, so its ``finally`` blocks still run; the process then exits normally.
+(default :data:`DRAIN_SECONDS`), or still running at a second signal, is cancelled,
+so its ``finally`` blocks still run; the process then exits normally (status 0),
+within :data:`STOP_MARGIN` of the drain deadline. Signals: ``intentd.stopping``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -19,12 +19,19 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 
+from intentd.stopping import Stopping, StopRequest
+
 Role = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 log = structlog.get_logger()
 
 DRAIN_SECONDS = 20.0
 """How long roles may take to finish after stop before they are cancelled (the
 default; processes of roles take ``process.drain_seconds``)."""
+STOP_MARGIN = 10.0
+"""Seconds after the drain deadline by which a process has exited: a cancelled role
+closing its Kafka consumer (at most 3 s), then the producer and the pool (3 s each),
+then the interpreter's exit. Supervisors must allow ``drain_seconds`` plus this
+before SIGKILL (docs/operations.md, Stopping; checked in tests/unit/test_deploy.py)."""
 
 
 class Readiness:
@@ -53,57 +60,70 @@ async def run_roles(
     metrics_port: int | None = None,
     registry: CollectorRegistry = REGISTRY,
     drain_seconds: float = DRAIN_SECONDS,
-    stop: asyncio.Event | None = None,
+    stopping: Stopping | None = None,
 ) -> None:
-    """Run ``roles`` until SIGTERM/SIGINT (or ``stop``, if given, is set) or until one
-    fails; serve the health endpoint with ``registry``'s metrics on ``metrics_port`` if
-    given. Roles still running ``drain_seconds`` after stop are cancelled."""
-    stop = stop if stop is not None else asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, _on_signal, stop, sig)
-    try:
-        async with asyncio.TaskGroup() as group:
-            if metrics_port is not None:
-                group.create_task(serve_health(metrics_port, stop, registry))
-            running = [group.create_task(role(stop)) for role in roles]
-            group.create_task(_drain_deadline(stop, running, drain_seconds))
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+    """Run ``roles`` until ``stopping.stop`` (without ``stopping``: until SIGTERM/SIGINT)
+    or until one fails; serve the health endpoint with ``registry``'s metrics on
+    ``metrics_port`` if given. Roles still running ``drain_seconds`` after stop, or
+    when ``stopping.now`` is set (a second signal), are cancelled."""
+    if stopping is None:
+        with StopRequest().watching() as own:
+            await run_roles(
+                roles,
+                metrics_port=metrics_port,
+                registry=registry,
+                drain_seconds=drain_seconds,
+                stopping=own,
+            )
+        return
+    async with asyncio.TaskGroup() as group:
+        if metrics_port is not None:
+            group.create_task(serve_health(metrics_port, stopping.stop, registry))
+        running = [group.create_task(role(stopping.stop)) for role in roles]
+        group.create_task(_drain_deadline(stopping, running, drain_seconds))
 
 
 async def _drain_deadline(
-    stop: asyncio.Event, running: list[asyncio.Task[None]], seconds: float
+    stopping: Stopping, running: list[asyncio.Task[None]], seconds: float
 ) -> None:
-    """Once ``stop`` is set, cancel the roles still running after ``seconds``; return
-    early when every role has returned."""
+    """Once ``stopping.stop`` is set, cancel the roles still running after ``seconds``
+    or once ``stopping.now`` is set; return early when every role has returned."""
     pending: set[asyncio.Future[Any]] = set(running)
-    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    stop = stopping.stop
+    stopping_soon: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     try:
         while pending and not stop.is_set():
             _, waiting = await asyncio.wait(
-                {stopping, *pending}, return_when=asyncio.FIRST_COMPLETED
+                {stopping_soon, *pending}, return_when=asyncio.FIRST_COMPLETED
             )
-            pending = waiting - {stopping}
+            pending = waiting - {stopping_soon}
     finally:
-        stopping.cancel()
+        stopping_soon.cancel()
     if not pending:
         return
-    _, late = await asyncio.wait(pending, timeout=seconds)
-    if late:
+    hurry: asyncio.Future[Any] = asyncio.ensure_future(stopping.now.wait())
+    try:
+        deadline = asyncio.get_running_loop().time() + seconds
+        while pending and not stopping.now.is_set():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            _, waiting = await asyncio.wait(
+                {hurry, *pending}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
+            pending = waiting - {hurry}
+    finally:
+        hurry.cancel()
+    if pending:
         log.warning(
-            "roles did not stop within the drain deadline; cancelling them",
-            roles=len(late),
+            "roles did not stop within the drain deadline; cancelling them"
+            if not stopping.now.is_set()
+            else "stopping now: cancelling the roles still running",
+            roles=len(pending),
             drain_seconds=seconds,
         )
-        for task in late:
+        for task in pending:
             task.cancel()
-
-
-def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
-    log.info("stopping", signal=sig.name)
-    stop.set()
 
 
 async def serve_health(

@@ -7,7 +7,7 @@ async daemon should call it.
 import asyncio
 import secrets
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,15 @@ from web3 import Web3
 
 from intentd_dev.devinfra.accounts import Role, dev_account
 from intentd_dev.devinfra.anvil import AnvilProcess, rpc_chain_id, start_anvil
-from intentd_dev.devinfra.chains import DEV_CHAINS, MINT_WHOLE_TOKENS
-from intentd_dev.devinfra.contracts import balance_of, connect, deploy_token, mint, token_artifact
+from intentd_dev.devinfra.chains import DEV_CHAINS, MINT_WHOLE_TOKENS, provision_tokens
+from intentd_dev.devinfra.contracts import (
+    balance_of,
+    connect,
+    deploy_token,
+    has_code,
+    mint,
+    token_artifact,
+)
 from intentd_dev.devinfra.kafka_mock import KafkaMockError, create_topics, ping
 
 pytestmark = pytest.mark.integration
@@ -169,3 +176,48 @@ def test_secret_files_are_private_and_match_the_addresses(infra: dict[str, str])
     mnemonic = Path(infra["INTENTD_HD_MNEMONIC_FILE"])
     assert stat.S_IMODE(mnemonic.stat().st_mode) == 0o600
     assert len(mnemonic.read_text().split()) == 12
+
+
+async def test_a_real_token_is_placed_at_the_real_networks_address() -> None:
+    """USDC of the dev Base Sepolia sits where Base Sepolia has it, works there (name,
+    symbol, decimals, balances, transfers), and the deployed copy is gone."""
+    dev_chain = next(c for c in DEV_CHAINS if c.name == "BASE_TESTNET")
+    own = await asyncio.to_thread(start_anvil, dev_chain.chain_id)
+    try:
+        tokens = await asyncio.to_thread(_provision, own.url, dev_chain.real_tokens)
+        usdc = tokens["USDC"]
+        assert usdc == "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+        assert tokens["USDT"] != usdc
+        symbol, decimals, transfers = await asyncio.to_thread(_token_facts, own.url, usdc)
+        assert (symbol, decimals) == ("USDC", 6)
+        payer, relayer = dev_account(Role.PAYER), dev_account(Role.RELAYER)
+        minted = MINT_WHOLE_TOKENS * 10**6
+        assert {(to, value) for _, to, value in transfers} == {
+            (payer.address, minted),
+            (relayer.address, minted),
+        }
+        supply, _ = await asyncio.to_thread(_supply_and_balances, own.url, usdc, [])
+        assert supply == 2 * minted
+        assert await asyncio.to_thread(_name, own.url, usdc) == "Test USD Coin"
+        deployer_first = Web3.to_checksum_address("0x5fbdb2315678afecb367f032d93f642f64180aa3")
+        assert not await asyncio.to_thread(_has_code, own.url, deployer_first)
+    finally:
+        await asyncio.to_thread(own.stop)
+
+
+def _provision(url: str, real: Mapping[str, ChecksumAddress]) -> dict[str, ChecksumAddress]:
+    with connect(url) as w3:
+        return provision_tokens(w3, token_artifact(), real)
+
+
+def _name(url: str, address: ChecksumAddress) -> str:
+    with connect(url) as w3:
+        name: str = (
+            w3.eth.contract(address=address, abi=token_artifact().abi).functions.name().call()
+        )
+        return name
+
+
+def _has_code(url: str, address: ChecksumAddress) -> bool:
+    with connect(url) as w3:
+        return has_code(w3, address)

@@ -21,6 +21,7 @@ from tests.support import (
     new_intent,
     produce,
     start_daemon,
+    unexpected_gap,
     wait_exit,
 )
 
@@ -276,7 +277,9 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     await consumer.start()
     stop = asyncio.Event()
     tasks = [
-        asyncio.create_task(lifecycle.run(KafkaInbox(consumer), stop)),
+        asyncio.create_task(
+            lifecycle.run(KafkaInbox(consumer, stop, recover=unexpected_gap), stop)
+        ),
         asyncio.create_task(OutboxRelay(pool, publisher).run(stop)),
     ]
     try:
@@ -359,14 +362,14 @@ async def test_a_commit_lost_to_a_rebalance_is_survived(settings: Settings) -> N
     replays the tail idempotently. The lifecycle must go on, not crash."""
     from aiokafka.structs import TopicPartition
 
-    from intentd.adapters.kafka import commit_positions, make_consumer
+    from intentd.adapters.kafka import commit_positions, fetch_batches, make_consumer
 
     topic = deposits_topic(settings.kafka.topic_prefix, CHAIN)
     consumer = make_consumer(settings.kafka, [topic], group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     try:
         while not consumer.assignment():
-            await consumer.getmany(timeout_ms=100)
+            await fetch_batches(consumer, timeout_ms=100, recover=unexpected_gap)
         owned = next(iter(consumer.assignment()))
         assert await commit_positions(consumer, {owned: 0})
         foreign = TopicPartition(dlq_topic(settings.kafka.topic_prefix), 0)

@@ -16,7 +16,7 @@ from aiokafka.structs import ConsumerRecord
 from prometheus_client import REGISTRY
 from tests.integration.test_lifecycle import CHAIN, deposit
 from tests.lifecycle_calls import Outcome, apply_deposit
-from tests.support import TopicReader, json_values, new_intent, produce
+from tests.support import TopicReader, json_values, new_intent, produce, unexpected_gap
 
 from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
@@ -136,7 +136,9 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
-    task = asyncio.create_task(lifecycle.run(KafkaInbox(consumer), stop))
+    task = asyncio.create_task(
+        lifecycle.run(KafkaInbox(consumer, stop, recover=unexpected_gap), stop)
+    )
     try:
         deadline = time.monotonic() + 30
         while (row := await intent_store.get_by_id(pool, intent.id)) is None or row.received == 0:  # type: ignore[arg-type]

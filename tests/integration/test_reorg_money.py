@@ -31,7 +31,8 @@ from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retr
 from tests.support import new_intent
 
 from intentd.adapters.chain import EvmChainReader, JsonRpcClient
-from intentd.adapters.cursor_store import PostgresAddressSource, PostgresPollerStore
+from intentd.adapters.cursor_store import PostgresPollerStore
+from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -127,7 +128,7 @@ class Simulation:
             reader=self.reader,
             store=PostgresPollerStore(env.pool, SOURCE),
             publisher=self,
-            watched=WatchedIntents(PostgresAddressSource(env.pool)),
+            watched=WatchedIntents(PostgresOpenNativeIntents(env.pool, SOURCE)),
             topic="unused",
         )
 

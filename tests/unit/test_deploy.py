@@ -5,7 +5,8 @@ Kubernetes: every resource validates against the Kubernetes schemas that
 oldest and the newest version we claim; every workload is probed, has resources, a
 disruption budget and a network policy that lets in what it serves. systemd:
 ``systemd-analyze verify`` of every unit, in a scratch root that has the binary the
-units start, must print nothing.
+units start, must print nothing. Both give a process the time a stop may take
+(``process.drain_seconds`` + ``runtime.STOP_MARGIN``) before SIGKILL.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_schemas
 from tests.operator_kit import DEPLOY, ROOT, tool
+
+from intentd.runtime import DRAIN_SECONDS, STOP_MARGIN
 
 KUBERNETES = DEPLOY / "kubernetes"
 SYSTEMD = DEPLOY / "systemd"
@@ -152,3 +155,19 @@ def test_systemd_analyze_verify_reports_a_broken_unit(tmp_path: Path) -> None:
     unit.write_text(unit.read_text().replace("ProtectSystem=strict", "ProtectSytem=strict"))
     report = systemd_verify(units, ["intentd-lifecycle.service"], tmp_path / "root")
     assert "Unknown key 'ProtectSytem'" in report
+
+
+STOP_DEADLINE = DRAIN_SECONDS + STOP_MARGIN  # docs/operations.md, Stopping
+
+
+@pytest.mark.parametrize("workload", of_kind(*WORKLOADS), ids=lambda w: str(w["metadata"]["name"]))
+def test_each_workload_is_given_the_time_a_stop_takes(workload: dict[str, Any]) -> None:
+    grace = workload["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
+    assert grace > STOP_DEADLINE, f"SIGKILL before a stop can end ({STOP_DEADLINE} s)"
+
+
+@pytest.mark.parametrize("unit", sorted(SYSTEMD.glob("*.service")), ids=lambda p: p.name)
+def test_each_unit_is_given_the_time_a_stop_takes(unit: Path) -> None:
+    settings = dict(line.split("=", 1) for line in unit.read_text().splitlines() if "=" in line)
+    assert settings.get("KillSignal", "SIGTERM") == "SIGTERM"
+    assert float(settings["TimeoutStopSec"]) > STOP_DEADLINE

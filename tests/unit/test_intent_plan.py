@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import orjson
 import pytest
 
 from intentd.intents.service import IntentRequest, IntentRequestError, plan_intent
@@ -141,3 +144,27 @@ def test_metadata_numbers_up_to_64_bits_are_kept() -> None:
     metadata = {"big": 2**63 - 1, "small": -(2**63) + 1, "ratio": 1.5e-300, "flag": True}
     new = plan_intent(SETTINGS, request(metadata=metadata), client_id=CLIENT, now=NOW)
     assert new.metadata == metadata
+
+
+def test_an_intent_expires_by_its_cap_and_its_hash_ignores_the_clock() -> None:
+    """A session's intent is capped at the session's end (a moment): planned a second
+    apart, the same request hashes the same and ends at the same moment."""
+    end = NOW + timedelta(seconds=600)
+    capped = request(expires_by=end)
+    first = plan_intent(SETTINGS, capped, client_id=CLIENT, now=NOW)
+    later = plan_intent(SETTINGS, capped, client_id=CLIENT, now=NOW + timedelta(seconds=1))
+    assert first.expires_at == later.expires_at == end
+    assert first.request_hash == later.request_hash
+    assert capped.fingerprint() != request().fingerprint()
+    uncapped = plan_intent(
+        SETTINGS, request(expires_by=NOW + timedelta(days=30)), client_id=CLIENT, now=NOW
+    )
+    assert uncapped.expires_at == NOW + timedelta(seconds=SETTINGS.intents.default_expires_in)
+
+
+def test_a_request_without_a_cap_hashes_as_before_the_cap_existed() -> None:
+    """Stored idempotency keys keep matching their retries across the upgrade."""
+    fields = asdict(request())
+    del fields["expires_by"]
+    before = hashlib.sha256(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    assert request().fingerprint() == before

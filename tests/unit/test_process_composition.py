@@ -13,6 +13,7 @@ from intentd.composition.process import Roles, pool_size
 from intentd.composition.roles import EXECUTOR_CONNECTIONS, POLLER_CONNECTIONS
 from intentd.runtime import run_roles
 from intentd.settings import DatabaseConfig
+from intentd.stopping import Stopping
 
 DATABASE = DatabaseConfig(url=SecretStr("postgresql://127.0.0.1:1/x"), min_pool=2, max_pool=10)
 
@@ -34,7 +35,7 @@ async def test_a_role_ignoring_stop_is_cancelled_after_the_drain_deadline() -> N
 
     asyncio.get_running_loop().call_later(0.05, stop.set)
     started = time.monotonic()
-    await run_roles([deaf, polite], drain_seconds=0.3, stop=stop)
+    await run_roles([deaf, polite], drain_seconds=0.3, stopping=Stopping(stop=stop))
     took = time.monotonic() - started
     assert sorted(finished) == ["deaf", "polite"]
     assert 0.3 <= took < 2
@@ -54,7 +55,7 @@ async def test_roles_that_stop_in_time_are_not_cancelled() -> None:
             raise
 
     asyncio.get_running_loop().call_later(0.01, stop.set)
-    await run_roles([slow], drain_seconds=5, stop=stop)
+    await run_roles([slow], drain_seconds=5, stopping=Stopping(stop=stop))
     assert not cancelled
 
 

@@ -170,3 +170,21 @@ def test_min_sweep_defaults_by_category_and_a_volatile_token_must_set_it(
     too_precise = MINIMAL + 'min_sweep = "0.0000001"\n'
     with pytest.raises(ConfigError, match="min_sweep"):
         load_settings(write(tmp_path, too_precise), ENV)
+
+
+@pytest.mark.parametrize("days", ["0", "-3", "thirty"])
+def test_a_bad_watch_retention_refuses_to_start_naming_the_key(tmp_path: Path, days: str) -> None:
+    env = {**ENV, "INTENTD__INDEXER__WATCH_RETENTION_DAYS": days}
+    with pytest.raises(ConfigError, match=r"indexer\.watch_retention_days"):
+        load_settings(write(tmp_path, MINIMAL), env)
+    assert load_settings(write(tmp_path, MINIMAL), ENV).indexer.watch_retention_days == 30
+
+
+def test_the_watch_window_must_outlast_the_longest_intent(tmp_path: Path) -> None:
+    env = {
+        **ENV,
+        "INTENTD__INDEXER__WATCH_RETENTION_DAYS": "6",
+        "INTENTD__INTENTS__MAX_EXPIRES_IN": str(7 * 86_400),
+    }
+    with pytest.raises(ConfigError, match=r"indexer\.watch_retention_days = 6 .*max_expires_in"):
+        load_settings(write(tmp_path, MINIMAL), env)

@@ -1,4 +1,4 @@
-"""The poller's state in PostgreSQL: cursor, recent blocks, published deposits, watched set.
+"""The poller's state in PostgreSQL: cursor, recent blocks, published deposits.
 
 Tables (``0001_initial.sql``): ``chain_cursors`` (one row per chain: the last
 processed block), ``chain_blocks`` (the last ``window`` processed blocks, for the
@@ -29,7 +29,6 @@ __all__ = [
     "WINDOW",
     "ChainLock",
     "CursorConflict",
-    "PostgresAddressSource",
     "PostgresPollerStore",
 ]
 
@@ -199,31 +198,3 @@ class ChainLock(Lease):
 
     def __init__(self, pool: Pool, chain: str) -> None:
         super().__init__(pool, _LOCK_CLASS, chain, holder="poller")
-
-
-class PostgresAddressSource:
-    """:class:`~intentd.indexer.ports.AddressSource` reading ``intents.intent_address``."""
-
-    def __init__(self, pool: Pool) -> None:
-        self._pool = pool
-
-    async def intent_addresses(
-        self, after_id: int, also_ids: Sequence[int], limit: int
-    ) -> list[tuple[int, str]]:
-        if also_ids:
-            rows = await self._pool.fetch(
-                """
-                SELECT id, intent_address FROM intents
-                WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT $3
-                """,
-                after_id,
-                list(also_ids),
-                limit,
-            )
-        else:
-            rows = await self._pool.fetch(
-                "SELECT id, intent_address FROM intents WHERE id > $1 ORDER BY id LIMIT $2",
-                after_id,
-                limit,
-            )
-        return [(row[0], row[1]) for row in rows]

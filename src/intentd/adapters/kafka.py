@@ -4,10 +4,16 @@
   unless ``kafka.idempotent_producer`` is false (a broker without InitProducerId v0: a
   retried send may then be written twice, which consumers already dedupe by message id).
   A send that returns has been acknowledged by all in-sync replicas.
-- :func:`make_consumer`: auto-commit off, start from the earliest offset of a new
-  group, the group's session timeout and heartbeat from ``kafka``; the caller commits
-  ``offset + 1`` itself after its database commit (:func:`commit_positions`). Every
-  rebalance is logged: ``kafka partitions revoked`` / ``kafka partitions assigned``.
+- :func:`make_consumer`: auto-commit off, the group's session timeout and heartbeat
+  from ``kafka``; the caller commits ``offset + 1`` itself after its database commit
+  (:func:`commit_positions`). Every rebalance is logged: ``kafka partitions revoked`` /
+  ``kafka partitions assigned``. It never resets its position by itself
+  (``auto_offset_reset="none"``): read it with :func:`fetch_batches`, which starts a
+  partition the group never committed at its log start, and for a committed position
+  the log no longer holds (retention deleted records the group had not read) logs
+  ``kafka position outside the log`` at error (topic, partition, position, log start),
+  counts ``intentd_kafka_offset_out_of_range_total{topic,partition}`` and awaits the
+  caller's recovery before it reads on from the log start.
 
 This module and its siblings in ``adapters`` are the only code that imports aiokafka.
 """
@@ -15,7 +21,7 @@ This module and its siblings in ``adapters`` are the only code that imports aiok
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
 import structlog
@@ -26,8 +32,16 @@ from aiokafka import (
     ConsumerRecord,
     TopicPartition,
 )
-from aiokafka.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
+from aiokafka.errors import (
+    CommitFailedError,
+    IllegalStateError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    RebalanceInProgressError,
+)
 
+from intentd import observability as metrics
+from intentd.lifecycle.log_gaps import LogGap, gap_of
 from intentd.messages import OutgoingMessage
 from intentd.settings import KafkaConfig
 
@@ -35,13 +49,19 @@ log = structlog.get_logger()
 
 __all__ = [
     "ConsumerRecord",
+    "GapRecovery",
     "KafkaPublisher",
     "OutgoingMessage",  # intentd.messages' record, named here too for the adapters and tests
     "Record",
     "TopicPartition",
     "commit_positions",
+    "fetch_batches",
     "make_consumer",
 ]
+
+GapRecovery = Callable[[LogGap], Awaitable[None]]
+"""Recovers what a gap skipped, durably, before it returns; raises if it cannot (the
+position is then kept and the gap found again at the next read)."""
 
 
 class Record(Protocol):
@@ -119,13 +139,14 @@ def make_consumer(
     max_poll_records: int = 500,
     fetch_max_wait_ms: int = 50,
 ) -> AIOKafkaConsumer:
-    """A group consumer with auto-commit off; the caller starts, commits and stops it."""
+    """A group consumer with auto-commit off that never resets its position by itself;
+    the caller starts it, reads it with :func:`fetch_batches`, commits and stops it."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=config.bootstrap_servers,
         client_id=f"{config.client_id}-{group_id}",
         group_id=group_id,
         enable_auto_commit=False,
-        auto_offset_reset="earliest",
+        auto_offset_reset="none",
         isolation_level="read_committed",
         max_poll_records=max_poll_records,
         fetch_max_wait_ms=fetch_max_wait_ms,
@@ -151,6 +172,61 @@ class _LogRebalances(ConsumerRebalanceListener):  # type: ignore[misc]
 
 def _names(partitions: Iterable[TopicPartition]) -> list[str]:
     return sorted(f"{tp.topic}:{tp.partition}" for tp in partitions)
+
+
+async def fetch_batches(
+    consumer: AIOKafkaConsumer,
+    *,
+    timeout_ms: int,
+    recover: GapRecovery,
+    max_records: int | None = None,
+) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+    """``consumer.getmany``, positioning the partitions it cannot read from.
+
+    A partition the group never committed starts at its log start (a new group reads
+    everything). A committed position outside the log is a gap: logged at error,
+    counted, recovered by ``recover`` and only then left for the log start. A failed
+    ``recover`` raises with the position unchanged, so nothing is skipped. Returns
+    no records on a call that positioned a partition.
+    """
+    try:
+        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+        batches = await consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+    except NoOffsetForPartitionError as exc:
+        tp = exc.args[0]
+        log.info("no committed position; reading from the log start", partition=_names([tp]))
+        await consumer.seek_to_beginning(tp)
+        return {}
+    except OffsetOutOfRangeError as exc:
+        positions: dict[TopicPartition, int] = exc.args[0]
+        for tp, position in positions.items():
+            await _outside_the_log(consumer, tp, position, recover)
+        return {}
+    return batches
+
+
+async def _outside_the_log(
+    consumer: AIOKafkaConsumer, tp: TopicPartition, position: int, recover: GapRecovery
+) -> None:
+    log_start = (await consumer.beginning_offsets([tp]))[tp]
+    log_end = (await consumer.end_offsets([tp]))[tp]
+    gap = gap_of(tp.topic, tp.partition, position=position, log_start=log_start, log_end=log_end)
+    if gap is None:  # the log holds it again (a stale answer): read from it
+        consumer.seek(tp, position)
+        return
+    metrics.KAFKA_OFFSET_OUT_OF_RANGE.labels(tp.topic, str(tp.partition)).inc()
+    log.error(
+        "kafka position outside the log; recovering what was skipped",
+        topic=tp.topic,
+        partition=tp.partition,
+        position=position,
+        log_start=log_start,
+        log_end=log_end,
+        skipped=gap.skipped,
+    )
+    await recover(gap)
+    if tp in consumer.assignment():  # else a rebalance took it: its new owner recovers again
+        consumer.seek(tp, log_start)
 
 
 async def commit_positions(

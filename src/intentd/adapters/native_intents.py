@@ -2,7 +2,9 @@
 
 :class:`PostgresOpenNativeIntents` is both the poller's
 :class:`~intentd.indexer.ports.AddressSource` (the watched set reads every intent
-through it) and its :class:`~intentd.indexer.reconciliation.OpenNativeIntents`: from
+through it: the live ones, those ended within its watch window, see
+``indexer.watch_refresh``) and its
+:class:`~intentd.indexer.reconciliation.OpenNativeIntents`: from
 the same rows it keeps, in memory, the intents whose source chain is the chain and
 whose ``tokenIn`` is the native coin, with their reconciliation windows
 (:meth:`intentd.indexer.balances.Reconciled.of_intent`). The poller knows no states,
@@ -19,28 +21,39 @@ forgotten (a rewind never goes back that far).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+
+import asyncpg
 
 from intentd.adapters.postgres import Pool
 from intentd.indexer.balances import Reconciled
+from intentd.indexer.ports import IntentAddress
 from intentd.settings import NATIVE_TOKEN
 
 __all__ = ["PostgresOpenNativeIntents"]
 
 _NATIVE = NATIVE_TOKEN.lower()
-# Every intent comes back (the watched set needs them all); the times only for ours.
-# Two statements, so that the usual one (no gaps) is a plain range scan of the key.
+# Each read returns what the watched set asked for; the times only for ours.
+# One statement per read, each a range scan of one index: the key (new ids, the usual
+# refresh, and gaps), intents_live and intents_ended (0013: a poller's first load, and
+# the intents leaving the watch window).
 _SELECT = """
-    SELECT id, intent_address,
+    SELECT id, intent_address, terminal_at,
            CASE WHEN ours THEN created_at END AS created_at,
            CASE WHEN ours THEN expires_at END AS expires_at
-      FROM (SELECT id, intent_address, created_at, expires_at,
-                   source_chain = $3 AND lower(token_in) = $4 AS ours
-              FROM intents WHERE {where} ORDER BY id LIMIT $2) AS page
+      FROM (SELECT id, intent_address, terminal_at, created_at, expires_at,
+                   source_chain = $2 AND lower(token_in) = $3 AS ours
+              FROM intents WHERE {where} ORDER BY {order} LIMIT $1) AS page
 """
-_NEWER = _SELECT.format(where="id > $1")
-_WITH_GAPS = _SELECT.format(where="id > $1 OR id = ANY($5::bigint[])")
+_NEWER = _SELECT.format(where="id > $4", order="id")
+_WITH_GAPS = _SELECT.format(where="id > $4 OR id = ANY($5::bigint[])", order="id")
+_LIVE = _SELECT.format(where="terminal_at IS NULL AND id > $4", order="id")
+_ENDED = "terminal_at IS NOT NULL AND (terminal_at, id) > ($4, $5)"
+_ENDED_AFTER = _SELECT.format(where=_ENDED, order="terminal_at, id")
+_ENDED_UNTIL = _SELECT.format(where=f"{_ENDED} AND terminal_at <= $6", order="terminal_at, id")
 _KEEP = 86_400
 """Seconds a window is kept after it ended (measured in block time)."""
+_EPOCH = datetime.fromisoformat("0001-01-01T00:00:00+00:00")
 
 
 class PostgresOpenNativeIntents:
@@ -51,24 +64,40 @@ class PostgresOpenNativeIntents:
 
     async def intent_addresses(
         self, after_id: int, also_ids: Sequence[int], limit: int
-    ) -> list[tuple[int, str]]:
-        rows = await self._pool.fetch(
-            _WITH_GAPS if also_ids else _NEWER,
-            after_id,
-            limit,
-            self._chain,
-            _NATIVE,
-            *([list(also_ids)] if also_ids else []),
-        )
+    ) -> list[IntentAddress]:
+        if also_ids:
+            return await self._read(_WITH_GAPS, limit, after_id, list(also_ids))
+        return await self._read(_NEWER, limit, after_id)
+
+    async def live_intents(self, after_id: int, limit: int) -> list[IntentAddress]:
+        return await self._read(_LIVE, limit, after_id)
+
+    async def ended_intents(
+        self, after: tuple[datetime, int] | None, until: datetime | None, limit: int
+    ) -> list[IntentAddress]:
+        since, after_id = after if after is not None else (_EPOCH, 0)
+        if until is None:
+            return await self._read(_ENDED_AFTER, limit, since, after_id)
+        return await self._read(_ENDED_UNTIL, limit, since, after_id, until)
+
+    async def newest_id(self) -> int:
+        newest: int | None = await self._pool.fetchval("SELECT max(id) FROM intents")
+        return newest or 0
+
+    async def _read(self, query: str, limit: int, *args: object) -> list[IntentAddress]:
+        rows = await self._pool.fetch(query, limit, self._chain, _NATIVE, *args)
         for row in rows:
-            if row["created_at"] is not None:
-                window = Reconciled.of_intent(
-                    row["intent_address"],
-                    int(row["created_at"].timestamp()),
-                    int(row["expires_at"].timestamp()),
-                )
-                self._open[window.address] = window
-        return [(row["id"], row["intent_address"]) for row in rows]
+            self._remember(row)
+        return [IntentAddress(row["id"], row["intent_address"], row["terminal_at"]) for row in rows]
+
+    def _remember(self, row: asyncpg.Record) -> None:
+        if row["created_at"] is not None:
+            window = Reconciled.of_intent(
+                row["intent_address"],
+                int(row["created_at"].timestamp()),
+                int(row["expires_at"].timestamp()),
+            )
+            self._open[window.address] = window
 
     async def reconciled(self, first_time: int, last_time: int) -> list[Reconciled]:
         """The open windows that meet ``first_time..last_time``, as of the last refresh of

@@ -33,6 +33,7 @@ from intentd.api import (
     routes_quotes,
     routes_sessions,
     routes_webhooks,
+    sdk_routes,
 )
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
@@ -92,8 +93,16 @@ def create_app(
                     max_waiting=settings.api.max_waiting_creates,
                     acquire_timeout=settings.api.db_acquire_timeout,
                 ),
-                intents_by_id=BatchedReads(db, intent_store.get_many_by_id),
-                intents_by_address=BatchedReads(db, intent_store.get_many_by_address),
+                intents_by_id=BatchedReads(
+                    db,
+                    intent_store.get_many_by_id,
+                    acquire_timeout=settings.api.db_acquire_timeout,
+                ),
+                intents_by_address=BatchedReads(
+                    db,
+                    intent_store.get_many_by_address,
+                    acquire_timeout=settings.api.db_acquire_timeout,
+                ),
             )
             if on_ready is not None:
                 on_ready()
@@ -118,6 +127,7 @@ def create_app(
         routes_events.router,
         routes_webhooks.router,
         routes_chains.router,
+        sdk_routes.router,  # the Chainrails SDK's paths for the operations above
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page

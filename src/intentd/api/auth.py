@@ -28,7 +28,7 @@ from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Connection, Pool
 from intentd.api.lru import Lru
-from intentd.api.problems import ApiProblem
+from intentd.api.problems import ApiProblem, database_busy
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.sessions import PREFIX as SESSION_PREFIX
 from intentd.api.sessions import Session, SessionError, verify_session
@@ -224,12 +224,7 @@ class Authenticator:
         try:
             conn = await self._pool.acquire(timeout=self._settings.api.db_acquire_timeout)
         except TimeoutError:
-            raise ApiProblem(
-                503,
-                "database_busy",
-                "no database connection came free in time; retry after Retry-After seconds",
-                headers={"Retry-After": "1"},
-            ) from None
+            raise database_busy() from None
         try:
             return await find(conn, lookup_key)
         finally:

@@ -9,7 +9,8 @@ and 12,000/s eight per statement.
 
 Each request still sees a row at least as new as the moment it asked (the statement
 starts after it registered), so a client reads its own writes. A failed statement
-fails every request of its batch with the same exception.
+fails every request of its batch with the same exception; a batch that waits longer
+than ``acquire_timeout`` for a connection fails with a 503 ``database_busy`` problem.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from intentd.adapters.postgres import Connection, Pool
+from intentd.api.problems import database_busy
 
 __all__ = ["BatchedReads"]
 
@@ -39,8 +41,10 @@ class BatchedReads(Generic[K, V]):
         read_many: Callable[[Connection, list[K]], Awaitable[dict[K, V]]],
         *,
         max_batch: int = 256,
+        acquire_timeout: float | None = None,
     ) -> None:
         self._pool = pool
+        self._acquire_timeout = acquire_timeout
         self._read_many = read_many
         self._max_batch = max_batch
         self._waiting: dict[K, list[asyncio.Future[V | None]]] = {}
@@ -68,8 +72,14 @@ class BatchedReads(Generic[K, V]):
 
     async def _read(self, batch: dict[K, list[asyncio.Future[V | None]]]) -> None:
         try:
-            async with self._pool.acquire() as conn:
+            try:
+                conn = await self._pool.acquire(timeout=self._acquire_timeout)
+            except TimeoutError:
+                raise database_busy() from None
+            try:
                 found = await self._read_many(conn, list(batch))
+            finally:
+                await self._pool.release(conn)
         except BaseException as exc:
             cancelled = isinstance(exc, asyncio.CancelledError)
             for futures in batch.values():

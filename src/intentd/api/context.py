@@ -10,6 +10,8 @@ server as it comes (never held).
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -19,10 +21,10 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.problems import ApiProblem
+from intentd.api.problems import ApiProblem, database_busy
 from intentd.api.processing import Processor
 from intentd.intents.ports import NewIntent
 from intentd.intents.record import IntentRow
@@ -32,6 +34,7 @@ from intentd.settings import Settings
 
 __all__ = [
     "API_PREFIX",
+    "BODY_NAMES",
     "MAX_BODY_BYTES",
     "AnsweringWriter",
     "Services",
@@ -43,6 +46,8 @@ __all__ = [
 API_PREFIX = "/api/v1"
 """Where every route is; its routers carry it, so a route's ``path`` is the full template."""
 MAX_BODY_BYTES = 64 * 1024
+BODY_NAMES = "intentd.body_names"
+"""Scope key: how a route renames a client's body fields before validation."""
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -86,13 +91,29 @@ class Services:
     def now() -> datetime:
         return datetime.now(UTC)
 
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection, waited for at most ``api.db_acquire_timeout``; past it, a
+        503 ``database_busy`` problem (nothing of the request done). Every route takes
+        its connections here, never from ``pool.acquire()`` without a timeout."""
+        try:
+            conn = await self.pool.acquire(timeout=self.settings.api.db_acquire_timeout)
+        except TimeoutError:
+            raise database_busy() from None
+        try:
+            yield conn
+        finally:
+            await self.pool.release(conn)
+
 
 def json_response(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
 async def read_body(request: Request, model: type[_Model]) -> _Model:
-    """The JSON body as ``model``; 413, 415 or 400 problems otherwise."""
+    """The JSON body as ``model``; 413, 415 or 400 problems otherwise. A route may set
+    ``scope[BODY_NAMES]`` (a client's field name: ours, or None to leave the field out),
+    read before validation (``api.sdk_routes``)."""
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise ApiProblem(415, "unsupported_media_type", "send the body as application/json")
@@ -101,10 +122,27 @@ async def read_body(request: Request, model: type[_Model]) -> _Model:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ApiProblem(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    names: Mapping[str, str | None] | None = request.scope.get(BODY_NAMES)
+    if names and isinstance(data, dict):
+        data = _renamed(data, names)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_problem(exc, "body") from None
+
+
+def _renamed(data: dict[str, Any], names: Mapping[str, str | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = names.get(key, key)
+        if name is None:
+            continue
+        if name in out:
+            raise ApiProblem(
+                400, "validation_error", f"{name}: given twice (as {key} too)", field=name
+            )
+        out[name] = value
+    return out
 
 
 def _too_large() -> ApiProblem:

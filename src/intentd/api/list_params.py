@@ -14,6 +14,7 @@ from intentd.adapters.intent_list import ListPosition
 from intentd.api.auth import Caller
 from intentd.api.paging import decode_cursor, encode_cursor
 from intentd.api.problems import ApiProblem
+from intentd.intents.chain_names import find_chain
 from intentd.settings import Settings
 
 __all__ = ["chain_filter", "decode_list_cursor", "encode_list_cursor", "metadata_filter"]
@@ -23,14 +24,14 @@ def chain_filter(settings: Settings, caller: Caller, name: str | None, field: st
     """``name`` if it is a chain the caller may see; None if absent."""
     if name is None:
         return None
-    chain = settings.chains.get(name)
+    chain = find_chain(settings.chains, name)
     if chain is None:
         known = ", ".join(sorted(settings.chains))
         raise ApiProblem(
             422, "unknown_chain", f"{field} {name!r} is not a chain; one of {known}", field=field
         )
     caller.require(chain, field)
-    return name
+    return chain.name
 
 
 def metadata_filter(key: str | None, value: str | None) -> tuple[str, str] | None:

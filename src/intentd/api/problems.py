@@ -16,7 +16,13 @@ from starlette.responses import Response
 
 from intentd.intents.validation import IdempotencyConflict, IntentRequestError
 
-__all__ = ["PROBLEM_JSON", "ApiProblem", "from_request_error", "problem_response"]
+__all__ = [
+    "PROBLEM_JSON",
+    "ApiProblem",
+    "database_busy",
+    "from_request_error",
+    "problem_response",
+]
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -77,6 +83,17 @@ class ApiProblem(Exception):
             media_type=PROBLEM_JSON,
             headers=self.headers,
         )
+
+
+def database_busy() -> ApiProblem:
+    """No database connection came free within ``api.db_acquire_timeout``: a 503 with
+    ``Retry-After``, nothing of the request done."""
+    return ApiProblem(
+        503,
+        "database_busy",
+        "no database connection came free in time; retry after Retry-After seconds",
+        headers={"Retry-After": "1"},
+    )
 
 
 def problem_response(status: int, code: str, detail: str, **extra: Any) -> Response:

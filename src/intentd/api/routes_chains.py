@@ -1,11 +1,14 @@
-"""``/api/v1/chains`` and ``/api/v1/chains/{chain}/tokens``: where a client can be paid.
+"""``/api/v1/chains``, ``/api/v1/chains/all`` and ``/api/v1/chains/{chain}/tokens``:
+where a client can be paid.
 
 From configuration only (no I/O). A key sees the chains of the network classes it may
 use (``api.credentials.allowed_networks``: a live key the main networks; a test key the
 test networks, and in a test environment the main ones too), the rule of every other
-route. A chain the key may not use is answered 404 like one that does not exist. Tokens
-are the records of ``GET /chains/tokens/all`` (``TokenRecord``; the native coin is
-``0xEeee…EEeE``, as in ``tokenIn``), so ``/chains/{chain}/tokens`` answers what
+route. A chain the key may not use is answered 404 like one that does not exist.
+``/chains`` answers their names, the shape the Chainrails SDK's ``chains.getSupported``
+reads (docs/api.md, "Chainrails SDK compatibility"); ``/chains/all`` their records.
+Tokens are the records of ``GET /chains/tokens/all`` (``TokenRecord``; the native coin
+is ``0xEeee…EEeE``, as in ``tokenIn``), so ``/chains/{chain}/tokens`` answers what
 ``/chains/tokens/all?chain=`` does for a chain the key may use.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
@@ -22,6 +25,7 @@ from intentd.api.models import TokenRecord
 from intentd.api.problems import ApiProblem
 from intentd.api.render import token_json, tokens_of
 from intentd.api.security import ApiCaller, errors
+from intentd.intents.chain_names import find_chain
 from intentd.settings import NATIVE_TOKEN
 
 __all__ = ["ChainList", "ChainRecord", "router"]
@@ -41,8 +45,36 @@ class ChainList(BaseModel):
     data: list[ChainRecord]
 
 
+_NETWORKS = {"mainnet": "main", "testnet": "test", "main": "main", "test": "test"}
+
+
 @router.get(
     "/chains",
+    response_model=list[str],
+    responses=errors(),
+    summary="The names of the chains the key may use (the Chainrails SDK's getSupported)",
+)
+async def chain_names(
+    request: Request,
+    caller: ApiCaller,
+    network: Annotated[
+        Literal["mainnet", "testnet", "main", "test"] | None,
+        Query(description="only this network class"),
+    ] = None,
+) -> Response:
+    settings = Services.of(request).settings
+    wanted = _NETWORKS[network] if network is not None else None
+    return json_response(
+        [
+            name
+            for name, chain in sorted(settings.chains.items())
+            if caller.may_use(chain) and wanted in (None, chain.network)
+        ]
+    )
+
+
+@router.get(
+    "/chains/all",
     response_model=ChainList,
     responses=errors(),
     summary="The chains the key may use, with their native coin and tokens",
@@ -78,9 +110,11 @@ async def list_chains(request: Request, caller: ApiCaller) -> Response:
 async def chain_tokens(
     request: Request,
     caller: ApiCaller,
-    chain: Annotated[str, Path(max_length=64, description="a chain name from GET /chains")],
+    chain: Annotated[
+        str, Path(max_length=64, description="a chain name from GET /chains (ours or the SDK's)")
+    ],
 ) -> Response:
-    found = Services.of(request).settings.chains.get(chain)
+    found = find_chain(Services.of(request).settings.chains, chain)
     if found is None or not caller.may_use(found):
         raise ApiProblem(404, "chain_not_found", f"no chain {chain!r} for this key")
     return json_response(tokens_of([found]))

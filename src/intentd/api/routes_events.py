@@ -107,7 +107,7 @@ async def list_events(
         created_before=parse_time(created_before, "created_before"),
     )
     after = decode_log_cursor(cursor)
-    async with Services.of(request).pool.acquire() as conn:
+    async with Services.of(request).connection() as conn:
         found = await event_log.page(
             conn, where, after=after, descending=order == "desc", limit=limit + 1
         )
@@ -133,7 +133,7 @@ async def intent_events(
     row = await services.intents_by_id.get(intent_id)
     if not visible(services, caller, row):
         raise ApiProblem(404, "intent_not_found", f"no intent {intent_id} for this client")
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         found = await event_log.timeline(
             conn, caller.client_id, intent_id, after_sequence=after, limit=limit + 1
         )

@@ -57,7 +57,7 @@ async def _run(
     services = Services.of(request)
     row = await load_intent(services, caller, intent_address)
     run = commands.cancel if command is commands.Command.CANCEL else commands.refund
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         try:
             answer = await run(PostgresUnitOfWork(conn), _book(request), row.id, now=services.now())
         except commands.Refused as refused:

@@ -10,14 +10,15 @@ intent that commits late: ``adapters.intent_list``. Parameters and their problem
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 from starlette.responses import Response
 
 from intentd.adapters import intent_list
-from intentd.adapters.intent_list import IntentFilter
+from intentd.adapters.intent_list import IntentFilter, ListPosition
+from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.list_params import (
     chain_filter,
@@ -32,8 +33,9 @@ from intentd.api.security import ApiCaller, errors
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import render_record
 from intentd.intents.validation import check_address
+from intentd.settings import Settings
 
-__all__ = ["IntentPage", "router"]
+__all__ = ["MAX_LIMIT", "IntentPage", "read_page", "router", "usable_chains"]
 
 router = APIRouter(prefix=API_PREFIX, tags=["intents"], route_class=PathMethodsRoute)
 
@@ -51,6 +53,10 @@ class IntentPage(BaseModel):
     )
 
 
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
 @router.get(
     "/intents",
     response_model=IntentPage,
@@ -61,7 +67,11 @@ async def list_intents(
     request: Request,
     caller: ApiCaller,
     *,
-    status: Annotated[IntentStatus | None, Query(description="only this status")] = None,
+    status: Annotated[
+        IntentStatus | None,
+        BeforeValidator(_upper),
+        Query(description="only this status (any case: the Chainrails SDK sends pending)"),
+    ] = None,
     funding_status: Annotated[
         FundingStatus | None, Query(description="only this funding status")
     ] = None,
@@ -91,15 +101,17 @@ async def list_intents(
         int, Query(ge=1, le=MAX_LIMIT, description=f"intents per page, 1 to {MAX_LIMIT}")
     ] = 50,
     cursor: Cursor = None,
+    offset: Annotated[
+        int,
+        Query(ge=0, le=0, description="the Chainrails SDK's paging: only 0, page by cursor"),
+    ] = 0,
 ) -> Response:
     services = Services.of(request)
     settings = services.settings
     source = chain_filter(settings, caller, source_chain, "source_chain")
     where = IntentFilter(
         client_id=caller.client_id,
-        source_chains=[source]
-        if source is not None
-        else sorted(name for name, chain in settings.chains.items() if caller.may_use(chain)),
+        source_chains=[source] if source is not None else usable_chains(settings, caller),
         status=status.value if status is not None else None,
         funding_status=funding_status.value if funding_status is not None else None,
         destination_chain=chain_filter(settings, caller, destination_chain, "destination_chain"),
@@ -110,16 +122,33 @@ async def list_intents(
         created_after=parse_time(created_after, "created_after"),
         created_before=parse_time(created_before, "created_before"),
     )
-    after = decode_list_cursor(cursor)
-    async with services.pool.acquire() as conn:
+    page = await read_page(
+        services, where, after=decode_list_cursor(cursor), descending=order == "desc", limit=limit
+    )
+    return json_response(page)
+
+
+def usable_chains(settings: Settings, caller: Caller) -> list[str]:
+    """The source chains whose intents the caller sees."""
+    return sorted(name for name, chain in settings.chains.items() if caller.may_use(chain))
+
+
+async def read_page(
+    services: Services,
+    where: IntentFilter,
+    *,
+    after: ListPosition | None = None,
+    descending: bool = True,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """One page of intents matching ``where``: ``{"data", "has_more", "next_cursor"}``."""
+    async with services.connection() as conn:
         found = await intent_list.page(
-            conn, where, after=after, descending=order == "desc", limit=limit + 1
+            conn, where, after=after, descending=descending, limit=limit + 1
         )
     last = found[min(len(found), limit) - 1][0] if found else after
-    return json_response(
-        {
-            "data": [render_record(row) for _, row in found[:limit]],
-            "has_more": len(found) > limit,
-            "next_cursor": encode_list_cursor(last) if last is not None else None,
-        }
-    )
+    return {
+        "data": [render_record(row) for _, row in found[:limit]],
+        "has_more": len(found) > limit,
+        "next_cursor": encode_list_cursor(last) if last is not None else None,
+    }

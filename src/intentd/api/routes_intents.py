@@ -15,6 +15,7 @@ from intentd.api.processing import ChainUnavailable
 from intentd.api.render import trigger_json
 from intentd.api.security import ApiCaller, IdempotencyKey, errors
 from intentd.api.trigger_gate import TriggerRefused
+from intentd.intents.chain_names import find_chain
 from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.validation import check_address
@@ -41,7 +42,7 @@ def check_networks(services: Services, caller: Caller, *chains: tuple[str, str])
     """403 for a configured chain the caller's key may not use; unknown names pass
     (the intent code answers ``unknown_chain``)."""
     for name, field in chains:
-        chain = services.settings.chains.get(name)
+        chain = find_chain(services.settings.chains, name)
         if chain is not None:
             caller.require(chain, field)
 

@@ -19,6 +19,7 @@ from intentd.api.render import quote_json, tokens_of
 from intentd.api.routes_intents import check_networks
 from intentd.api.security import ApiCaller, errors
 from intentd.intents import quotes
+from intentd.intents.chain_names import name_set
 from intentd.intents.validation import known_chain
 
 __all__ = ["router"]
@@ -67,7 +68,7 @@ async def multi_source(
         amount,
         amount_symbol=symbol,
         source_allowed=caller.may_use,
-        exclude=frozenset(excludeChains or ()),
+        exclude=name_set(services.settings.chains, excludeChains or ()),
     )
     return json_response({"quotes": [quote_json(q, amount, symbol) for q in found]})
 

@@ -39,6 +39,7 @@ from intentd.api.session_cap import within_cap
 from intentd.api.sessions import Session, sign_session
 from intentd.domain.amounts import AmountError, format_amount, parse_amount
 from intentd.intents import quotes
+from intentd.intents.chain_names import find_chain, name_set
 from intentd.intents.record import render_record
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.validation import (
@@ -112,8 +113,7 @@ async def create_session(request: Request, caller: ApiCaller) -> Response:
     token_address, token = supported_token(destination, body.token, "token")
     recipient = check_address(body.recipient, "recipient")
     assert recipient is not None
-    for name in body.excludeChains:
-        known_chain(settings, name, "excludeChains")
+    excluded = {known_chain(settings, name, "excludeChains").name for name in body.excludeChains}
     ttl = body.expires_in or settings.api.session_ttl
     if not 60 <= ttl <= settings.api.max_session_ttl:
         raise IntentRequestError(
@@ -130,7 +130,7 @@ async def create_session(request: Request, caller: ApiCaller) -> Response:
         amount=_session_amount(body.amount, token.decimals),
         destination_chain=destination.name,
         token=token_address,
-        exclude_chains=tuple(sorted(set(body.excludeChains))),
+        exclude_chains=tuple(sorted(excluded)),
         issued_at=now,
         expires_at=now + ttl,
     )
@@ -212,12 +212,13 @@ async def session_quotes(
         value,
         amount_symbol=symbol,
         source_allowed=caller.may_use,
-        exclude=frozenset(session.exclude_chains) | frozenset(excludeChains or ()),
+        exclude=frozenset(session.exclude_chains)
+        | name_set(services.settings.chains, excludeChains or ()),
     )
     return json_response({"quotes": [quote_json(q, value, symbol) for q in found]})
 
 
-def _intent_lifetime(services: Services, session: Session, now: datetime) -> int:
+def _session_end(services: Services, session: Session, now: datetime) -> datetime:
     """An intent of a session expires by the time its session does: the modal watches
     the intent with the session token, so it must not outlive the token."""
     left = math.floor(session.expires_at - now.timestamp())
@@ -228,7 +229,7 @@ def _intent_lifetime(services: Services, session: Session, now: datetime) -> int
             "the session expires too soon for a payment; create a new one",
             headers={"WWW-Authenticate": 'Bearer realm="intentd"'},
         )
-    return min(services.settings.intents.default_expires_in, left)
+    return datetime.fromtimestamp(session.expires_at, UTC)
 
 
 @router.post(
@@ -245,14 +246,14 @@ async def session_intent(
     services = Services.of(request)
     session = _session(caller)
     body = await read_body(request, SessionIntentCreate)
-    if body.source_chain in session.exclude_chains:
+    source = find_chain(services.settings.chains, body.source_chain)
+    if source is not None and source.name in session.exclude_chains:
         raise ApiProblem(
             403,
             "session_constraint",
-            f"the session excludes {body.source_chain}",
+            f"the session excludes {source.name}",
             field="source_chain",
         )
-    source = services.settings.chains.get(body.source_chain)
     if source is not None:
         caller.require(source, "source_chain")
     _, symbol, decimals = _token_out(services, session)
@@ -273,7 +274,7 @@ async def session_intent(
             amount_symbol=symbol,
             token_out=session.token,
             metadata={"session_id": session.id},
-            expires_in=_intent_lifetime(services, session, now),
+            expires_by=_session_end(services, session, now),
         ),
         client_id=session.client_id,
         now=now,

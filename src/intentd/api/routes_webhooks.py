@@ -91,7 +91,7 @@ async def create(request: Request, caller: ApiCaller) -> Response:
     body = await read_body(request, WebhookCreate)
     box = sealing_box(services)
     url = await checked_url(services, caller, body.url)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         endpoint, secret = await store.create(
             conn,
             box,
@@ -121,7 +121,7 @@ async def list_all(
             after = (datetime.fromisoformat(stamp), UUID(ident))
         except ValueError:
             raise bad_cursor() from None
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         found = await store.list_endpoints(
             conn, caller.client_id, caller.key.mode, after=after, limit=limit + 1
         )
@@ -161,7 +161,7 @@ async def change(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
             raise ApiProblem(422, "null_not_allowed", f"{field} cannot be null", field=field)
     if changes.get("event_types") is not None:
         changes["event_types"] = list(changes["event_types"])
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         endpoint = await store.update(
             conn, caller.client_id, caller.key.mode, endpoint_id, changes, now=services.now()
         )
@@ -178,7 +178,7 @@ async def change(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
 )
 async def remove(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -> Response:
     services = Services.of(request)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         deleted = await store.delete(conn, caller.client_id, caller.key.mode, endpoint_id)
     if not deleted:
         raise not_found(endpoint_id)
@@ -195,7 +195,7 @@ async def rotate(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
     services = Services.of(request)
     box = sealing_box(services)
     overlap = timedelta(seconds=services.settings.webhooks.rotation_overlap)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         rotated = await store.rotate_secret(
             conn,
             box,
@@ -221,7 +221,7 @@ async def send_test(request: Request, caller: ApiCaller, endpoint_id: EndpointId
     services = Services.of(request)
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         event_id, delivery_id = await store.send_test(conn, endpoint, services.now())
     return json_response({"event_id": event_id, "delivery_id": delivery_id}, 202)
 
@@ -247,7 +247,7 @@ async def attempts(
         if not text.isdigit() or len(text) > 19:
             raise bad_cursor()
         before = int(text)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         found = await store.list_attempts(conn, endpoint_id, before=before, limit=limit + 1)
     page = found[:limit]
     next_cursor = encode_cursor(str(page[-1].id)) if len(found) > limit else None
@@ -269,7 +269,7 @@ async def redeliver(
     services = Services.of(request)
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         found = await store.redeliver(conn, endpoint_id, delivery_id, services.now())
     if not found:
         raise ApiProblem(
@@ -297,6 +297,6 @@ async def recover(request: Request, caller: ApiCaller, endpoint_id: EndpointId) 
         raise ApiProblem(422, "empty_window", "since must be before until", field="since")
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         count = await store.recover(conn, endpoint_id, body.since, until, now)
     return json_response({"recovered": count}, 202)

@@ -1,6 +1,8 @@
 """The ``api`` role: uvicorn (httptools) serving the app until the process's stop event.
 
 Signals belong to ``runtime.run_roles``; uvicorn's own handlers are not installed.
+At stop, uvicorn's graceful shutdown answers the requests in flight; if the role is
+cancelled first, those requests are cancelled unanswered.
 The workers of ``intentd api --workers N`` (``api.workers``) open the port with
 ``SO_REUSEPORT`` (the kernel spreads connections); otherwise a port in use is an
 error, so two unrelated daemons never share one silently.
@@ -30,6 +32,7 @@ __all__ = ["Server", "api_role", "bind"]
 
 log = structlog.get_logger()
 READY_NAME = "api"
+_LIFESPAN_SHUTDOWN_SECONDS = 2.0
 
 
 class Server(uvicorn.Server):
@@ -52,6 +55,22 @@ def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+async def _abandon_requests(server: Server) -> None:
+    """The role is cancelled (drain deadline, second signal), and uvicorn with it,
+    before its own shutdown ran: cancel the requests in flight (none of them has
+    answered yet; a create's write that started still commits or not as a whole,
+    ``intents.writer``), close their connections, and shut the app down (its lifespan
+    closes what it opened), so nothing outlives the process's pool."""
+    server.should_exit = server.force_exit = True
+    for task in list(server.server_state.tasks):
+        task.cancel()
+    for connection in list(server.server_state.connections):
+        connection.shutdown()
+    if server.started:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(server.lifespan.shutdown(), _LIFESPAN_SHUTDOWN_SECONDS)
 
 
 def _ready() -> None:
@@ -90,6 +109,9 @@ def api_role(
             server.should_exit = True
             stopping.cancel()
             await serving
+        except asyncio.CancelledError:
+            await _abandon_requests(server)
+            raise
         finally:
             if sock is None:
                 listener.close()

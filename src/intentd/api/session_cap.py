@@ -20,7 +20,7 @@ async def within_cap(services: Services, session: Session, idempotency: str | No
     """409 ``session_intent_limit`` once the session has created its cap of intents,
     unless this create is the retry of one of them."""
     cap = services.settings.api.max_intents_per_session
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         if await intent_store.count_for_session(conn, session.id) < cap:
             return
         if idempotency is not None and await intent_store.find_by_idempotency_key(

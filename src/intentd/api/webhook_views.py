@@ -121,7 +121,7 @@ async def checked_url(services: Services, caller: Caller, url: str) -> str:
 
 
 async def endpoint_of(services: Services, caller: Caller, endpoint_id: UUID) -> Endpoint:
-    async with services.pool.acquire() as conn:
+    async with services.connection() as conn:
         endpoint = await store.get(conn, caller.client_id, caller.key.mode, endpoint_id)
     if endpoint is None:
         raise not_found(endpoint_id)

@@ -5,15 +5,24 @@ executor keys loaded and matching the chain's ``relayer``), then opens one
 PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
 one Kafka producer; it hands them to the roles, runs them with
 :func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
-the producer, then the pool, once every role has returned.
+the producer, then the pool, once every role has returned (a producer that does not
+close within ``CLOSE_SECONDS`` is abandoned; a pool whose connections are not all
+back by then is closed at once).
+
+A stop that comes while the pool or the producer is being opened (or before) cancels
+that step and returns at once: no role has started, nothing is to be finished.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+import structlog
+
+from intentd.adapters.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.signer import Keyring
@@ -26,9 +35,13 @@ from intentd.composition.roles import (
 )
 from intentd.runtime import Role, run_roles
 from intentd.settings import DatabaseConfig, Settings
+from intentd.stopping import Stopping, StopRequest
+from intentd.wait import Stopped, until_stopped
 from intentd.webhooks.secret_box import secret_box
 
-__all__ = ["PoolSize", "Roles", "pool_size", "run_process"]
+__all__ = ["PoolSize", "Roles", "close_pool", "close_publisher", "pool_size", "run_process"]
+
+log = structlog.get_logger()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +98,26 @@ def pool_size(roles: Roles, database: DatabaseConfig) -> PoolSize:
     )
 
 
+async def close_pool(pool: Pool, within: float = CLOSE_SECONDS) -> None:
+    """Close ``pool`` once its connections are back; past ``within`` seconds (a task
+    cancelled by a second signal may still hold one), close them all at once: their
+    open transactions roll back."""
+    try:
+        await asyncio.wait_for(pool.close(), within)
+    except TimeoutError:
+        log.warning("database connections still in use; closing them", seconds=within)
+        pool.terminate()
+
+
+async def close_publisher(publisher: KafkaPublisher, within: float = CLOSE_SECONDS) -> None:
+    """Stop the producer (safe if it never started); abandoned after ``within`` seconds
+    (a broker gone): the roles waited for the acknowledgement of all they published."""
+    try:
+        await asyncio.wait_for(publisher.stop(), within)
+    except TimeoutError:
+        log.warning("kafka producer did not close in time", seconds=within)
+
+
 async def open_pool(roles: Roles, database: DatabaseConfig) -> Pool:
     size = pool_size(roles, database)
     return await create_pool(
@@ -101,8 +134,10 @@ async def run_process(
     *,
     metrics_port: int | None,
     api_socket: socket.socket | None = None,
+    stopping: Stopping | None = None,
 ) -> None:
-    """Run ``roles`` until SIGTERM/SIGINT or until one fails (see the module)."""
+    """Run ``roles`` until ``stopping.stop`` (without ``stopping``: SIGTERM/SIGINT) or
+    until one fails (see the module)."""
     for chain in (*roles.pollers, *roles.executors):
         settings.chain(chain)  # ConfigError for an unknown chain, before connecting
     keyring = Keyring.from_settings(settings) if roles.executors else None
@@ -111,14 +146,39 @@ async def run_process(
     if keyring is not None:
         for chain in roles.executors:
             keyring.check_relayer(settings.chain(chain))
+    if stopping is None:
+        with StopRequest().watching() as own:
+            await _open_and_run(
+                settings, roles, keyring, metrics_port=metrics_port, api_socket=api_socket,
+                stopping=own,
+            )  # fmt: skip
+    else:
+        await _open_and_run(
+            settings, roles, keyring, metrics_port=metrics_port, api_socket=api_socket,
+            stopping=stopping,
+        )  # fmt: skip
+
+
+async def _open_and_run(
+    settings: Settings,
+    roles: Roles,
+    keyring: Keyring | None,
+    *,
+    metrics_port: int | None,
+    api_socket: socket.socket | None,
+    stopping: Stopping,
+) -> None:
     async with AsyncExitStack() as resources:
-        pool = await open_pool(roles, settings.database)
-        resources.push_async_callback(pool.close)
-        publisher = None
-        if roles.publishes:
-            publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
-            resources.push_async_callback(publisher.stop)  # safe if it never started
-            await publisher.start()
+        try:
+            pool = await until_stopped(open_pool(roles, settings.database), stopping.stop)
+            resources.push_async_callback(close_pool, pool)
+            publisher = None
+            if roles.publishes:
+                publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
+                resources.push_async_callback(close_publisher, publisher)
+                await until_stopped(publisher.start(), stopping.stop)
+        except Stopped:
+            return
         built: list[Role] = [
             poller_role(settings, chain, pool=pool, publisher=publisher) for chain in roles.pollers
         ]
@@ -137,5 +197,8 @@ async def run_process(
 
             built.append(webhooks_role(settings, pool=pool))
         await run_roles(
-            built, metrics_port=metrics_port, drain_seconds=settings.process.drain_seconds
+            built,
+            metrics_port=metrics_port,
+            drain_seconds=settings.process.drain_seconds,
+            stopping=stopping,
         )

@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from typing import TypeVar
 
 import structlog
@@ -20,6 +21,7 @@ from intentd import observability as metrics
 from intentd.adapters.chain import JsonRpcClient, open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
+from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
@@ -28,6 +30,7 @@ from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
 from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
+from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
@@ -42,6 +45,7 @@ from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
 from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
@@ -119,6 +123,7 @@ def poller_role(
                     resources.push_async_callback(kafka.stop)
                     out = kafka
                 intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
+                watch_retention = timedelta(days=settings.indexer.watch_retention_days)
                 chain_reader, reconcile = reader, reconciliation
                 if chain_reader is None:
                     client, evm = open_chain(config)
@@ -131,7 +136,7 @@ def poller_role(
                     reader=chain_reader,
                     store=PostgresPollerStore(db, chain),
                     publisher=out,
-                    watched=WatchedIntents(intents),
+                    watched=WatchedIntents(intents, retention=watch_retention),
                     topic=deposits_topic(settings.kafka.topic_prefix, chain),
                     reconciliation=reconcile,
                 )
@@ -200,13 +205,23 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
         store = PostgresStore(pool)
-        lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher))
+        positions = PostgresLogPositions(pool)
+        lifecycle = LifecycleConsumer(
+            settings, store, KafkaDeadLetters(publisher), positions=positions
+        )
         verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
+        gap_chains = EvmVerifierChains()
+        gaps = LogGapRecovery(settings, store, positions, gap_chains, reorg_window=WINDOW)
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )
-        try:
-            await consumer.start()
+        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+            closing.callback(log.info, "lifecycle stopped")
+            closing.push_async_callback(verifier.close)
+            closing.push_async_callback(gap_chains.close)
+            closing.push_async_callback(close_consumer, consumer)
+            if not await start_until_stopped(consumer, stop):
+                return
             READINESS.ready("lifecycle")
             log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
@@ -214,13 +229,11 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(
                     outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
                 )
-                group.create_task(lifecycle.run(KafkaInbox(consumer), stop))
+                group.create_task(
+                    lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
+                )
                 group.create_task(Expiry(settings, store).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
-        finally:
-            await verifier.close()
-            await consumer.stop()
-            log.info("lifecycle stopped")
 
     return role

@@ -18,17 +18,24 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 
 import structlog
 from aiokafka import AIOKafkaConsumer
 
 from intentd import observability as metrics
+from intentd.adapters.consumer_stop import (
+    close_consumer,
+    fetch_until_stopped,
+    start_until_stopped,
+)
 from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
 from intentd.adapters.postgres import Pool
 from intentd.adapters.webhook_http import HttpSender
 from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
 from intentd.faults import crash_point
+from intentd.lifecycle.log_gaps import LogGap
 from intentd.messages import events_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
@@ -48,6 +55,17 @@ def networks_of(settings: Settings) -> dict[str, str]:
     return {name: chain.network for name, chain in settings.chains.items()}
 
 
+async def _events_gap(gap: LogGap) -> None:
+    """Events deleted unread are not re-derived here: they stay in the event log
+    (``intent_events``, docs/runbook.md, KafkaPositionOutsideLog); the gap is alerted on."""
+    log.error(
+        "webhook events deleted before they were read; their deliveries are missing",
+        topic=gap.topic,
+        partition=gap.partition,
+        skipped=gap.skipped,
+    )
+
+
 async def consume_events(
     consumer: AIOKafkaConsumer,
     store: WebhookStore,
@@ -57,7 +75,9 @@ async def consume_events(
 ) -> None:
     """Record the deliveries of each batch, then commit its offsets; until ``stop``."""
     while not stop.is_set():
-        batches = await consumer.getmany(timeout_ms=200, max_records=1000)
+        batches = await fetch_until_stopped(
+            consumer, stop, timeout_ms=200, max_records=1000, recover=_events_gap
+        )
         if not batches:
             continue
         events: list[EventToRecord] = []
@@ -134,14 +154,20 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
             group_id=config.group,
             fetch_max_wait_ms=config.fetch_max_wait_ms,
         )
-        listener = await pool.acquire()
 
         def wake(*_: object) -> None:
             dispatcher.wakeup.set()
 
-        try:
+        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+            closing.callback(log.info, "webhooks stopped")
+            closing.push_async_callback(sender.close)
+            listener = await pool.acquire()
+            closing.push_async_callback(pool.release, listener)
             await listener.add_listener(CHANNEL, wake)
-            await consumer.start()
+            closing.push_async_callback(listener.remove_listener, CHANNEL, wake)
+            closing.push_async_callback(close_consumer, consumer)
+            if not await start_until_stopped(consumer, stop):
+                return
             READINESS.ready("webhooks")
             log.info("webhooks started", group=config.group)
             async with asyncio.TaskGroup() as group:
@@ -153,11 +179,5 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
                 group.create_task(dispatcher.run(stop))
                 retention = timedelta(days=config.retention_days)
                 group.create_task(_maintain(store, retention, stop))
-        finally:
-            await consumer.stop()
-            await sender.close()
-            await listener.remove_listener(CHANNEL, wake)
-            await pool.release(listener)
-            log.info("webhooks stopped")
 
     return role

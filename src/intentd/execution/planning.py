@@ -83,12 +83,16 @@ def plan_topup(
     *,
     headroom_bps: int,
     credit: int = 0,
+    l1_reserve: int = 0,
 ) -> TxPlan | None:
     """The gas tank's top-up of ``intent_address`` for a transfer of ``transfer_gas_limit``
-    gas at ``fees`` (plus headroom for replacements), less the tank's ``credit`` already
-    at the address; None when the credit covers it all. The top-up itself pays the
-    tank's fees for a plain transfer."""
-    need = topup_value(transfer_gas_limit, fees, headroom_bps)
+    gas at ``fees`` (plus headroom for replacements) and ``l1_reserve`` (the L1 data fee
+    an OP-stack chain charges the transfer on top, 0 elsewhere), less the tank's
+    ``credit`` already at the address; None when the credit covers it all. The top-up
+    itself pays the tank's fees for a plain transfer."""
+    if l1_reserve < 0:
+        raise ValueError(f"negative L1 fee reserve {l1_reserve}")
+    need = topup_value(transfer_gas_limit, fees, headroom_bps) + l1_reserve
     value = topup_after_credit(need, credit)
     if value == 0:
         return None

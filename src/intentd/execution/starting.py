@@ -40,7 +40,7 @@ from intentd.execution.gas import (
     initial_fees,
 )
 from intentd.execution.outcomes import failed_attempt
-from intentd.execution.planning import needs_topup, plan_topup, plan_transfer
+from intentd.execution.planning import needs_topup, plan_transfer
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import (
     ChainWriter,
@@ -152,8 +152,13 @@ class Starter:
             if needs_topup(action):
                 gas = await self._token_gas(action, sender)
                 credit = await work.gas_credit(action, sender) or 0
-                plan = plan_topup(
-                    sender, gas, price, headroom_bps=self._config.topup_headroom_bps, credit=credit
+                plan = await self._transfers.topup_plan(
+                    action,
+                    sender,
+                    gas,
+                    price,
+                    headroom_bps=self._config.topup_headroom_bps,
+                    credit=credit,
                 )
                 if plan is None:  # gas left there by earlier sweeps covers this one
                     transfer = plan_transfer(action, gas, price)
@@ -178,7 +183,7 @@ class Starter:
             await work.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
             return None
         except L1FeeUnavailable as exc:  # never sign what op-geth would refuse forever
-            log.warning("L1 data fee unknown; native sweep waits", error=str(exc))
+            log.warning("L1 data fee unknown; the sweep waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "l1_fee_unknown").inc()
             await work.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
             return None
@@ -219,11 +224,20 @@ class Starter:
                 gas = await self._token_gas(locked, sender)
                 held = await work.gas_credit(locked, sender)
                 budget = topup_budget(txs) if held is None else held
-                cap = min(self._chain.max_fee_per_gas, affordable_fee(budget, gas))
-                price = initial_fees(market.base_fee, market.tip, cap)
+                chain_cap = self._chain.max_fee_per_gas
+                probe = plan_transfer(
+                    locked, gas, initial_fees(market.base_fee, market.tip, chain_cap)
+                )
+                budget -= await self._transfers.l1_reserve(probe)  # the L1 fee is paid on top
+                cap = min(chain_cap, affordable_fee(max(budget, 0), gas))
+                price = initial_fees(market.base_fee, market.tip, max(cap, 1))
                 plan = plan_transfer(locked, gas, price)
             except FeeCapExceeded as exc:
                 log.warning("fees above what the top-up covers; transfer waits", error=str(exc))
+                return
+            except L1FeeUnavailable as exc:
+                log.warning("L1 data fee unknown; transfer waits", error=str(exc))
+                metrics.ACTION_OUTCOMES.labels(self._name, locked.kind, "l1_fee_unknown").inc()
                 return
             except EstimateReverted as exc:
                 await self._failed(work, locked, f"gas estimate reverted: {exc}")

@@ -10,6 +10,11 @@ Guarantees:
   planned without it, plus ``execution.l1_fee_margin_bps`` at the address
   (``gas.l1_fee_reserve``; the bound is 0 unless the chain's ``l1_fee`` is
   ``op_stack``). Leaving less only shortens the transaction, so the bound still holds.
+- :meth:`TransferPlanner.topup_plan` answers ``plan_topup`` for a token transfer an
+  intent address signs, with the chain's L1 data fee bound for that transfer plus the
+  margin added to what the gas tank sends (the address pays that fee on top of gas);
+  :meth:`TransferPlanner.l1_reserve` is that reserve, which the token transfer's fees
+  (first and replacements) leave out of the coin at the address.
 - Without a bound it raises ``L1FeeUnavailable`` and plans nothing: the caller must
   not sign. The first transfer then waits (``execution.starting``); a replacement is
   not made (``execution.unsticking``). A sweep whose amount does not cover its gas and
@@ -23,7 +28,7 @@ from typing import Final
 
 from intentd.domain.actions import Action
 from intentd.execution.gas import Fees, l1_fee_reserve
-from intentd.execution.planning import TxPlan, plan_transfer
+from intentd.execution.planning import TxPlan, plan_topup, plan_transfer
 from intentd.execution.ports import L1Fees
 
 __all__ = ["NO_L1_FEE", "TransferPlanner"]
@@ -51,6 +56,31 @@ class TransferPlanner:
         plan = plan_transfer(action, gas_limit, fees)
         if not (action.native and action.gas_from_amount):
             return plan
-        bound = await self._l1_fees.upper_bound(plan)
-        reserve = l1_fee_reserve(bound, self._margin_bps)
-        return plan_transfer(action, gas_limit, fees, l1_reserve=reserve)
+        return plan_transfer(action, gas_limit, fees, l1_reserve=await self.l1_reserve(plan))
+
+    async def topup_plan(
+        self,
+        action: Action,
+        sender: str,
+        gas_limit: int,
+        fees: Fees,
+        *,
+        headroom_bps: int,
+        credit: int,
+    ) -> TxPlan | None:
+        """The gas tank's top-up of ``sender`` (an intent address) for the token transfer
+        of ``action``: its gas with headroom, and the chain's L1 data fee bound for that
+        transfer plus the margin (0 unless ``l1_fee = "op_stack"``), less ``credit``."""
+        return plan_topup(
+            sender,
+            gas_limit,
+            fees,
+            headroom_bps=headroom_bps,
+            credit=credit,
+            l1_reserve=await self.l1_reserve(plan_transfer(action, gas_limit, fees)),
+        )
+
+    async def l1_reserve(self, plan: TxPlan) -> int:
+        """The chain's L1 data fee bound for ``plan`` plus the margin (0 unless
+        ``l1_fee = "op_stack"``): what its signer must hold beyond ``plan``'s gas."""
+        return l1_fee_reserve(await self._l1_fees.upper_bound(plan), self._margin_bps)

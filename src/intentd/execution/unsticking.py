@@ -25,7 +25,7 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.gas import AmountBelowGas
-from intentd.execution.planning import Purpose, TxPlan
+from intentd.execution.planning import Purpose, TxPlan, plan_transfer
 from intentd.execution.ports import ChainWriter, ExecutionStore, L1FeeUnavailable
 from intentd.execution.replacement import (
     needs_budget,
@@ -82,7 +82,13 @@ class Unsticker:
             async with self._store.transaction() as work:
                 held = await work.gas_credit(action, stale.signer)
                 budget = topup_budget(await work.history(action.id)) if held is None else held
-        cap = replacement_cap(self._chain.max_fee_per_gas, action, stale, budget)
+            try:  # the address pays the transfer's L1 data fee on top of its gas
+                budget -= await self._transfers.l1_reserve(
+                    plan_transfer(action, stale.gas_limit, stale.fees)
+                )
+            except L1FeeUnavailable:
+                budget = 0  # no bound: no replacement is signed (below)
+        cap = replacement_cap(self._chain.max_fee_per_gas, action, stale, max(budget, 0))
         plan = replacement_plan(action, stale, base_fee=market.base_fee, tip=market.tip, cap=cap)
         if plan is not None and plan.purpose is Purpose.TRANSFER:
             plan = await self._transfer(action, plan)

@@ -3,11 +3,12 @@
 Guarantees (see ``docs/indexer.md``):
 
 - Blocks are processed in order, ``cursor + 1 .. confirmed head``, none skipped.
-- Every deposit to an address watched when its block was read is published, at
-  least once: a batch is published (acknowledged by Kafka) before the cursor moves
-  past it, and the cursor move, the remembered blocks and the published deposits
-  are one database transaction. A crash in between publishes the batch again;
-  consumers dedupe by message id.
+- Every deposit to an address watched when its block was matched is published, at
+  least once (an address stays watched for ``WatchedIntents``' retention window after
+  its intent ended, measured in the time of the blocks processed): a batch is
+  published (acknowledged by Kafka) before the cursor moves past it, and the cursor
+  move, the remembered blocks and the published deposits are one database transaction.
+  A crash in between publishes the batch again; consumers dedupe by message id.
 - ETH that reaches an open native-coin intent's address through a contract is found by
   balance reconciliation (``indexer.reconciliation``) and published with the batch, with an
   id of its block, so a republished batch republishes it under the same id.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import structlog
 
@@ -91,6 +93,7 @@ class Poller:
         self._torn_backoff = torn_backoff
         self._wall_clock_ms = wall_clock_ms
         self._cursor = Cursor(-1, None)
+        self._chain_time: datetime | None = None  # of the newest block read (the window's)
         self._head = -1  # confirmed head, as last read
         self._head_behind = False
         self._orphans_pending = False
@@ -103,10 +106,9 @@ class Poller:
         return self._cursor
 
     async def start(self) -> None:
-        """Load the watched set and the cursor; :meth:`run` calls it if not done."""
+        """Load the cursor; :meth:`run` calls it if not done. The watched set is loaded
+        when the first batch has been read (its window is measured in chain time)."""
         self._started = True
-        added = await self._watched.refresh()
-        metrics.WATCHED_ADDRESSES.labels(self._chain).set(len(self._watched))
         await self._refresh_head()
         stored = await self._store.load_cursor()
         if stored is None:
@@ -119,7 +121,6 @@ class Poller:
             "poller started",
             cursor=self._cursor.number,
             confirmed_head=self._head,
-            watched=added,
             orphans_pending=self._orphans_pending,
         )
 
@@ -185,12 +186,20 @@ class Poller:
             await self._refresh_watched()
 
     async def _refresh_watched(self) -> None:
-        if await self._watched.refresh():
+        """Refresh the watched set as of the chain time; not before a batch gave one."""
+        if self._chain_time is None:
+            return
+        if await self._watched.refresh(self._chain_time):
             metrics.WATCHED_ADDRESSES.labels(self._chain).set(len(self._watched))
 
     async def _apply(self, blocks: BlockRange, raw: RawRange) -> bool:
         """Publish and record one batch; False if it must be read again (reorg, torn read)."""
-        # Refreshed after the blocks were read: every intent committed before that is matched.
+        # Refreshed after the blocks were read: every intent committed before that is
+        # matched. The watch window is measured at the batch's first block: every block
+        # matched from now on is at least as late (but after a rewind: REORG_MARGIN).
+        if raw.blocks:
+            first = datetime.fromtimestamp(int(raw.blocks[0]["timestamp"], 16), UTC)
+            self._chain_time = max(first, self._chain_time or first)
         await self._refresh_watched()
         try:
             headers, deposits = await scan_range(

@@ -1,7 +1,8 @@
 """What the poll loop needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.chain.EvmChainReader``,
-``adapters.cursor_store.PostgresPollerStore`` and ``PostgresAddressSource``,
+``adapters.cursor_store.PostgresPollerStore``,
+``adapters.native_intents.PostgresOpenNativeIntents``,
 ``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes.
 
 A node that gives no usable answer raises :class:`ChainUnavailable` (the adapters'
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
 
 from intentd.indexer.decoding import BlockHeader
 from intentd.indexer.planning import BlockRange
@@ -24,6 +26,7 @@ __all__ = [
     "AddressSource",
     "ChainReader",
     "ChainUnavailable",
+    "IntentAddress",
     "NoAnswer",
     "PollerStore",
     "Publisher",
@@ -113,14 +116,39 @@ class PollerStore(Protocol):
         ...
 
 
+class IntentAddress(NamedTuple):
+    """An intent as the watched set sees it."""
+
+    id: int
+    address: str
+    terminal_at: datetime | None
+    """When it became terminal (``intents.terminal_at``); None while it is live."""
+
+
 class AddressSource(Protocol):
+    """The intents table, as the watched set reads it (``watch_refresh``)."""
+
     async def intent_addresses(
         self, after_id: int, also_ids: Sequence[int], limit: int
-    ) -> list[tuple[int, str]]:
-        """(id, intent address) of intents with ``id > after_id`` or ``id in also_ids``.
+    ) -> list[IntentAddress]:
+        """Intents with ``id > after_id`` or ``id in also_ids``, in id order, at most
+        ``limit``."""
+        ...
 
-        In id order, at most ``limit`` rows.
-        """
+    async def live_intents(self, after_id: int, limit: int) -> list[IntentAddress]:
+        """Live intents (no ``terminal_at``) with ``id > after_id``, in id order, at most
+        ``limit``."""
+        ...
+
+    async def ended_intents(
+        self, after: tuple[datetime, int] | None, until: datetime | None, limit: int
+    ) -> list[IntentAddress]:
+        """Terminal intents with ``(terminal_at, id) > after`` (None: any) and
+        ``terminal_at <= until`` (None: any), in that order, at most ``limit``."""
+        ...
+
+    async def newest_id(self) -> int:
+        """The highest intent id committed (0 if none)."""
         ...
 
 

@@ -76,10 +76,17 @@ class IntentRequest:
     expires_in: int | None = None
     bridge: str | None = None
     """Bridge option to price the route with; the cheapest serving it by default."""
+    expires_by: datetime | None = None
+    """The latest the intent may expire, whatever ``expires_in`` says (a session's
+    intents expire by the session's end). A moment, not a duration, so a retry of the
+    same request a second later has the same fingerprint."""
 
     def fingerprint(self) -> str:
         """Hash of the request, to tell a retry from a different request."""
-        body = orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
+        fields = asdict(self)
+        if fields["expires_by"] is None:  # added later: older requests hash as they did
+            del fields["expires_by"]
+        body = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(body).hexdigest()
 
 
@@ -162,7 +169,7 @@ def plan_intent(
         coordinator=source.coordinator.lower(),
         bridger=source.bridger.lower(),
         metadata=metadata,
-        expires_at=now + timedelta(seconds=expires_in),
+        expires_at=_expiry(now, expires_in, request.expires_by),
         session_id=session_id,
     )
 
@@ -245,3 +252,8 @@ async def _existing(store: IntentStore, new: NewIntent) -> IntentRow | None:
             "this Idempotency-Key was used with a different request",
         )
     return row
+
+
+def _expiry(now: datetime, expires_in: int, expires_by: datetime | None) -> datetime:
+    expires_at = now + timedelta(seconds=expires_in)
+    return expires_at if expires_by is None else min(expires_at, expires_by)

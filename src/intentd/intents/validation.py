@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eth_utils import is_address, is_checksum_address
 
+from intentd.intents.chain_names import find_chain
 from intentd.settings import ChainConfig, NativeTokenConfig, Settings, TokenConfig
 
 __all__ = [
@@ -49,7 +50,7 @@ def check_address(value: str | None, field: str, *, required: bool = True) -> st
 
 
 def known_chain(settings: Settings, name: str, field: str) -> ChainConfig:
-    chain = settings.chains.get(name)
+    chain = find_chain(settings.chains, name)
     if chain is None:
         raise IntentRequestError(
             "unknown_chain", field, f"{field} {name!r} is not one of {sorted(settings.chains)}"

@@ -5,7 +5,10 @@ Delivery contract (DESIGN.md §3): auto-commit is off; a partition's offset is
 committed only after every message up to it was applied in a committed database
 transaction or sent to the dead-letter topic (the send awaited and acknowledged).
 A crash anywhere replays at most the uncommitted tail, which the handlers apply
-idempotently.
+idempotently. Before a deposits partition's offset is committed, the block of the last
+chain message applied from it is recorded (:class:`~intentd.lifecycle.ports.LogPositions`),
+which bounds the rescan if retention deletes records of it before they are read
+(:mod:`intentd.lifecycle.gap_recovery`).
 
 No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
 origin, and processing goes on with the next one, when it cannot be parsed, when a
@@ -41,6 +44,7 @@ from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import (
     Inbox,
     InboxRecord,
+    LogPositions,
     OutgoingMessage,
     Publisher,
     Store,
@@ -85,9 +89,12 @@ class LifecycleConsumer:
         store: Store,
         publisher: Publisher,
         *,
+        positions: LogPositions | None = None,
         retry_base: float = 0.05,
     ) -> None:
         self._book = ChainBook.of_settings(settings)
+        self._positions = positions
+        self._applied_block: int | None = None
         self._store = store
         self._publisher = publisher
         self._retry_base = retry_base
@@ -111,13 +118,20 @@ class LifecycleConsumer:
             batches = await consumer.getmany(timeout_ms=200)
             for tp, records in batches.items():
                 settled: int | None = None
+                block: int | None = None
                 try:
                     for record in records:
+                        self._applied_block = None
                         await self.handle(record)
                         settled = record.offset + 1
+                        block = self._applied_block if self._applied_block is not None else block
                 finally:
                     if settled is not None:
                         crash_point("lifecycle.after_db_commit")
+                        if block is not None and self._positions is not None:
+                            await self._positions.record_applied_block(
+                                records[0].topic, records[0].partition, block
+                            )
                         await consumer.commit({tp: settled})
 
     async def handle(self, record: InboxRecord) -> Outcome | None:
@@ -142,6 +156,8 @@ class LifecycleConsumer:
         if isinstance(outcome, _Refused):
             await self._dead_letter(record, outcome.reason)
             return None
+        if not isinstance(message, ActionResultMessage):
+            self._applied_block = message.block_number
         metrics.HANDLE_SECONDS.labels(message.kind).observe(time.perf_counter() - started)
         metrics.MESSAGES.labels(message.kind, outcome.value).inc()
         log.debug(

@@ -41,6 +41,7 @@ __all__ = [
     "DepositChain",
     "Inbox",
     "InboxRecord",
+    "LogPositions",
     "OutgoingMessage",
     "OverdueHold",
     "Publisher",
@@ -273,6 +274,32 @@ class Inbox(Protocol):
 class Publisher(Protocol):
     async def publish(self, message: OutgoingMessage) -> None:
         """Send one message and wait for its acknowledgement."""
+        ...
+
+
+class LogPositions(Protocol):
+    """What the lifecycle keeps of its place in the deposits logs, and the sources a gap
+    in them is recovered from (``lifecycle.gap_recovery``)."""
+
+    async def record_applied_block(self, topic: str, partition: int, block_number: int) -> None:
+        """Remember the block of the last chain message applied from ``topic:partition``."""
+        ...
+
+    async def applied_block(self, topic: str, partition: int) -> int | None: ...
+
+    async def poller_cursor(self, chain: str) -> int | None:
+        """The last block the chain's poller published; None before its first."""
+        ...
+
+    async def intent_addresses(self) -> list[str]: ...
+
+    async def recorded_deposits(self, chain: str, first: int, last: int) -> list[DepositKey]:
+        """The deposits of ``chain`` in blocks ``first..last`` recorded for an intent and
+        not retracted."""
+        ...
+
+    async def replay_outbox(self, topic: str) -> int:
+        """Mark every kept outbox row of ``topic`` unpublished; return how many."""
         ...
 
 

@@ -25,6 +25,7 @@ from intentd.settings.sections import (
     DatabaseConfig,
     ExecutionConfig,
     FeesConfig,
+    IndexerConfig,
     IntentsConfig,
     KafkaConfig,
     ObservabilityConfig,
@@ -40,6 +41,7 @@ class Settings(ConfigModel):
     kafka: KafkaConfig
     chains: dict[str, ChainConfig] = Field(min_length=1)
     intents: IntentsConfig = IntentsConfig()
+    indexer: IndexerConfig = IndexerConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
     process: ProcessConfig = ProcessConfig()
     api: ApiConfig = ApiConfig()
@@ -111,6 +113,17 @@ class Settings(ConfigModel):
                     " (fees.bridges), and its prefills are paid by the relayer and repaid"
                     " to it; give the relayer's address"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _watch_outlasts_an_intent(self) -> Settings:
+        days = self.indexer.watch_retention_days
+        if days * 86_400 < self.intents.max_expires_in:
+            raise ValueError(
+                f"indexer.watch_retention_days = {days} is shorter than intents.max_expires_in"
+                f" ({self.intents.max_expires_in} s): an intent cancelled at once can still be"
+                " paid until it expires, and that payment must be seen"
+            )
         return self
 
     @model_validator(mode="after")

@@ -63,6 +63,15 @@ class IntentsConfig(ConfigModel):
     """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
 
 
+class IndexerConfig(ConfigModel):
+    """The ``[indexer]`` section: what every chain's poller shares (docs/indexer.md)."""
+
+    watch_retention_days: int = Field(default=30, ge=1, le=3650)
+    """Days an intent's address stays watched after the intent became terminal; a
+    payment within them is refunded as a late deposit, a later one only by an operator
+    (``intentd intents rescan``). Memory: about 110 bytes per watched address."""
+
+
 class ObservabilityConfig(ConfigModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
@@ -72,7 +81,8 @@ class ObservabilityConfig(ConfigModel):
 class ProcessConfig(ConfigModel):
     drain_seconds: float = Field(default=20.0, gt=0, le=600)
     """After SIGTERM, how long the roles of a process may take to finish what they hold
-    before they are cancelled; keep it below the supervisor's stop timeout (30 s)."""
+    before they are cancelled; the process exits within this plus ``runtime.STOP_MARGIN``
+    (10 s), which the supervisor's stop timeout must exceed (40 s in ``deploy/``)."""
 
 
 class BridgeOption(ConfigModel):

@@ -4,19 +4,27 @@ Each chain is an anvil daemon on a fixed port with the chain id of the test netw
 stands in for. Its state file (``.local/run/anvil-<chain>.json``) records which anvil
 process the tokens were deployed on; a restarted chain gets them again. anvil's default
 mnemonic makes the deployer's nonces, and so the token addresses, the same every time.
+
+A token the real test network has (USDC on Base Sepolia and Arbitrum Sepolia) is placed
+at the real network's address (``DevChain.real_tokens``): deployed as usual, its code and
+fixed storage (name, symbol, total supply) copied there with ``anvil_setCode`` and
+``anvil_setStorageAt``, the deployed copy's code removed, then minted. Clients that check
+token addresses against a table of the real networks' (the Chainrails SDK) accept them,
+and the configuration names the same addresses as a deployment on the real networks.
 """
 
 import json
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import requests
 from eth_typing import ChecksumAddress
 from web3 import Web3
 from web3.exceptions import Web3Exception
+from web3.types import RPCEndpoint
 
 from intentd_dev.devinfra import anvil, daemons
 from intentd_dev.devinfra.accounts import Role, dev_account
@@ -42,6 +50,8 @@ class DevChain:
     name: str
     chain_id: int
     port: int
+    real_tokens: Mapping[str, ChecksumAddress] = field(default_factory=dict, hash=False)
+    """symbol -> the real test network's address, where the token is placed."""
 
     @property
     def url(self) -> str:
@@ -61,9 +71,21 @@ class DevToken:
 
 
 DEV_CHAINS: Final = (
-    DevChain("BASE_TESTNET", 84532, 18545),
-    DevChain("ARBITRUM_TESTNET", 421614, 18546),
+    DevChain(
+        "BASE_TESTNET",
+        84532,
+        18545,
+        {"USDC": Web3.to_checksum_address("0x036cbd53842c5426634e7929541ec2318f3dcf7e")},
+    ),
+    DevChain(
+        "ARBITRUM_TESTNET",
+        421614,
+        18546,
+        {"USDC": Web3.to_checksum_address("0x75faf114eafb1bdbe2f0316df893fd58ce46aa4d")},
+    ),
 )
+_FIXED_SLOTS: Final = 3
+"""TestToken's storage before its mappings: name, symbol, totalSupply (decimals is code)."""
 DEV_TOKENS: Final = (
     DevToken("USDC", "Test USD Coin", 6),
     DevToken("USDT", "Test Tether USD", 6),
@@ -117,9 +139,9 @@ def ensure_chain(
     state = read_state(layout, chain)
     try:
         with connect(chain.url) as w3:
-            if state is not None and state.pid == pid and _deployed(w3, state.tokens):
+            if state is not None and state.pid == pid and _deployed(w3, chain, state.tokens):
                 return state.tokens, False
-            tokens = provision_tokens(w3, artifact)
+            tokens = provision_tokens(w3, artifact, chain.real_tokens)
     except (Web3Exception, requests.RequestException) as error:
         message = f"deploying the test tokens failed: {error}"
         raise InfraError(label, message, layout.log(chain.component)) from error
@@ -129,8 +151,11 @@ def ensure_chain(
     return tokens, True
 
 
-def provision_tokens(w3: Web3, artifact: Artifact) -> dict[str, ChecksumAddress]:
-    """Deploy `DEV_TOKENS` from the deployer and mint `MINT_WHOLE_TOKENS` to each holder."""
+def provision_tokens(
+    w3: Web3, artifact: Artifact, real_tokens: Mapping[str, ChecksumAddress] | None = None
+) -> dict[str, ChecksumAddress]:
+    """Deploy `DEV_TOKENS` from the deployer, place those `real_tokens` names at their
+    address (anvil only), and mint `MINT_WHOLE_TOKENS` to each holder."""
     deployer = dev_account(Role.DEPLOYER).private_key
     deploys = [
         send_deploy(w3, deployer, t.name, t.symbol, t.decimals, artifact=artifact)
@@ -142,6 +167,9 @@ def provision_tokens(w3: Web3, artifact: Artifact) -> dict[str, ChecksumAddress]
         if address is None:
             raise InfraError("contracts", f"deploying {token.symbol} created no contract")
         tokens[token.symbol] = address
+    for symbol, real in (real_tokens or {}).items():
+        place_contract(w3, tokens[symbol], real, _FIXED_SLOTS)
+        tokens[symbol] = real
     holders = [dev_account(role).address for role in TOKEN_HOLDERS]
     mints = [
         send_mint(w3, deployer, tokens[t.symbol], holder, MINT_WHOLE_TOKENS * 10**t.decimals)
@@ -150,6 +178,22 @@ def provision_tokens(w3: Web3, artifact: Artifact) -> dict[str, ChecksumAddress]
     ]
     wait_for_success(w3, mints)
     return tokens
+
+
+def place_contract(w3: Web3, deployed: ChecksumAddress, at: ChecksumAddress, slots: int) -> None:
+    """Move the contract at `deployed` to `at`: its code and its first `slots` storage
+    slots (anvil's ``anvil_setCode``/``anvil_setStorageAt``); `deployed` keeps no code."""
+    _anvil(w3, "anvil_setCode", [at, w3.eth.get_code(deployed).to_0x_hex()])
+    for slot in range(slots):
+        value = w3.eth.get_storage_at(deployed, slot).to_0x_hex()
+        _anvil(w3, "anvil_setStorageAt", [at, hex(slot), "0x" + value[2:].rjust(64, "0")])
+    _anvil(w3, "anvil_setCode", [deployed, "0x"])
+
+
+def _anvil(w3: Web3, method: str, params: list[str]) -> None:
+    answer = w3.provider.make_request(RPCEndpoint(method), params)
+    if "error" in answer:
+        raise InfraError("contracts", f"{method} failed: {answer['error']}")
 
 
 def stop_chain(layout: Layout, chain: DevChain) -> bool:
@@ -168,7 +212,7 @@ def chain_status(layout: Layout, chain: DevChain) -> tuple[bool, str]:
         return False, f"pid {pid} runs but {chain.url} does not answer with {chain.chain_id}"
     state = read_state(layout, chain)
     with connect(chain.url) as w3:
-        deployed = state is not None and state.pid == pid and _deployed(w3, state.tokens)
+        deployed = state is not None and state.pid == pid and _deployed(w3, chain, state.tokens)
     where = f"chain {chain.chain_id} on {chain.url} (pid {pid})"
     if state is None or not deployed:
         return False, f"running, {where}, but the test tokens are missing"
@@ -192,9 +236,16 @@ def _write_state(layout: Layout, chain: DevChain, state: ChainState) -> None:
     tmp.replace(path)
 
 
-def _deployed(w3: Web3, tokens: Mapping[str, ChecksumAddress]) -> bool:
+def _deployed(w3: Web3, chain: DevChain, tokens: Mapping[str, ChecksumAddress]) -> bool:
+    """The tokens are all there, each real one at its real address (a chain provisioned
+    before tokens were placed is provisioned again)."""
     wanted = {t.symbol for t in DEV_TOKENS}
-    return set(tokens) == wanted and all(has_code(w3, address) for address in tokens.values())
+    placed = all(tokens.get(symbol) == real for symbol, real in chain.real_tokens.items())
+    return (
+        set(tokens) == wanted
+        and placed
+        and all(has_code(w3, address) for address in tokens.values())
+    )
 
 
 def _start(layout: Layout, chain: DevChain, block_time: float | None) -> int:

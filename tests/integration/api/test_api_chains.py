@@ -1,5 +1,5 @@
-"""``GET /api/v1/chains`` and ``/chains/{chain}/tokens`` over real HTTP: a key sees the
-chains of the network classes it may use only."""
+"""``GET /api/v1/chains``, ``/chains/all`` and ``/chains/{chain}/tokens`` over real HTTP: a
+key sees the chains of the network classes it may use only."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_a_test_key_sees_the_test_networks(production_api: Api, test_key: str) -> None:
-    status, body, _ = await production_api.call("GET", "/chains", test_key)
+    status, body, _ = await production_api.call("GET", "/chains/all", test_key)
     assert status == 200, body
     ChainList.model_validate(body)
     assert [c["name"] for c in body["data"]] == ["ARBITRUM_TESTNET", "BASE_TESTNET"]
@@ -39,14 +39,14 @@ async def test_a_test_key_sees_the_test_networks(production_api: Api, test_key: 
 async def test_in_a_test_environment_test_keys_see_main_networks_too(
     api: Api, test_key: str
 ) -> None:
-    status, body, _ = await api.call("GET", "/chains", test_key)
+    status, body, _ = await api.call("GET", "/chains/all", test_key)
     assert status == 200, body
     assert [c["name"] for c in body["data"]] == ["ARBITRUM_TESTNET", "BASE", "BASE_TESTNET"]
 
 
 async def test_a_live_key_sees_the_main_networks(api: Api, make_key: MakeKey) -> None:
     key = await make_key("live")
-    status, body, _ = await api.call("GET", "/chains", key)
+    status, body, _ = await api.call("GET", "/chains/all", key)
     assert status == 200, body
     assert [(c["name"], c["network"]) for c in body["data"]] == [("BASE", "main")]
     assert [t["address"] for t in body["data"][0]["tokens"]] == [MAIN_USDC]
@@ -74,3 +74,16 @@ async def test_a_chains_tokens_are_those_of_tokens_all(
 async def test_needs_an_api_key(api: Api) -> None:
     status, body, _ = await api.call("GET", "/chains", None)
     assert status == 401 and body["code"] == "missing_credentials"
+
+
+async def test_chains_answers_the_names_the_sdk_reads(api: Api, make_key: MakeKey) -> None:
+    """The Chainrails SDK's ``chains.getSupported``: names, optionally of one network class."""
+    test_key = await make_key("test")
+    status, body, _ = await api.call("GET", "/chains", test_key)
+    assert (status, body) == (200, ["ARBITRUM_TESTNET", "BASE", "BASE_TESTNET"])
+    status, body, _ = await api.call("GET", "/chains", test_key, params={"network": "testnet"})
+    assert (status, body) == (200, ["ARBITRUM_TESTNET", "BASE_TESTNET"])
+    status, body, _ = await api.call("GET", "/chains", await make_key("live"))
+    assert (status, body) == (200, ["BASE"])
+    status, body, _ = await api.call("GET", "/chains/BASE_MAINNET/tokens", test_key)
+    assert status == 200 and body[1]["chain"] == "BASE", body

@@ -81,3 +81,33 @@ async def test_a_session_about_to_expire_creates_no_intent(
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
     status, _, _ = await api.call("GET", "/session", token)
     assert status == 200  # the session itself is still good for reading
+
+
+async def test_a_retried_session_create_is_the_same_intent_seconds_later(
+    api: Api, test_key: str
+) -> None:
+    """The intent's lifetime shrinks with the session's, second by second; a retry of
+    the same create (same Idempotency-Key, same body) is still the same request."""
+    body = {
+        "recipient": PAYER,
+        "amount": "5",
+        "destinationChain": "ARBITRUM_TESTNET",
+        "token": usdc(api, "ARBITRUM_TESTNET"),
+        "expires_in": 300,
+    }
+    status, session, _ = await api.call("POST", "/sessions", test_key, body=body)
+    assert status == 201, session
+    choice = {
+        "source_chain": "BASE_TESTNET",
+        "tokenIn": usdc(api, "BASE_TESTNET"),
+        "refund_address": PAYER,
+    }
+    retry = {"Idempotency-Key": "checkout-retry-1"}
+    token = session["session_token"]
+    status, first, _ = await api.call("POST", "/session/intents", token, body=choice, headers=retry)
+    assert status == 201, first
+    time.sleep(1.1)  # the session has a second less to live: the lifetime now differs
+    status, again, _ = await api.call("POST", "/session/intents", token, body=choice, headers=retry)
+    assert status in (200, 201), again
+    assert again["intent_address"] == first["intent_address"]
+    assert again["expires_at"] == first["expires_at"]

@@ -11,7 +11,7 @@ from tests.unit.execution.execution_fakes import FakeL1Fees
 from tests.unit.execution.test_executor_on_fakes import CHAIN, KEYS, Harness
 
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
-from intentd.execution.gas import NATIVE_TRANSFER_GAS, l1_fee_reserve
+from intentd.execution.gas import NATIVE_TRANSFER_GAS, l1_fee_reserve, topup_value
 from intentd.execution.planning import Purpose
 from intentd.execution.tracking import TxStatus
 
@@ -20,6 +20,7 @@ AMOUNT = 10**15
 BOUND = 3 * 10**12
 """What the fake oracle answers (synthetic, wei)."""
 MARGIN_BPS = 2_500  # the default execution.l1_fee_margin_bps
+TOPUP_HEADROOM_BPS = 10_000  # the default execution.topup_headroom_bps
 
 
 def native_sweep(h: Harness) -> int:
@@ -115,3 +116,79 @@ async def test_a_stuck_native_sweep_is_not_replaced_without_an_oracle_answer() -
     assert (old.status, new.status) == (TxStatus.REPLACED, TxStatus.SENT)
     reserve = l1_fee_reserve(BOUND, MARGIN_BPS)
     assert new.value == AMOUNT - NATIVE_TRANSFER_GAS * new.fees.max_fee_per_gas - reserve
+
+
+def token_sweep(h: Harness) -> int:
+    return h.store.add_action(
+        ActionKind.USER_REFUND, signer=SignerKind.INTENT, signer_index=3, amount=3_000_000
+    )
+
+
+async def test_a_token_sweeps_top_up_also_pays_the_l1_fee_of_its_transfer() -> None:
+    """On an OP-stack chain the intent address pays the ERC-20 transfer's L1 data fee
+    on top of its gas: a top-up without it leaves a transfer op-geth refuses forever."""
+    oracle = FakeL1Fees(bound=BOUND)
+    h = Harness(l1_fees=oracle)
+    action_id = token_sweep(h)
+    await h.tick()
+    [topup] = h.store.transactions(action_id)
+    assert topup.purpose is Purpose.GAS_TOPUP
+    [asked] = oracle.asked  # about the ERC-20 transfer the top-up pays for
+    assert (asked.purpose, asked.value, asked.data[:4]) == (
+        Purpose.TRANSFER,
+        0,
+        bytes.fromhex("a9059cbb"),
+    )
+    need = topup_value(asked.gas_limit, asked.fees, TOPUP_HEADROOM_BPS)
+    assert topup.value == need + l1_fee_reserve(BOUND, MARGIN_BPS)
+
+    await h.tick(mine=2)  # the top-up is final: the transfer follows, within the top-up
+    _, transfer = h.store.transactions(action_id)
+    assert transfer.purpose is Purpose.TRANSFER
+    assert transfer.gas_limit * transfer.fees.max_fee_per_gas + BOUND <= topup.value
+
+
+async def test_a_token_sweeps_top_up_waits_unsigned_without_an_oracle_answer() -> None:
+    oracle = FakeL1Fees(bound=None)
+    h = Harness(l1_fees=oracle)
+    action_id = token_sweep(h)
+    unknown = l1_fee_unknown()
+    await h.tick()
+    row = h.store.row(action_id)
+    assert (row.status, row.action.attempts) == (ActionStatus.READY, 0)
+    assert h.store.transactions(action_id) == [] and h.chain.broadcasts == []
+    assert l1_fee_unknown() == unknown + 1
+
+
+async def test_a_token_transfer_signed_in_a_dear_market_still_leaves_its_l1_fee() -> None:
+    """Fees rose while the top-up was mined: the transfer offers what the top-up
+    affords, less the L1 data fee reserve (all of it would leave op-geth refusing it)."""
+    oracle = FakeL1Fees(bound=BOUND)
+    h = Harness(l1_fees=oracle)
+    action_id = token_sweep(h)
+    await h.tick()
+    [topup] = h.store.transactions(action_id)
+    h.chain.base_fee *= 3
+    await h.tick(mine=2)
+    _, transfer = h.store.transactions(action_id)
+    assert transfer.purpose is Purpose.TRANSFER
+    reserve = l1_fee_reserve(BOUND, MARGIN_BPS)
+    assert transfer.gas_limit * transfer.fees.max_fee_per_gas + reserve <= topup.value
+
+
+async def test_a_replaced_token_transfer_still_leaves_its_l1_fee() -> None:
+    """A stuck transfer is bumped only as far as the top-up affords after the L1 data
+    fee reserve (here the L1 fee is half the gas: a bump into it is not signed)."""
+    bound = 10**14
+    h = Harness(l1_fees=FakeL1Fees(bound=bound))
+    action_id = token_sweep(h)
+    await h.tick()
+    [topup] = h.store.transactions(action_id)
+    await h.tick(mine=2)
+    h.chain.base_fee *= 3  # the transfer is stuck in a dearer market
+    await h.tick(wait=31)
+    reserve = l1_fee_reserve(bound, MARGIN_BPS)
+    transfers = [tx for tx in h.store.transactions(action_id) if tx.purpose is Purpose.TRANSFER]
+    assert transfers
+    for tx in transfers:
+        assert tx.gas_limit * tx.fees.max_fee_per_gas + reserve <= topup.value

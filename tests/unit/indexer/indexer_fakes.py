@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import orjson
 
 from intentd.indexer.decoding import TRANSFER_TOPIC, BlockHeader
 from intentd.indexer.planning import BlockRange
-from intentd.indexer.ports import RawRange
+from intentd.indexer.ports import IntentAddress, RawRange
 from intentd.indexer.reorg import Cursor, PublishedDeposit
 from intentd.messages import OutgoingMessage
 
@@ -53,6 +54,8 @@ class FakeChain:
     logs_by_block: list[list[dict[str, Any]]] = field(default_factory=list)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
     branch: int = 0
+    block_seconds: int = 1
+    """Seconds between blocks' timestamps (block 0 is at 1,700,000,000)."""
 
     def __post_init__(self) -> None:
         if not self.blocks:
@@ -101,7 +104,7 @@ class FakeChain:
                 "number": hex(number),
                 "hash": block_hash,
                 "parentHash": parent,
-                "timestamp": hex(1_700_000_000 + number),
+                "timestamp": hex(1_700_000_000 + number * self.block_seconds),
                 "transactions": txs,
             }
         )
@@ -244,16 +247,46 @@ class FakePublisher:
 
 @dataclass
 class FakeAddresses:
-    """:class:`AddressSource` over a list of intent addresses (id = position + 1)."""
+    """:class:`AddressSource` over intent addresses (id = position + 1); ``ended`` holds
+    the ``terminal_at`` of the intents that ended (by address)."""
 
     addresses: list[str] = field(default_factory=list)
+    ended: dict[str, datetime] = field(default_factory=dict)
+
+    def _rows(self) -> list[IntentAddress]:
+        return [IntentAddress(i + 1, a, self.ended.get(a)) for i, a in enumerate(self.addresses)]
 
     async def intent_addresses(
         self, after_id: int, also_ids: Sequence[int], limit: int
-    ) -> list[tuple[int, str]]:
-        rows = [
-            (i + 1, a)
-            for i, a in enumerate(self.addresses)
-            if i + 1 > after_id or i + 1 in also_ids
-        ]
-        return rows[:limit]
+    ) -> list[IntentAddress]:
+        return [r for r in self._rows() if r.id > after_id or r.id in also_ids][:limit]
+
+    async def live_intents(self, after_id: int, limit: int) -> list[IntentAddress]:
+        return [r for r in self._rows() if r.terminal_at is None and r.id > after_id][:limit]
+
+    async def ended_intents(
+        self, after: tuple[datetime, int] | None, until: datetime | None, limit: int
+    ) -> list[IntentAddress]:
+        return ended_page(self._rows(), after, until, limit)
+
+    async def newest_id(self) -> int:
+        return len(self.addresses)
+
+
+def ended_page(
+    rows: Iterable[IntentAddress],
+    after: tuple[datetime, int] | None,
+    until: datetime | None,
+    limit: int,
+) -> list[IntentAddress]:
+    """What ``AddressSource.ended_intents`` answers over ``rows``."""
+    ended = sorted(
+        (r for r in rows if r.terminal_at is not None),
+        key=lambda r: (r.terminal_at, r.id),
+    )
+    return [
+        r
+        for r in ended
+        if (after is None or (r.terminal_at, r.id) > after)
+        and (until is None or r.terminal_at <= until)  # type: ignore[operator]
+    ][:limit]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -58,10 +59,11 @@ class Harness:
         self.addresses = FakeAddresses([W1, W2])
         self.config = config(**overrides)
 
-    def poller(self, *, idle_refresh: float = 0.01) -> Poller:
+    def poller(self, *, idle_refresh: float = 0.01, retention: timedelta | None = None) -> Poller:
         return Poller(
             self.config, reader=self.reader, store=self.store, publisher=self.publisher,
-            watched=WatchedIntents(self.addresses), topic=TOPIC, idle_refresh=idle_refresh,
+            watched=WatchedIntents(self.addresses, retention=retention), topic=TOPIC,
+            idle_refresh=idle_refresh,
             torn_backoff=0.001,
             wall_clock_ms=lambda: 1_700_000_000_000,
         )  # fmt: skip
@@ -396,3 +398,18 @@ async def test_published_rows_keep_only_the_window() -> None:
     assert sorted(h.store.blocks) == list(range(8, 13))
     assert sorted(p.block_number for p in h.store.published.values()) == list(range(8, 13))
     assert all(isinstance(p, PublishedDeposit) for p in h.store.published.values())
+
+
+async def test_an_address_stops_being_watched_a_retention_after_its_intent_ended() -> None:
+    # Hourly blocks; W1's intent ended at block 2's time, W2's is live. A day's retention
+    # (plus the reorg margin) ends between blocks 27 and 28.
+    h = Harness(FakeChain(block_seconds=3600))
+    h.addresses.ended[W1] = datetime.fromtimestamp(1_700_000_000 + 2 * 3600, UTC)
+    for n in range(40):
+        h.chain.mine(Transfer(W1, 1, nonce=n), Transfer(W2, 2, token=USDC, nonce=n))
+    poller = h.poller(retention=timedelta(days=1))
+    await h.catch_up(poller=poller)
+    late = [m["block_number"] for m in h.published() if m["to_address"] == W1]
+    assert late == list(range(1, 28))  # a late payment within the window is published
+    assert len([m for m in h.published() if m["to_address"] == W2]) == 40
+    assert REGISTRY.get_sample_value("intentd_watched_addresses", {"chain": CHAIN}) == 1

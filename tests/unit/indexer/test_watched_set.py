@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentd.indexer.ports import IntentAddress
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.indexer.watched import IntentIdTracker, WatchedAddresses
 
@@ -57,14 +58,14 @@ class Intents:
 
     async def intent_addresses(
         self, after_id: int, also_ids: Sequence[int], limit: int
-    ) -> list[tuple[int, str]]:
+    ) -> list[IntentAddress]:
         self.queries.append((after_id, list(also_ids)))
         visible = [
             row_id
             for row_id, at in sorted(self.commits.items())
             if at is not None and at <= self.now and (row_id > after_id or row_id in also_ids)
         ]
-        return [(row_id, f"0x{row_id:040x}") for row_id in visible[:limit]]
+        return [IntentAddress(row_id, f"0x{row_id:040x}", None) for row_id in visible[:limit]]
 
 
 @given(

@@ -18,6 +18,7 @@ from tests.unit.lifecycle.lifecycle_builders import (
 )
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
+from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
 from intentd.adapters.intent_store import ConcurrentUpdate
 from intentd.domain.status import IntentStatus
@@ -197,3 +198,26 @@ async def test_the_loop_commits_each_partition_after_its_messages_are_settled() 
     assert inbox.committed == {"p0": 3}
     assert harness.uow.row(1).received == 1_000
     assert len(harness.dead()) == 1
+
+
+async def test_the_block_of_the_last_applied_chain_message_is_recorded_before_the_commit() -> None:
+    """What bounds the rescan if retention deletes the partition's next records unread."""
+    positions = FakePositions()
+    harness = Harness(positions=positions)
+    stop = asyncio.Event()
+    batch = [
+        record(SOURCE_TOPIC, encode(deposit_message(400, n=7)), 0),
+        record(SOURCE_TOPIC, encode(deposit_message(600, n=9)), 1),
+        record(SOURCE_TOPIC, b"junk", 2),  # dead-lettered: no block
+    ]
+    inbox = FakeInbox([{"p0": batch}], stop)
+    commit = inbox.commit
+
+    async def commit_after_the_record(positions_: Any) -> None:
+        positions.calls.append("commit")
+        await commit(positions_)
+
+    inbox.commit = commit_after_the_record  # type: ignore[method-assign]
+    await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)
+    assert positions.calls == [f"record {SOURCE_TOPIC}:0@9", "commit"]
+    assert inbox.committed == {"p0": 3}
