@@ -141,8 +141,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     env = infra_env()
     start = int(time.time()) - args.blocks * BLOCK_SECONDS
     # Without history anvil mines several times faster; a native intent's balance
-    # reconciliation reads past balances, so it keeps it.
-    history = [] if args.native else ["--prune-history"]
+    # reconciliation reads past balances, so it keeps the states of every block.
+    history = ["--prune-history"] + ([str(args.blocks + 1000)] if args.native else [])
     anvil = await asyncio.to_thread(
         start_anvil, CHAIN_ID, extra_args=["--timestamp", str(start), *history]
     )
