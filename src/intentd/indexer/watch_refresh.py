@@ -3,8 +3,8 @@
 What it guarantees (the decisions are ``watched``'s; docs/indexer.md, "How long an
 address is watched"):
 
-- every intent committed before a :meth:`WatchedIntents.refresh` started is watched
-  after it, unless it became terminal at or before the set's cutoff (see ``watched``
+- every intent committed before a :meth:`WatchedIntents.refresh` started, or while it
+  ran (the first load included), is watched after it, unless it became terminal at or before the set's cutoff (see ``watched``
   for the in-flight ids it keeps asking for);
 - a live intent is never dropped, nor one that became terminal after the cutoff; the
   cutoff only moves forward, and only when the caller gives a chain time;
@@ -84,8 +84,11 @@ class WatchedIntents:
         return changed
 
     async def _load(self, cutoff: datetime) -> int:
-        """The live intents, those ended after ``cutoff``, then the newest ids (for gaps)."""
+        """The live intents, those ended after ``cutoff``, then every id from a little
+        below the newest *when the load began*: the intents committed while it read
+        (however many a busy API made) and those still in flight then (gaps)."""
         self.cutoff = cutoff
+        newest_at_start = await self._source.newest_id()
         after_id = 0
         while rows := await self._source.live_intents(after_id, self._page):
             self._add(rows)
@@ -100,9 +103,10 @@ class WatchedIntents:
             after = (last.terminal_at, last.id)
             if len(rows) < self._page:
                 break
-        # Ids below the newest may still be in flight: ask for the newest few again,
-        # as a refresh does, so that the tracker learns which are missing.
-        self._ids.skip_to(await self._source.newest_id() - self._ids.max_gaps)
+        # Ids a little below the newest at the start may still have been in flight:
+        # ask for them again, as a refresh does, so that the tracker learns which are
+        # missing; and every id above that, committed during the reads above.
+        self._ids.skip_to(newest_at_start - self._ids.max_gaps)
         await self._add_new()
         return len(self.addresses)
 
