@@ -4,8 +4,8 @@ What it guarantees (the decisions are ``watched``'s; docs/indexer.md, "How long 
 address is watched"):
 
 - every intent committed before a :meth:`WatchedIntents.refresh` started, or while it
-  ran (the first load included), is watched after it, unless it became terminal at or before the set's cutoff (see ``watched``
-  for the in-flight ids it keeps asking for);
+  ran (the first load included), is watched after it, unless it became terminal at or
+  before the set's cutoff (see ``watched`` for the in-flight ids it keeps asking for);
 - a live intent is never dropped, nor one that became terminal after the cutoff; the
   cutoff only moves forward, and only when the caller gives a chain time;
 - intents leave the set while the poller runs: each move of the cutoff reads the
