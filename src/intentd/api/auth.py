@@ -27,8 +27,9 @@ from starlette.types import Scope
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Connection, Pool
+from intentd.api.connections import bounded_connection
 from intentd.api.lru import Lru
-from intentd.api.problems import ApiProblem, database_busy
+from intentd.api.problems import ApiProblem
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.sessions import PREFIX as SESSION_PREFIX
 from intentd.api.sessions import Session, SessionError, verify_session
@@ -221,11 +222,5 @@ class Authenticator:
     async def _lookup(
         self, lookup_key: _K, find: Callable[[Connection, _K], Awaitable[ApiKey | None]]
     ) -> ApiKey | None:
-        try:
-            conn = await self._pool.acquire(timeout=self._settings.api.db_acquire_timeout)
-        except TimeoutError:
-            raise database_busy() from None
-        try:
+        async with bounded_connection(self._pool, self._settings.api.db_acquire_timeout) as conn:
             return await find(conn, lookup_key)
-        finally:
-            await self._pool.release(conn)

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from intentd.adapters.postgres import Connection, Pool
-from intentd.api.problems import database_busy
+from intentd.api.connections import bounded_connection
 
 __all__ = ["BatchedReads"]
 
@@ -41,7 +41,7 @@ class BatchedReads(Generic[K, V]):
         read_many: Callable[[Connection, list[K]], Awaitable[dict[K, V]]],
         *,
         max_batch: int = 256,
-        acquire_timeout: float | None = None,
+        acquire_timeout: float,
     ) -> None:
         self._pool = pool
         self._acquire_timeout = acquire_timeout
@@ -72,14 +72,8 @@ class BatchedReads(Generic[K, V]):
 
     async def _read(self, batch: dict[K, list[asyncio.Future[V | None]]]) -> None:
         try:
-            try:
-                conn = await self._pool.acquire(timeout=self._acquire_timeout)
-            except TimeoutError:
-                raise database_busy() from None
-            try:
+            async with bounded_connection(self._pool, self._acquire_timeout) as conn:
                 found = await self._read_many(conn, list(batch))
-            finally:
-                await self._pool.release(conn)
         except BaseException as exc:
             cancelled = isinstance(exc, asyncio.CancelledError)
             for futures in batch.values():

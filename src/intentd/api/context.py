@@ -10,8 +10,8 @@ server as it comes (never held).
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -24,7 +24,8 @@ from starlette.responses import Response
 from intentd.adapters.postgres import Connection, Pool
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.problems import ApiProblem, database_busy
+from intentd.api.connections import bounded_connection
+from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
 from intentd.intents.ports import NewIntent
 from intentd.intents.record import IntentRow
@@ -91,19 +92,10 @@ class Services:
     def now() -> datetime:
         return datetime.now(UTC)
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
+    def connection(self) -> AbstractAsyncContextManager[Connection]:
         """A pooled connection, waited for at most ``api.db_acquire_timeout``; past it, a
-        503 ``database_busy`` problem (nothing of the request done). Every route takes
-        its connections here, never from ``pool.acquire()`` without a timeout."""
-        try:
-            conn = await self.pool.acquire(timeout=self.settings.api.db_acquire_timeout)
-        except TimeoutError:
-            raise database_busy() from None
-        try:
-            yield conn
-        finally:
-            await self.pool.release(conn)
+        503 ``database_busy`` problem (``api.connections``)."""
+        return bounded_connection(self.pool, self.settings.api.db_acquire_timeout)
 
 
 def json_response(body: Any, status: int = 200) -> Response:

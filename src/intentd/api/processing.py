@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,7 +62,8 @@ from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import ScanProgress
 from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Connection, Pool
+from intentd.api.connections import bounded_connection
 from intentd.api.trigger_gate import TriggerGate
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
 from intentd.domain.deposits import DepositKey, RecordedDeposit
@@ -127,6 +129,9 @@ class Processor:
             per_client=settings.api.trigger_max_per_client,
         )
 
+    def _connection(self) -> AbstractAsyncContextManager[Connection]:
+        return bounded_connection(self._pool, self._settings.api.db_acquire_timeout)
+
     async def close(self) -> None:
         for reads in self._reads.values():
             await reads.close()
@@ -158,7 +163,7 @@ class Processor:
                 raise ChainUnavailable(f"{row.source_chain}: {exc}") from exc
 
     async def _from_store(self, row: IntentRow) -> TriggerOutcome:
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             fresh = await intent_store.get_by_id(conn, row.id)
             deposits = await intent_scans.deposits_of(conn, row.id)
         assert fresh is not None
@@ -187,7 +192,7 @@ class Processor:
         balance = await chain_lookup.balance(
             reads.client, row.token_in, row.intent_address, balance_block
         )
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             fresh = await intent_store.get_by_id(conn, row.id)
             deposits = await intent_scans.deposits_of(conn, row.id)
         assert fresh is not None
@@ -211,7 +216,7 @@ class Processor:
     async def _progress(
         self, row: IntentRow, chain: ChainConfig, reads: ChainReads, head: int
     ) -> ScanProgress:
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             progress = await intent_scans.load(conn, row.id)
         if progress is not None:
             return progress
@@ -221,7 +226,7 @@ class Processor:
             return await chain_lookup.block_timestamp(reads.client, number)
 
         first = await first_block_at_or_after(since, max(head, 0), timestamp_of)
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             return await intent_scans.start(conn, row.id, chain.name, first)
 
     async def _follow_reorg(
@@ -233,7 +238,7 @@ class Processor:
         current = await reads.reader.block_hashes([progress.scanned_to])
         if current[progress.scanned_to] == progress.scanned_hash:
             return progress
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             await trigger_deposits.rewind_scan(conn, row.id, progress.scanned_to - WINDOW + 1)
             rewound = await intent_scans.load(conn, row.id)
         assert rewound is not None
@@ -279,7 +284,7 @@ class Processor:
         """Credit the deposits ``found`` in ``blocks`` and record the scan; the new ones."""
         deposits = [wire.found_deposit(row.source_chain, transfer) for transfer in found]
         new: set[DepositKey] = set()
-        async with self._pool.acquire() as conn:
+        async with self._connection() as conn:
             uow = PostgresUnitOfWork(conn)
             for deposit in deposits:
                 outcome = await credit(uow, self._book, deposit, now=now, watch=True)

@@ -27,6 +27,7 @@ ROUTES = [
     ("GET", "/intents/1/events"),
     ("GET", "/webhooks"),
     ("POST", "/intents/0x000000000000000000000000000000000000dEaD/cancel"),
+    ("POST", "/intents/0x000000000000000000000000000000000000dEaD/trigger-processing"),
 ]
 
 
