@@ -86,7 +86,9 @@ async def lifecycle_running(settings: Settings, pool: Pool, group: str) -> Async
     positions = PostgresLogPositions(pool)
     lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher), positions=positions)
     chains = EvmVerifierChains()
-    recovery = LogGapRecovery(settings, store, positions, chains, reorg_window=WINDOW)
+    recovery = LogGapRecovery(
+        settings, store, positions, chains, KafkaDeadLetters(publisher), reorg_window=WINDOW
+    )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=group)
     await consumer.start()
     stop = asyncio.Event()
