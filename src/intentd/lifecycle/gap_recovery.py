@@ -32,6 +32,13 @@ read (a crash halfway does the same: every step is idempotent).
   action's status change); the ones still kept (published within the relay's
   ``keep_days``) are published again, and applying a result is idempotent.
 - any other topic: nothing to re-derive from here; logged at error.
+
+A partition with no committed position (:attr:`LogGap.uncommitted`) is a gap only if
+it is a deposits partition with an applied block recorded (the group's offsets
+expired, or ``kafka.lifecycle_group`` was renamed): it is then rescanned as above.
+Otherwise it is a new group's, which reads from the log start and recovers nothing
+(also an action-results partition whose group lost its offsets: nothing records
+that it had one).
 """
 
 from __future__ import annotations
@@ -116,13 +123,22 @@ class LogGapRecovery:
                 )
                 delay = self._backoff.delay(attempt)
             else:
-                metrics.LOG_GAP_RECOVERIES.labels(gap.topic, outcome).inc()
+                if outcome is not None:
+                    metrics.LOG_GAP_RECOVERIES.labels(gap.topic, outcome).inc()
                 return
             metrics.LOG_GAP_RECOVERIES.labels(gap.topic, "failed").inc()
             await asyncio.sleep(delay)
 
-    async def _recover_once(self, gap: LogGap) -> str:
+    async def _recover_once(self, gap: LogGap) -> str | None:
         chain = self._chain_of.get(gap.topic)
+        if gap.uncommitted:
+            if (
+                chain is None
+                or await self._positions.applied_block(gap.topic, gap.partition) is None
+            ):
+                log.info("no committed position; a new group reads from the log start")
+                return None
+            log.error("the group lost its committed position; recovering what was skipped")
         if chain is not None:
             await self._rescan(chain, gap)
             return "rescanned"
@@ -132,6 +148,9 @@ class LogGapRecovery:
             return "replayed"
         log.error("nothing to recover a gap of this topic from", topic=gap.topic)
         return "unrecoverable"
+
+    async def _applied_before(self, gap: LogGap) -> bool:
+        return await self._positions.applied_block(gap.topic, gap.partition) is not None
 
     async def _rescan(self, chain: str, gap: LogGap) -> None:
         last = await self._positions.applied_block(gap.topic, gap.partition)

@@ -184,6 +184,23 @@ async def test_a_re_mined_deposit_with_another_transfer_is_dead_lettered() -> No
     assert setup.positions.applied[(TOPIC, 0)] == 4
 
 
+async def test_a_group_that_lost_its_committed_position_rescans_from_the_recorded_block() -> None:
+    """Its offsets expired (``offsets.retention.minutes``) or ``lifecycle_group`` was
+    renamed: the partition has a ``log_positions`` row, so records may have been skipped."""
+    setup = Setup()
+    await setup.apply_block()
+    await setup.recovery.recover(replace(gap(), position=0, uncommitted=True))
+    assert setup.received() == 2_000
+
+
+async def test_a_new_group_has_nothing_to_recover() -> None:
+    setup = Setup()
+    await asyncio.wait_for(setup.recovery.recover(replace(gap(), uncommitted=True)), 1)
+    assert setup.received() == 0
+    await setup.recovery.recover(replace(gap(action_results_topic(PREFIX)), uncommitted=True))
+    assert setup.positions.replayed == []
+
+
 async def test_action_results_are_published_again_from_the_outbox() -> None:
     setup = Setup()
     results = action_results_topic(PREFIX)
