@@ -35,7 +35,8 @@ read (a crash halfway does the same: every step is idempotent).
 
 A partition with no committed position (:attr:`LogGap.uncommitted`) is a gap only if
 it is a deposits partition with an applied block recorded (the group's offsets
-expired, or ``kafka.lifecycle_group`` was renamed): it is then rescanned as above.
+expired, or ``kafka.lifecycle_group`` was renamed): it is counted in
+``intentd_kafka_offset_out_of_range_total`` and rescanned as above.
 Otherwise it is a new group's, which reads from the log start and recovers nothing
 (also an action-results partition whose group lost its offsets: nothing records
 that it had one).
@@ -138,7 +139,13 @@ class LogGapRecovery:
             ):
                 log.info("no committed position; a new group reads from the log start")
                 return None
-            log.error("the group lost its committed position; recovering what was skipped")
+            metrics.KAFKA_OFFSET_OUT_OF_RANGE.labels(gap.topic, str(gap.partition)).inc()
+            log.error(
+                "kafka committed position lost; recovering what was skipped",
+                topic=gap.topic,
+                partition=gap.partition,
+                log_start=gap.log_start,
+            )
         if chain is not None:
             await self._rescan(chain, gap)
             return "rescanned"
