@@ -153,15 +153,15 @@ async def test_a_rescan_records_its_progress_so_a_repeat_resumes_where_it_stoppe
     await setup.apply_block()
     reads = setup.node.read_range
 
-    async def cut_short_after_the_first_chunk(blocks: BlockRange) -> object:
-        if blocks.first > 1:
+    async def cut_short_after_two_chunks(blocks: BlockRange) -> object:
+        if blocks.first > 3:
             raise asyncio.CancelledError
         return await reads(blocks)
 
-    setup.node.read_range = cut_short_after_the_first_chunk  # type: ignore[method-assign,assignment]
+    setup.node.read_range = cut_short_after_two_chunks  # type: ignore[method-assign,assignment]
     with pytest.raises(asyncio.CancelledError):
         await setup.recovery.recover(gap())
-    assert setup.positions.applied[(TOPIC, 0)] == 1  # chunk 0..1 done
+    assert setup.positions.applied[(TOPIC, 0)] == 3  # chunks 0..1 and 2..3 done
     setup.node.read_range = reads  # type: ignore[method-assign]
     await setup.recovery.recover(gap())
     assert setup.positions.applied[(TOPIC, 0)] == 4  # the poller's cursor
