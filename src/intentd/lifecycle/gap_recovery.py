@@ -133,10 +133,7 @@ class LogGapRecovery:
     async def _recover_once(self, gap: LogGap) -> str | None:
         chain = self._chain_of.get(gap.topic)
         if gap.uncommitted:
-            if (
-                chain is None
-                or await self._positions.applied_block(gap.topic, gap.partition) is None
-            ):
+            if chain is None or not await self._applied_before(gap):
                 log.info("no committed position; a new group reads from the log start")
                 return None
             metrics.KAFKA_OFFSET_OUT_OF_RANGE.labels(gap.topic, str(gap.partition)).inc()
@@ -211,9 +208,11 @@ class LogGapRecovery:
         except Unappliable as exc:
             reason = failures.reason(Failure.PERMANENT, exc)
             key = str(deposit.key)
-            body = {"reason": reason, "topic": gap.topic, "partition": gap.partition}
-            body |= {
-                "offset": None,
+            body = {
+                "reason": reason,
+                "topic": gap.topic,
+                "partition": gap.partition,
+                "offset": None,  # not read from Kafka: found by the rescan
                 "key": key,
                 "value": orjson.dumps(deposit, default=str).decode(),
             }
