@@ -7,7 +7,9 @@ poller's message of a real deposit follows on the same partition, then enough re
 for the broker to delete it unread. When the lifecycle comes back, its committed
 position is below the log start: it must alert and credit the deposit once, from the
 chain, rather than read on from the log start (what ``auto_offset_reset="earliest"``
-did: the deposit was never credited). Decision logic on fakes:
+did: the deposit was never credited). The same when it comes back with no committed
+position (its offsets expired, or its group was renamed) but the partition's applied
+block is recorded. Decision logic on fakes:
 tests/unit/adapters/test_kafka_positions.py, tests/unit/lifecycle/test_gap_recovery_on_fakes.py.
 """
 
@@ -86,7 +88,9 @@ async def lifecycle_running(settings: Settings, pool: Pool, group: str) -> Async
     positions = PostgresLogPositions(pool)
     lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher), positions=positions)
     chains = EvmVerifierChains()
-    recovery = LogGapRecovery(settings, store, positions, chains, reorg_window=WINDOW)
+    recovery = LogGapRecovery(
+        settings, store, positions, chains, KafkaDeadLetters(publisher), reorg_window=WINDOW
+    )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=group)
     await consumer.start()
     stop = asyncio.Event()
@@ -126,9 +130,12 @@ async def wait_until_committed(
         await asyncio.sleep(0.2)
 
 
+@pytest.mark.parametrize("renamed", [False, True], ids=["same-group", "renamed-group"])
 async def test_a_deposit_retention_deleted_unread_is_alerted_on_and_credited_once(
-    pool: Pool, isolated_settings: Settings
+    pool: Pool, isolated_settings: Settings, renamed: bool
 ) -> None:
+    """``renamed``: the lifecycle comes back under another group name (or its offsets
+    expired): no committed position, but the partition's applied block is recorded."""
     settings = isolated_settings
     topic = deposits_topic(settings.kafka.topic_prefix, CHAIN)
     group = f"g-{secrets.token_hex(4)}"
@@ -174,6 +181,8 @@ async def test_a_deposit_retention_deleted_unread_is_alerted_on_and_credited_onc
         await producer.stop()
     alerts = out_of_range_count(topic, tp.partition)
 
+    if renamed:
+        group = f"g-{secrets.token_hex(4)}"
     async with lifecycle_running(settings, pool, group):
         await wait_until_committed(settings, group, tp, end)
 

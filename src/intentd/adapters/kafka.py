@@ -8,12 +8,14 @@
   from ``kafka``; the caller commits ``offset + 1`` itself after its database commit
   (:func:`commit_positions`). Every rebalance is logged: ``kafka partitions revoked`` /
   ``kafka partitions assigned``. It never resets its position by itself
-  (``auto_offset_reset="none"``): read it with :func:`fetch_batches`, which starts a
-  partition the group never committed at its log start, and for a committed position
-  the log no longer holds (retention deleted records the group had not read) logs
-  ``kafka position outside the log`` at error (topic, partition, position, log start),
-  counts ``intentd_kafka_offset_out_of_range_total{topic,partition}`` and awaits the
-  caller's recovery before it reads on from the log start.
+  (``auto_offset_reset="none"``): read it with :func:`fetch_batches`. For a committed
+  position the log no longer holds (retention deleted records the group had not read)
+  it logs ``kafka position outside the log`` at error (topic, partition, position, log
+  start), counts ``intentd_kafka_offset_out_of_range_total{topic,partition}``; for a
+  partition with no committed position (a new group, or one whose offsets expired) it
+  asks the same recovery, with an ``uncommitted`` gap. Either way it awaits the
+  caller's recovery, then reads on from the log start and commits that position (the
+  first record still held), so a rejoin does not find the gap again.
 
 This module and its siblings in ``adapters`` are the only code that imports aiokafka.
 """
@@ -183,11 +185,13 @@ async def fetch_batches(
 ) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
     """``consumer.getmany``, positioning the partitions it cannot read from.
 
-    A partition the group never committed starts at its log start (a new group reads
-    everything). A committed position outside the log is a gap: logged at error,
-    counted, recovered by ``recover`` and only then left for the log start. A failed
-    ``recover`` raises with the position unchanged, so nothing is skipped. Returns
-    no records on a call that positioned a partition.
+    A committed position outside the log is a gap: logged at error, counted,
+    recovered by ``recover`` and only then left for the log start. A partition the
+    group has no committed position for is handed to ``recover`` as an ``uncommitted``
+    gap (a new group's has nothing to recover; one that lost its offsets does), then
+    starts at its log start. The log start is committed once recovered. A failed
+    ``recover`` raises with the position unchanged, so nothing is skipped. Returns no
+    records on a call that positioned a partition.
     """
     try:
         batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
@@ -195,7 +199,9 @@ async def fetch_batches(
     except NoOffsetForPartitionError as exc:
         tp = exc.args[0]
         log.info("no committed position; reading from the log start", partition=_names([tp]))
-        await consumer.seek_to_beginning(tp)
+        log_start, log_end = await _log_bounds(consumer, tp)
+        gap = LogGap(tp.topic, tp.partition, 0, log_start, log_end, uncommitted=True)
+        await _recovered(consumer, tp, gap, recover)
         return {}
     except OffsetOutOfRangeError as exc:
         positions: dict[TopicPartition, int] = exc.args[0]
@@ -208,8 +214,7 @@ async def fetch_batches(
 async def _outside_the_log(
     consumer: AIOKafkaConsumer, tp: TopicPartition, position: int, recover: GapRecovery
 ) -> None:
-    log_start = (await consumer.beginning_offsets([tp]))[tp]
-    log_end = (await consumer.end_offsets([tp]))[tp]
+    log_start, log_end = await _log_bounds(consumer, tp)
     gap = gap_of(tp.topic, tp.partition, position=position, log_start=log_start, log_end=log_end)
     if gap is None:  # the log holds it again (a stale answer): read from it
         consumer.seek(tp, position)
@@ -224,9 +229,24 @@ async def _outside_the_log(
         log_end=log_end,
         skipped=gap.skipped,
     )
+    await _recovered(consumer, tp, gap, recover)
+
+
+async def _log_bounds(consumer: AIOKafkaConsumer, tp: TopicPartition) -> tuple[int, int]:
+    """The partition's log start and log end."""
+    log_start = (await consumer.beginning_offsets([tp]))[tp]
+    return log_start, (await consumer.end_offsets([tp]))[tp]
+
+
+async def _recovered(
+    consumer: AIOKafkaConsumer, tp: TopicPartition, gap: LogGap, recover: GapRecovery
+) -> None:
+    """``recover(gap)``, then read on from the log start and commit it: the first record
+    still held, not yet processed, so committing it skips nothing."""
     await recover(gap)
     if tp in consumer.assignment():  # else a rebalance took it: its new owner recovers again
-        consumer.seek(tp, log_start)
+        consumer.seek(tp, gap.log_start)
+        await commit_positions(consumer, {tp: gap.log_start})
 
 
 async def commit_positions(

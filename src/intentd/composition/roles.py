@@ -211,7 +211,10 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
         )
         verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
         gap_chains = EvmVerifierChains()
-        gaps = LogGapRecovery(settings, store, positions, gap_chains, reorg_window=WINDOW)
+        dead_letters = KafkaDeadLetters(publisher)
+        gaps = LogGapRecovery(
+            settings, store, positions, gap_chains, dead_letters, reorg_window=WINDOW
+        )
         consumer = make_consumer(
             settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
         )

@@ -57,7 +57,10 @@ def networks_of(settings: Settings) -> dict[str, str]:
 
 async def _events_gap(gap: LogGap) -> None:
     """Events deleted unread are not re-derived here: they stay in the event log
-    (``intent_events``, docs/runbook.md, KafkaPositionOutsideLog); the gap is alerted on."""
+    (``intent_events``, docs/runbook.md, KafkaPositionOutsideLog); the gap is alerted on.
+    A partition with no committed position is taken for a new group's."""
+    if gap.uncommitted:
+        return
     log.error(
         "webhook events deleted before they were read; their deliveries are missing",
         topic=gap.topic,

@@ -6,8 +6,9 @@ committed only after every message up to it was applied in a committed database
 transaction or sent to the dead-letter topic (the send awaited and acknowledged).
 A crash anywhere replays at most the uncommitted tail, which the handlers apply
 idempotently. Before a deposits partition's offset is committed, the block of the last
-chain message applied from it is recorded (:class:`~intentd.lifecycle.ports.LogPositions`),
-which bounds the rescan if retention deletes records of it before they are read
+chain message applied from it is recorded (:class:`~intentd.lifecycle.ports.LogPositions`;
+retried like a message while the database fails, never skipped), which bounds the
+rescan if retention deletes records of it before they are read
 (:mod:`intentd.lifecycle.gap_recovery`).
 
 No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
@@ -128,11 +129,43 @@ class LifecycleConsumer:
                 finally:
                     if settled is not None:
                         crash_point("lifecycle.after_db_commit")
-                        if block is not None and self._positions is not None:
-                            await self._positions.record_applied_block(
+                        if block is not None:
+                            await self._record_applied(
                                 records[0].topic, records[0].partition, block
                             )
                         await consumer.commit({tp: settled})
+
+    async def _record_applied(self, topic: str, partition: int, block: int) -> None:
+        """Record ``block`` as the partition's applied block, retrying (never skipped: it
+        bounds a gap's rescan) until it is durable; raises :class:`Stopped` if stopped
+        first, or what :mod:`failures` calls permanent (a bug)."""
+        if self._positions is None:
+            return
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await self._positions.record_applied_block(topic, partition, block)
+            except Exception as exc:
+                if self._store.classify(exc) is Failure.PERMANENT:
+                    raise
+                log.warning(
+                    "transient database error recording the applied block; retrying",
+                    topic=topic,
+                    partition=partition,
+                    attempt=attempt,
+                    error=repr(exc),
+                )
+            else:
+                return
+            if attempt < failures.ATTEMPTS:
+                await asyncio.sleep(failures.backoff(attempt, base=self._retry_base))
+                continue
+            if not await self._database_answers():
+                await self._wait_for_database()
+            elif self._stop.is_set():
+                raise Stopped("stopped before the applied block was recorded")
+            attempt = 0
 
     async def handle(self, record: InboxRecord) -> Outcome | None:
         """Apply one record; None if it went to the dead-letter topic (sent and

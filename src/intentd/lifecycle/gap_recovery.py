@@ -1,9 +1,13 @@
 """Recover what a gap in a consumed log skipped, from the source of truth.
 
 A gap (:mod:`intentd.lifecycle.log_gaps`) is recovered before the consumer reads on,
-and :meth:`LogGapRecovery.recover` returns only once the recovery is durable; if it
-raises, the group's position stays where it was and the gap is found, and recovered,
-again at the next read (a crash halfway does the same: every step is idempotent).
+and :meth:`LogGapRecovery.recover` returns only once the recovery is durable. It never
+raises (a raise would end the lifecycle and crash-loop ``intentd run``): a failed
+attempt (a node down or answering from two forks, the database away, a bug) is logged
+at error, counted (``failed``) and retried with backoff up to ``retry_cap`` seconds,
+until it succeeds or the caller cancels it (a stop). If it is cut short, the group's
+position stays where it was and the gap is found, and recovered, again at the next
+read (a crash halfway does the same: every step is idempotent).
 
 - ``<prefix>.deposits.<CHAIN>``: the deposits are re-derived from the chain. The
   blocks from :func:`~intentd.lifecycle.log_gaps.rescan_from` (the block of the last
@@ -11,36 +15,56 @@ again at the next read (a crash halfway does the same: every step is idempotent)
   (nothing above it was published) are read with the poller's own decoding
   (``indexer.range_deposits.scan_range``) for every intent address, and each deposit
   found is credited (``lifecycle.crediting.credit``: once per identity, so the ones
-  already credited change nothing). A retraction in the gap is re-derived by handing
-  every deposit recorded in those blocks to the trigger verifier
+  already credited change nothing; one it refuses as ``Unappliable``, a re-mined
+  transaction making another transfer, goes to ``<prefix>.dlq`` with its reason as on
+  the consumer's path). After each chunk, its last block is recorded as the
+  partition's applied block, so a recovery cut short (a rebalance after
+  ``max.poll.interval.ms``, a stop, a crash) resumes from there. A retraction in the
+  gap is re-derived by handing every deposit recorded in those blocks to the trigger verifier
   (``lifecycle.trigger_verifier``, ``UnitOfWork.watch``), which retracts or relocates
   one whose block a reorg orphaned and lets go of the others once final. Not
   re-derived: native coin that reached an address only through a contract (the
   poller's balance reconciliation). A partition with no block recorded cannot be
-  bounded: :class:`UnboundedGap` is raised until an operator records the block to
-  rescan from (docs/runbook.md).
+  bounded: the attempt fails with :class:`UnboundedGap`, logged at error every
+  ``retry_cap`` seconds, until an operator records the block to rescan from
+  (docs/runbook.md); the lifecycle consumer reads nothing meanwhile.
 - ``<prefix>.action-results``: the results are outbox rows (written with the
   action's status change); the ones still kept (published within the relay's
   ``keep_days``) are published again, and applying a result is idempotent.
 - any other topic: nothing to re-derive from here; logged at error.
+
+A partition with no committed position (:attr:`LogGap.uncommitted`) is a gap only if
+it is a deposits partition with an applied block recorded (the group's offsets
+expired, or ``kafka.lifecycle_group`` was renamed): it is counted in
+``intentd_kafka_offset_out_of_range_total`` and rescanned as above.
+Otherwise it is a new group's, which reads from the log start and recovers nothing
+(also an action-results partition whose group lost its offsets: nothing records
+that it had one).
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
+import orjson
 import structlog
 
 from intentd import observability as metrics
 from intentd import wire
+from intentd.backoff import Backoff
+from intentd.domain.deposits import Deposit
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
+from intentd.lifecycle import failures
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit
+from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
-from intentd.lifecycle.ports import LogPositions, Store, VerifierChains
-from intentd.messages import action_results_topic, deposits_topic
+from intentd.lifecycle.outcomes import Unappliable
+from intentd.lifecycle.ports import LogPositions, Publisher, Store, VerifierChains
+from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
 from intentd.settings import Settings
 
 __all__ = ["LogGapRecovery", "UnboundedGap"]
@@ -59,10 +83,16 @@ class LogGapRecovery:
         store: Store,
         positions: LogPositions,
         chains: VerifierChains,
+        dead_letters: Publisher,
         *,
         reorg_window: int,
+        retry_base: float = 1.0,
+        retry_cap: float = 60.0,
     ) -> None:
         self._settings = settings
+        self._dead_letters = dead_letters
+        self._dlq = dlq_topic(settings.kafka.topic_prefix)
+        self._backoff = Backoff(retry_base, cap=retry_cap)
         self._book = ChainBook.of_settings(settings)
         self._store = store
         self._positions = positions
@@ -73,23 +103,58 @@ class LogGapRecovery:
         self._results = action_results_topic(prefix)
 
     async def recover(self, gap: LogGap) -> None:
-        """Recover what ``gap`` skipped, durably; raises if it cannot (yet)."""
-        try:
-            chain = self._chain_of.get(gap.topic)
-            if chain is not None:
-                await self._rescan(chain, gap)
-                outcome = "rescanned"
-            elif gap.topic == self._results:
-                replayed = await self._positions.replay_outbox(gap.topic)
-                log.warning("action results published again from the outbox", rows=replayed)
-                outcome = "replayed"
+        """Recover what ``gap`` skipped, durably; retried until it is (see the module)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                outcome = await self._recover_once(gap)
+            except UnboundedGap as exc:
+                log.error(  # noqa: TRY400 (the message says it all; no traceback each minute)
+                    "log gap cannot be recovered; operator action needed", error=str(exc)
+                )
+                delay = self._backoff.cap
+            except Exception as exc:
+                log.exception(
+                    "log gap recovery failed; retrying",
+                    topic=gap.topic,
+                    partition=gap.partition,
+                    attempt=attempt,
+                    error=repr(exc),
+                )
+                delay = self._backoff.delay(attempt)
             else:
-                log.error("nothing to recover a gap of this topic from", topic=gap.topic)
-                outcome = "unrecoverable"
-        except Exception:
+                if outcome is not None:
+                    metrics.LOG_GAP_RECOVERIES.labels(gap.topic, outcome).inc()
+                return
             metrics.LOG_GAP_RECOVERIES.labels(gap.topic, "failed").inc()
-            raise
-        metrics.LOG_GAP_RECOVERIES.labels(gap.topic, outcome).inc()
+            await asyncio.sleep(delay)
+
+    async def _recover_once(self, gap: LogGap) -> str | None:
+        chain = self._chain_of.get(gap.topic)
+        if gap.uncommitted:
+            if chain is None or not await self._applied_before(gap):
+                log.info("no committed position; a new group reads from the log start")
+                return None
+            metrics.KAFKA_OFFSET_OUT_OF_RANGE.labels(gap.topic, str(gap.partition)).inc()
+            log.error(
+                "kafka committed position lost; recovering what was skipped",
+                topic=gap.topic,
+                partition=gap.partition,
+                log_start=gap.log_start,
+            )
+        if chain is not None:
+            await self._rescan(chain, gap)
+            return "rescanned"
+        if gap.topic == self._results:
+            replayed = await self._positions.replay_outbox(gap.topic)
+            log.warning("action results published again from the outbox", rows=replayed)
+            return "replayed"
+        log.error("nothing to recover a gap of this topic from", topic=gap.topic)
+        return "unrecoverable"
+
+    async def _applied_before(self, gap: LogGap) -> bool:
+        return await self._positions.applied_block(gap.topic, gap.partition) is not None
 
     async def _rescan(self, chain: str, gap: LogGap) -> None:
         last = await self._positions.applied_block(gap.topic, gap.partition)
@@ -107,23 +172,23 @@ class LogGapRecovery:
         config = self._settings.chains[chain]
         reader = self._chains.reader(config)
         tokens = frozenset(t.address.lower() for t in config.tokens)
-        watched = WatchedAddresses(await self._positions.intent_addresses())
-        found = credited = 0
+        watched_set = WatchedAddresses(await self._positions.intent_addresses())
+        found = credited = watched = 0
         for blocks in BlockRange(first, cursor).chunks(config.batch_size):
             raw = await reader.read_range(blocks)
             _, transfers = await scan_range(
-                chain, reader, raw, blocks, tokens=tokens, watched=watched
+                chain, reader, raw, blocks, tokens=tokens, watched=watched_set
             )
             for transfer in transfers:
-                deposit = wire.found_deposit(chain, transfer)
-                async with self._store.unit() as uow:
-                    outcome = await credit(uow, self._book, deposit, now=datetime.now(UTC))
                 found += 1
-                credited += outcome not in SEEN_BEFORE
-        recorded = await self._positions.recorded_deposits(chain, first, cursor)
-        async with self._store.unit() as uow, uow.transaction():
-            for key in recorded:  # a reorg in the gap: the verifier retracts what it orphaned
-                await uow.watch(key, reopen=False)
+                credited += await self._credit(gap, wire.found_deposit(chain, transfer))
+            recorded = await self._positions.recorded_deposits(chain, blocks.first, blocks.last)
+            async with self._store.unit() as uow, uow.transaction():
+                for key in recorded:  # a reorg in the gap: the verifier retracts what it orphaned
+                    await uow.watch(key, reopen=False)
+            watched += len(recorded)
+            if blocks.last > last:  # a repeat resumes here (less the reorg window)
+                await self._positions.record_applied_block(gap.topic, gap.partition, blocks.last)
         log.warning(
             "deposits rescanned after a gap",
             chain=chain,
@@ -131,5 +196,35 @@ class LogGapRecovery:
             to_block=cursor,
             found=found,
             credited=credited,
-            watched=len(recorded),
+            watched=watched,
         )
+
+    async def _credit(self, gap: LogGap, deposit: Deposit) -> bool:
+        """Credit ``deposit``; True if it was new. One refused as ``Unappliable`` goes to
+        the dead-letter topic with its reason (the consumer's ``error:`` reason)."""
+        try:
+            async with self._store.unit() as uow:
+                outcome = await credit(uow, self._book, deposit, now=datetime.now(UTC))
+        except Unappliable as exc:
+            reason = failures.reason(Failure.PERMANENT, exc)
+            key = str(deposit.key)
+            body = {
+                "reason": reason,
+                "topic": gap.topic,
+                "partition": gap.partition,
+                "offset": None,  # not read from Kafka: found by the rescan
+                "key": key,
+                "value": orjson.dumps(deposit, default=str).decode(),
+            }
+            await self._dead_letters.publish(
+                OutgoingMessage(
+                    self._dlq,
+                    key=key,
+                    value=orjson.dumps(body),
+                    headers=(("reason", reason[:500].encode()),),
+                )
+            )
+            metrics.DEAD_LETTERS.labels(gap.topic, failures.reason_code(reason)).inc()
+            log.warning("rescanned deposit sent to dead-letter topic", deposit=key, reason=reason)
+            return False
+        return outcome not in SEEN_BEFORE

@@ -4,9 +4,10 @@ Retention (``retention.ms``/``retention.bytes``) and DeleteRecords move a partit
 log start forward whatever the consumer groups have read. A group whose committed
 position is below the log start has skipped ``log_start - position`` records it never
 applied; one whose position is past the log end reads a log that was truncated or
-recreated. :func:`gap_of` names either case; the caller alerts and recovers what was
-skipped from the source of truth before it reads on (``lifecycle.gap_recovery``),
-never resetting quietly.
+recreated; one with no committed position at all may be new, or may have lost its
+offsets (:attr:`LogGap.uncommitted`). :func:`gap_of` names the first two cases; the
+caller alerts and recovers what was skipped from the source of truth before it reads
+on (``lifecycle.gap_recovery``), never resetting quietly.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ class LogGap:
     """The partition's first offset still held (its low watermark)."""
     log_end: int
     """The offset the next record will get (its high watermark)."""
+    uncommitted: bool = False
+    """The group has no committed position (``position`` is then 0): a new group, which
+    skipped nothing, or one whose offsets expired (``offsets.retention.minutes``) or
+    whose name changed, which skipped what retention deleted; the recovery tells them
+    apart by the partition's recorded applied block."""
 
     @property
     def skipped(self) -> int:

@@ -45,8 +45,8 @@ class FakeConsumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.calls.append(f"seek {tp.partition} {offset}")
 
-    async def seek_to_beginning(self, tp: TopicPartition) -> None:
-        self.calls.append(f"seek_to_beginning {tp.partition}")
+    async def commit(self, positions: dict[TopicPartition, int]) -> None:
+        self.calls += [f"commit {tp.partition} {offset}" for tp, offset in positions.items()]
 
 
 def out_of_range(position: int) -> OffsetOutOfRangeError:
@@ -73,12 +73,15 @@ class Recovery:
 
 
 async def test_a_partition_the_group_never_committed_starts_at_the_log_start() -> None:
+    """Once ``recover`` has seen it: a new group has nothing to recover, but a group
+    whose committed offsets expired (or that was renamed) skipped what retention deleted."""
     consumer = FakeConsumer(NoOffsetForPartitionError(TP))
     recovery = Recovery(consumer)
     before = gaps_counted()
     assert await fetch_batches(consumer, timeout_ms=1, recover=recovery) == {}  # type: ignore[arg-type]
-    assert consumer.calls == ["seek_to_beginning 3"]
-    assert gaps_counted() == before and recovery.gaps == []
+    assert recovery.gaps == [LogGap(TP.topic, 3, 0, 550, 600, uncommitted=True)]
+    assert consumer.calls == ["recover 0..550", "seek 3 550", "commit 3 550"]
+    assert gaps_counted() == before
     assert await fetch_batches(consumer, timeout_ms=1, recover=recovery) == {TP: ["record"]}  # type: ignore[arg-type]
 
 
@@ -88,7 +91,7 @@ async def test_a_position_below_the_log_start_is_counted_and_recovered_before_re
     before = gaps_counted()
     assert await fetch_batches(consumer, timeout_ms=1, recover=recovery) == {}  # type: ignore[arg-type]
     assert recovery.gaps == [LogGap(TP.topic, 3, 5, 550, 600)]
-    assert consumer.calls == ["recover 5..550", "seek 3 550"]
+    assert consumer.calls == ["recover 5..550", "seek 3 550", "commit 3 550"]  # no gap at a rejoin
     assert gaps_counted() == before + 1
 
 

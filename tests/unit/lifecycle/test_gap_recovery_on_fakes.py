@@ -7,14 +7,17 @@ broker: tests/integration/test_retention_gap.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
 from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer
 from tests.unit.lifecycle.lifecycle_builders import NOW, SOURCE, intent_row, settings
 from tests.unit.lifecycle.lifecycle_chain_fakes import FakeChains, FakeDepositChain
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore
+from tests.unit.lifecycle.lifecycle_inbox_fakes import FakePublisher
 from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
 from intentd import wire
@@ -24,7 +27,7 @@ from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
-from intentd.lifecycle.gap_recovery import LogGapRecovery, UnboundedGap
+from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.log_gaps import LogGap
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
@@ -39,8 +42,10 @@ class Setup:
     """Intent 1 (due 3,000 USDC); block 1 pays 1,000 (applied from Kafka), block 3 pays
     1,000 (its message deleted unread), block 5 pays 1,000 (above the poller's cursor)."""
 
-    def __init__(self) -> None:
-        self.settings = settings(prefix=PREFIX, token=USDC)
+    def __init__(self, *, batch_size: int = 100) -> None:
+        base = settings(prefix=PREFIX, token=USDC)
+        chain = base.chains[SOURCE].model_copy(update={"batch_size": batch_size})
+        self.settings = base.model_copy(update={"chains": {**base.chains, SOURCE: chain}})
         self.store = FakeStore()
         later = datetime.now(UTC) + timedelta(days=1)
         row = replace(intent_row(1, total_due=3_000, expires_at=later), token_in=USDC)
@@ -55,12 +60,16 @@ class Setup:
         self.chains = FakeChains(**{SOURCE: self.node})
         self.positions = FakePositions(self.store.uow, cursors={SOURCE: 4})
         self.positions.addresses = [TO]
+        self.dead = FakePublisher()
         self.recovery = LogGapRecovery(
             self.settings,
             self.store,
             self.positions,
             self.chains,
+            self.dead,
             reorg_window=1,
+            retry_base=0.001,
+            retry_cap=0.01,
         )
 
     async def apply_block(self, number: int = 1) -> None:
@@ -113,19 +122,83 @@ def recorded_in(setup: Setup, block: int) -> list[RecordedDeposit]:
     return [d for d in found if d.deposit.block_number == block]
 
 
-async def test_a_deposits_gap_with_no_applied_block_is_not_skipped() -> None:
+async def test_an_unbounded_deposits_gap_is_not_skipped_and_waits_for_the_operator() -> None:
+    """Retried (not raised: that would crash-loop ``intentd run``) until an operator
+    records the block to rescan from; then it proceeds."""
     setup = Setup()
-    with pytest.raises(UnboundedGap, match="log_positions"):
-        await setup.recovery.recover(gap())
-    assert setup.received() == 0
+    recovering = asyncio.ensure_future(setup.recovery.recover(gap()))
+    await asyncio.sleep(0.05)
+    assert not recovering.done() and setup.received() == 0
+    await setup.apply_block()  # the operator's log_positions row (and block 1's credit)
+    await asyncio.wait_for(recovering, 1)
+    assert setup.received() == 2_000
 
 
-async def test_a_failed_chain_read_fails_the_recovery() -> None:
+async def test_a_failed_chain_read_is_retried_until_the_node_answers() -> None:
     setup = Setup()
     await setup.apply_block()
     setup.node.fail = RuntimeError("node down")
-    with pytest.raises(RuntimeError, match="node down"):
+    recovering = asyncio.ensure_future(setup.recovery.recover(gap()))
+    await asyncio.sleep(0.05)
+    assert not recovering.done()
+    setup.node.fail = None
+    await asyncio.wait_for(recovering, 1)
+    assert setup.received() == 2_000
+
+
+async def test_a_rescan_records_its_progress_so_a_repeat_resumes_where_it_stopped() -> None:
+    """A recovery cut short (a rebalance, a stop, a crash) after a chunk starts again
+    from that chunk, not from the partition's last applied block."""
+    setup = Setup(batch_size=2)
+    await setup.apply_block()
+    reads = setup.node.read_range
+
+    async def cut_short_after_two_chunks(blocks: BlockRange) -> object:
+        if blocks.first > 3:
+            raise asyncio.CancelledError
+        return await reads(blocks)
+
+    setup.node.read_range = cut_short_after_two_chunks  # type: ignore[method-assign,assignment]
+    with pytest.raises(asyncio.CancelledError):
         await setup.recovery.recover(gap())
+    assert setup.positions.applied[(TOPIC, 0)] == 3  # chunks 0..1 and 2..3 done
+    setup.node.read_range = reads  # type: ignore[method-assign]
+    await setup.recovery.recover(gap())
+    assert setup.positions.applied[(TOPIC, 0)] == 4  # the poller's cursor
+    assert setup.received() == 2_000
+
+
+async def test_a_re_mined_deposit_with_another_transfer_is_dead_lettered() -> None:
+    """As on the consumer's path; the rescan goes on."""
+    setup = Setup()
+    await setup.apply_block()
+    await setup.apply_block(3)
+    [recorded] = recorded_in(setup, 3)
+    other = replace(recorded.deposit, amount=999, block_hash="0x" + "ee" * 32)
+    setup.store.uow.state.deposits[recorded.id] = replace(recorded, deposit=other)
+    await setup.recovery.recover(gap())
+    [letter] = setup.dead.sent
+    body = orjson.loads(letter.value)
+    assert body["reason"].startswith("error:Unappliable:")
+    assert body["topic"] == TOPIC and body["partition"] == 0
+    assert setup.positions.applied[(TOPIC, 0)] == 4
+
+
+async def test_a_group_that_lost_its_committed_position_rescans_from_the_recorded_block() -> None:
+    """Its offsets expired (``offsets.retention.minutes``) or ``lifecycle_group`` was
+    renamed: the partition has a ``log_positions`` row, so records may have been skipped."""
+    setup = Setup()
+    await setup.apply_block()
+    await setup.recovery.recover(replace(gap(), position=0, uncommitted=True))
+    assert setup.received() == 2_000
+
+
+async def test_a_new_group_has_nothing_to_recover() -> None:
+    setup = Setup()
+    await asyncio.wait_for(setup.recovery.recover(replace(gap(), uncommitted=True)), 1)
+    assert setup.received() == 0
+    await setup.recovery.recover(replace(gap(action_results_topic(PREFIX)), uncommitted=True))
+    assert setup.positions.replayed == []
 
 
 async def test_action_results_are_published_again_from_the_outbox() -> None:

@@ -221,3 +221,39 @@ async def test_the_block_of_the_last_applied_chain_message_is_recorded_before_th
     await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)
     assert positions.calls == [f"record {SOURCE_TOPIC}:0@9", "commit"]
     assert inbox.committed == {"p0": 3}
+
+
+class FlakyPositions(FakePositions):
+    """Whose ``record_applied_block`` raises ``errors`` (one a call) before it records."""
+
+    def __init__(self, *errors: Exception) -> None:
+        super().__init__()
+        self.errors = list(errors)
+
+    async def record_applied_block(self, topic: str, partition: int, block_number: int) -> None:
+        if self.errors:
+            raise self.errors.pop(0)
+        await super().record_applied_block(topic, partition, block_number)
+
+
+async def test_a_transient_error_recording_the_applied_block_is_retried_not_fatal() -> None:
+    positions = FlakyPositions(ConnectionResetError("reset"), ConcurrentUpdate("lost"))
+    harness = Harness(positions=positions)
+    stop = asyncio.Event()
+    inbox = FakeInbox([{"p0": [record(SOURCE_TOPIC, encode(deposit_message(400, n=7)), 0)]}], stop)
+    await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)
+    assert positions.applied == {(SOURCE_TOPIC, 0): 7}
+    assert inbox.committed == {"p0": 1}
+
+
+async def test_stopping_while_the_database_is_down_at_the_record_commits_nothing() -> None:
+    """The applied block is never skipped: while the database is down the consumer waits
+    for it, and a stop then ends the run cleanly without committing the batch."""
+    positions = FlakyPositions(*[ConnectionResetError("reset")] * 100)
+    harness = Harness(positions=positions)
+    harness.store.unanswered = 1_000
+    stop = asyncio.Event()
+    inbox = FakeInbox([{"p0": [record(SOURCE_TOPIC, encode(deposit_message(400, n=7)), 0)]}], stop)
+    await asyncio.wait_for(harness.consumer.run(inbox, stop), 5)
+    assert inbox.committed == {}
+    assert positions.applied == {}
