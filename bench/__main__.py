@@ -6,7 +6,9 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 (``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``).
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``chaos`` (intents of
+every scenario paid under ``kill -9`` and reorgs, every balance checked; not part of
+``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -28,6 +30,11 @@ NAMES = (
 
 def main(argv: list[str]) -> None:
     name, rest = (argv[0], argv[1:]) if argv else ("all", [])
+    if name == "chaos":
+        from bench import chaos
+
+        chaos.main(rest)
+        return
     if name not in {*NAMES, "all"}:
         raise SystemExit(f"unknown benchmark {name!r}; one of {', '.join(NAMES)}")
     if name in {"backfill", "all"}:
