@@ -14,7 +14,9 @@ from bench.chaos.driver import Options, run
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench chaos", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench chaos", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--seed", type=int, default=Options.seed)
     parser.add_argument("--intents", type=int, default=Options.intents, help="N")
     parser.add_argument("--rate", type=float, default=Options.rate, help="intents created a second")

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eth_account import Account
-from eth_utils import to_checksum_address
 from eth_account.signers.local import LocalAccount
+from eth_typing import HexStr
+from eth_utils import to_checksum_address
 
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data, tx
 from intentd_dev.devinfra.accounts import Role, dev_account
@@ -71,11 +72,13 @@ class Chain:
         async with self.lock:  # nonces in order, and never during a reorg
             nonce = self.nonces.get(payer.address)
             if nonce is None:
-                nonce = int(await self.rpc.rpc("eth_getTransactionCount", payer.address, "latest"), 16)
+                nonce = int(
+                    await self.rpc.rpc("eth_getTransactionCount", payer.address, "latest"), 16
+                )
             signed = payer.sign_transaction(
                 {
                     "to": to_checksum_address(token),
-                    "data": call_data(TRANSFER, to, amount),
+                    "data": HexStr(call_data(TRANSFER, to, amount)),
                     "gas": 100_000,
                     "nonce": nonce,
                     "chainId": self.chain_id,
@@ -83,7 +86,9 @@ class Chain:
                     "maxPriorityFeePerGas": 10**9,
                 }
             )
-            tx_hash: str = await self.rpc.rpc("eth_sendRawTransaction", "0x" + signed.raw_transaction.hex())
+            tx_hash: str = await self.rpc.rpc(
+                "eth_sendRawTransaction", "0x" + signed.raw_transaction.hex()
+            )
             self.nonces[payer.address] = nonce + 1
             return tx_hash
 
@@ -106,12 +111,26 @@ class Chain:
                 await self.rpc.rpc("evm_setIntervalMining", self.block_time)
             return len(plan)
 
+    async def busy(self, depth: int) -> bool:
+        """Whether the newest ``depth`` blocks hold a transaction (a reorg there moves some)."""
+        head = await self.rpc.block_number()
+        for number in range(max(head - depth + 1, 1), head + 1):
+            block = await self.rpc.rpc("eth_getBlockByNumber", hex(number), False)
+            if block["transactions"]:
+                return True
+        return False
+
     async def native(self, address: str) -> int:
         return int(await self.rpc.rpc("eth_getBalance", address, "latest"), 16)
 
     async def token_balance(self, token: str, owner: str) -> int:
         data = "0x70a08231" + owner[2:].lower().rjust(64, "0")
-        return int(await self.rpc.rpc("eth_call", {"to": to_checksum_address(token), "data": data}, "latest"), 16)
+        return int(
+            await self.rpc.rpc(
+                "eth_call", {"to": to_checksum_address(token), "data": data}, "latest"
+            ),
+            16,
+        )
 
     async def stop(self) -> None:
         await self.rpc.__aexit__(None, None, None)

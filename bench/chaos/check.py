@@ -5,7 +5,7 @@ is ``ready``, ``submitted`` or ``held``, no transaction of intentd is open and t
 is drained. Then every test-token balance the run touched is read on chain and compared,
 to the base unit, with :func:`bench.chaos.scenarios.expected_changes`; the native
 balance of the relayer, the gas tank and every intent address with what intentd's own
-transaction records say moved (values and gas, ``gasUsed × effectiveGasPrice`` read from
+transaction records say moved (values and gas, ``gasUsed * effectiveGasPrice`` read from
 the receipts): a transaction of theirs that intentd did not record, or recorded wrongly,
 shows. Each intent's events must be gap-free (1..n), with unique ids, and end with the
 terminal event its scenario allows (exactly one terminal event).
@@ -36,11 +36,13 @@ async def unsettled(pool: Pool, sent: set[tuple[str, str]]) -> dict[str, int]:
     row = await pool.fetchrow(
         f"""SELECT
             (SELECT count(*) FROM intents WHERE status NOT IN {TERMINAL_STATUSES}) AS intents,
-            (SELECT count(*) FROM actions WHERE status IN ('ready', 'submitted', 'held')) AS actions,
+            (SELECT count(*) FROM actions WHERE status IN ('ready', 'submitted', 'held'))
+                AS actions,
             (SELECT count(*) FROM chain_transactions WHERE status IN ('signed', 'sent', 'mined'))
                 AS transactions,
             (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS outbox"""
     )
+    assert row is not None
     open_ = {k: int(v) for k, v in dict(row).items() if v}
     if missing := len(sent - recorded):
         open_["deposits"] = missing
@@ -64,14 +66,29 @@ async def token_mismatches(
     chains: dict[str, Chain], before: dict[Key, int], change: Counter[Key]
 ) -> list[str]:
     found = []
-    for key, delta in sorted(change.items()):
-        side, symbol, owner = key
-        chain = chains[side]
-        have = await chain.token_balance(chain.tokens[symbol], owner)
-        want = before.get(key, 0) + delta
-        if have != want:
-            found.append(f"{chain.name} {symbol} {owner}: on chain {have}, expected {want}")
+    keys = sorted(change)
+    for start in range(0, len(keys), 200):  # balanceOf calls in JSON-RPC batches
+        part = keys[start : start + 200]
+        for side in ("source", "destination"):
+            chain = chains[side]
+            mine = [k for k in part if k[0] == side]
+            calls = [
+                ("eth_call", [{"to": chain.tokens[symbol], "data": balance_of(owner)}, "latest"])
+                for _, symbol, owner in mine
+            ]
+            for key, answer in zip(
+                mine, await chain.rpc.batch(calls) if calls else [], strict=True
+            ):
+                have, want = int(answer, 16), before.get(key, 0) + change[key]
+                if have != want:
+                    found.append(
+                        f"{chain.name} {key[1]} {key[2]}: on chain {have}, expected {want}"
+                    )
     return found
+
+
+def balance_of(owner: str) -> str:
+    return "0x70a08231" + owner[2:].lower().rjust(64, "0")
 
 
 async def native_mismatches(
@@ -84,20 +101,26 @@ async def native_mismatches(
     )
     delta: Counter[tuple[str, str]] = Counter()
     figures: Counter[str] = Counter()
+    receipts: dict[str, Any] = {}
+    for name, chain in by_name.items():
+        hashes = [r["tx_hash"] for r in rows if r["chain"] == name]
+        for start in range(0, len(hashes), 200):
+            part = hashes[start : start + 200]
+            answers = await chain.rpc.batch([("eth_getTransactionReceipt", [h]) for h in part])
+            receipts.update(zip(part, answers, strict=True))
     for row in rows:
-        chain = by_name[row["chain"]]
-        receipt = await chain.rpc.rpc("eth_getTransactionReceipt", row["tx_hash"])
+        receipt = receipts[row["tx_hash"]]
         signer, to = row["signer"].lower(), row["to_address"].lower()
-        delta[(chain.name, signer)] += 0
+        delta[(row["chain"], signer)] += 0
         if receipt is None:
             figures[f"unmined ({row['status']})"] += 1
             continue
         figures[f"mined ({row['status']})"] += 1
         gas = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
-        delta[(chain.name, signer)] -= gas
+        delta[(row["chain"], signer)] -= gas
         if receipt["status"] == "0x1":
-            delta[(chain.name, signer)] -= int(row["value"])
-            delta[(chain.name, to)] += int(row["value"])
+            delta[(row["chain"], signer)] -= int(row["value"])
+            delta[(row["chain"], to)] += int(row["value"])
     found = []
     for (name, owner), moved in sorted(delta.items()):
         have = await by_name[name].native(owner)
@@ -130,7 +153,9 @@ async def event_mismatches(pool: Pool, created: list[Created]) -> list[str]:
         allowed = TERMINAL[c.plan.scenario]
         if len(ending) != 1 or ending[0] not in allowed:
             types = [e["type"] for e in mine]
-            found.append(f"intent {c.intent_id} ({c.plan.scenario}): terminal {ending}, events {types}")
+            found.append(
+                f"intent {c.intent_id} ({c.plan.scenario}): terminal {ending}, events {types}"
+            )
     return found
 
 

@@ -27,10 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
+import asyncpg
+
 from bench.chaos import check
 from bench.chaos.chains import Chain, payer_accounts, start_chain
 from bench.chaos.roles import Roles, chain_toml, write_config
-from bench.chaos.scenarios import COMPLETING, Created, Plan, expected_changes, payments, plans
+from bench.chaos.scenarios import COMPLETING, Created, Key, Plan, expected_changes, payments, plans
 from bench.head_latency import bench_stack, read_env
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
@@ -38,8 +40,6 @@ from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings, load_settings
-import asyncpg
-
 from intentd_dev.devinfra import postgres as devinfra_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,8 +88,21 @@ class Figures:
 
 
 class Run:
-    def __init__(self, options: Options, settings: Settings, pool: Pool, chains: dict[str, Chain], roles: Roles) -> None:
-        self.o, self.settings, self.pool, self.chains, self.roles = options, settings, pool, chains, roles
+    def __init__(
+        self,
+        options: Options,
+        settings: Settings,
+        pool: Pool,
+        chains: dict[str, Chain],
+        roles: Roles,
+    ) -> None:
+        self.o, self.settings, self.pool, self.chains, self.roles = (
+            options,
+            settings,
+            pool,
+            chains,
+            roles,
+        )
         self.rng = random.Random(options.seed)
         self.payers = payer_accounts(options.seed, PAYERS)
         self.created: list[Created] = []
@@ -129,7 +142,10 @@ class Run:
                 await asyncio.sleep(max(wait, 0))
             chain = self.chains[payment.chain]
             tx_hash = await chain.pay(
-                self.payers[plan.payer], chain.tokens[payment.token], made.intent_address, payment.amount
+                self.payers[plan.payer],
+                chain.tokens[payment.token],
+                made.intent_address,
+                payment.amount,
             )
             self.sent.add((chain.name, tx_hash))
             self.figures.deposits += 1
@@ -157,6 +173,10 @@ class Run:
             await asyncio.sleep(self.rng.uniform(0.5, 1.5) * span / max(self.o.reorgs, 1))
             depth = self.rng.randint(1, 5)
             chain = self.chains[self.rng.choice(("source", "destination"))]
+            for _ in range(20):  # up to 10 s for blocks with transactions to move
+                if await chain.busy(depth):
+                    break
+                await asyncio.sleep(0.5)
             self.figures.reincluded += await chain.reorg(depth)
             self.figures.reorgs[depth] += 1
 
@@ -168,7 +188,9 @@ class Run:
         await self.wait_started()
         await asyncio.gather(self.pay_all(), self.kill_all(span), self.reorg_all(span))
         settling = time.monotonic()
-        self.figures.unsettled = await check.wait_settled(self.pool, self.sent, self.o.settle_timeout)
+        self.figures.unsettled = await check.wait_settled(
+            self.pool, self.sent, self.o.settle_timeout
+        )
         self.figures.settle = time.monotonic() - settling
         self.figures.wall = time.monotonic() - started
         self.figures.intents = len(self.created)
@@ -182,7 +204,9 @@ class Run:
         )
         found += native + await check.event_mismatches(self.pool, self.created)
         if self.figures.unsettled:
-            found.insert(0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}")
+            found.insert(
+                0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}"
+            )
         self.figures.mismatches = found
         return self.figures
 
@@ -203,13 +227,13 @@ class Run:
     def fee_account(self) -> str:
         return str(self.settings.chains[SOURCE[0]].fee_account)
 
-    async def balances_before(self) -> tuple[dict, dict]:
-        tokens = {}
+    async def balances_before(self) -> tuple[dict[Key, int], dict[tuple[str, str], int]]:
+        tokens: dict[Key, int] = {}
         for side, chain in self.chains.items():
             for symbol, token in chain.tokens.items():
                 for owner in (self.relayer, self.fee_account, *(p.address for p in self.payers)):
                     tokens[(side, symbol, owner.lower())] = await chain.token_balance(token, owner)
-        native = {}
+        native: dict[tuple[str, str], int] = {}
         gas_tank = read_env(ROOT / ".local/infra.env")["INTENTD_GAS_TANK_ADDRESS"]
         for chain in self.chains.values():
             for owner in (self.relayer, gas_tank):
@@ -228,6 +252,7 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         INTENTD__OBSERVABILITY__LOG_LEVEL="info",
         INTENTD_WEBHOOK_KEY=secrets.token_hex(32),
     )
+    own_logs = logs is None
     logs = logs or Path(tempfile.mkdtemp(prefix="intentd-chaos-"))
     chains: dict[str, Chain] = {}
     pool = await create_pool(db_url, max_size=4)
@@ -268,7 +293,8 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         await pool.close()
         if not options.keep:
             await drop_database(database)
-            shutil.rmtree(logs, ignore_errors=True)
+            if own_logs:
+                shutil.rmtree(logs, ignore_errors=True)
         else:
             print(f"  kept: database {database}, logs in {logs}")
 

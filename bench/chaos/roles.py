@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIRMATIONS = 2
 
 
-def chain_toml(name: str, chain_id: int, url: str, tokens: dict[str, str], infra: dict[str, str]) -> str:
+def chain_toml(
+    name: str, chain_id: int, url: str, tokens: dict[str, str], infra: dict[str, str]
+) -> str:
     listed = ",\n".join(
         f'  {{ address = "{address}", symbol = "{symbol}", name = "Test {symbol}", decimals = 6,'
         f' category = "stablecoin", min_sweep = "0.01" }}'
@@ -129,7 +131,9 @@ class Roles:
         """Restart a role that died by itself (its exit is reported, not hidden)."""
         for role in self.roles:
             if role.process is not None and role.process.poll() is not None:
-                print(f"  {role.name} exited with {role.process.returncode}; restarting", flush=True)
+                print(
+                    f"  {role.name} exited with {role.process.returncode}; restarting", flush=True
+                )
                 self.start(role)
 
     def stop(self) -> dict[str, int | None]:

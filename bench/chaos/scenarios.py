@@ -39,7 +39,7 @@ SCENARIOS = (
 )
 COMPLETING = frozenset({"exact", "top_up", "over"})
 SHORT_LIVED = frozenset(SCENARIOS) - COMPLETING
-TERMINAL = {
+TERMINAL: dict[str, set[tuple[str, str | None]]] = {
     "exact": {("intent_completed", None)},
     "top_up": {("intent_completed", None)},
     "over": {("intent_completed", None)},
@@ -116,7 +116,10 @@ def payments(plan: Plan, total: int) -> list[Payment]:
     src, dst = "source", "destination"
     return {
         "exact": [Payment(src, "USDC", total, 0)],
-        "top_up": [Payment(src, "USDC", total // 3, 0), Payment(src, "USDC", total - total // 3, 1)],
+        "top_up": [
+            Payment(src, "USDC", total // 3, 0),
+            Payment(src, "USDC", total - total // 3, 1),
+        ],
         "over": [Payment(src, "USDC", total + plan.extra, 0)],
         "under_expiry": [Payment(src, "USDC", total // 2, 0)],
         "nothing_expiry": [],
@@ -126,7 +129,9 @@ def payments(plan: Plan, total: int) -> list[Payment]:
     }[plan.scenario]
 
 
-def expected_changes(created: list[Created], relayer: str, fee_account: str, payers: list[str]) -> Counter[Key]:
+def expected_changes(
+    created: list[Created], relayer: str, fee_account: str, payers: list[str]
+) -> Counter[Key]:
     """The change of every test-token balance the run touches, in base units."""
     change: Counter[Key] = Counter()
     relayer, fee_account = relayer.lower(), fee_account.lower()
