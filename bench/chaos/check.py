@@ -87,6 +87,17 @@ async def token_mismatches(
     return found
 
 
+async def on_time_decided_late(pool: Pool) -> int:
+    """Deposits refunded as late although their block is not after ``expires_at``: the
+    expiry ran before the deposit was read (a lagging poller or lifecycle, or just the
+    confirmation depth). Not a mismatch: the payer gets the money back (docs/chaos.md)."""
+    count: int = await pool.fetchval(
+        "SELECT count(*) FROM deposits d JOIN intents i ON i.id = d.intent_id"
+        " WHERE d.reason = 'late_deposit' AND d.block_time <= i.expires_at"
+    )
+    return count
+
+
 def balance_of(owner: str) -> str:
     return "0x70a08231" + owner[2:].lower().rjust(64, "0")
 

@@ -70,6 +70,7 @@ class Figures:
     settle: float = 0.0
     unsettled: dict[str, int] = field(default_factory=dict)
     transactions: dict[str, int] = field(default_factory=dict)
+    late_on_time: int = 0
     mismatches: list[str] = field(default_factory=list)
 
     def report(self) -> str:
@@ -80,6 +81,7 @@ class Figures:
             f" ({self.reincluded} transactions re-included)",
             f"  wall time {self.wall:.1f} s, settle time {self.settle:.1f} s",
             f"  intentd transactions: {self.transactions}",
+            f"  deposits in a block before expiry refunded as late: {self.late_on_time}",
             f"  unsettled: {self.unsettled or 'nothing'}",
             f"  mismatches: {len(self.mismatches)}",
         ]
@@ -203,6 +205,7 @@ class Run:
             self.pool, self.chains, before_native
         )
         found += native + await check.event_mismatches(self.pool, self.created)
+        self.figures.late_on_time = await check.on_time_decided_late(self.pool)
         if self.figures.unsettled:
             found.insert(
                 0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}"

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 async def test_every_scenario_moves_the_right_money_under_kills_and_reorgs(
     infra: dict[str, str], tmp_path: Path
 ) -> None:
-    options = Options(seed=13, intents=16, rate=4, kills_per_role=2, reorgs=2, expires_in=30)
+    options = Options(seed=13, intents=16, rate=4, kills_per_role=2, reorgs=2, expires_in=20)
     figures = await run(options, logs=tmp_path)
     print("\n" + figures.report())
     assert figures.intents == 16
