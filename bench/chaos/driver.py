@@ -21,8 +21,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
@@ -31,6 +30,7 @@ import asyncpg
 
 from bench.chaos import check
 from bench.chaos.chains import Chain, payer_accounts, start_chain
+from bench.chaos.figures import Figures
 from bench.chaos.roles import Roles, chain_toml, write_config
 from bench.chaos.scenarios import COMPLETING, Created, Key, Plan, expected_changes, payments, plans
 from bench.head_latency import bench_stack, read_env
@@ -59,36 +59,6 @@ class Options:
     keep: bool = False  # keep the database and the logs
 
 
-@dataclass
-class Figures:
-    deposits: int = 0
-    intents: int = 0
-    kills: dict[str, int] = field(default_factory=dict)
-    reorgs: Counter[int] = field(default_factory=Counter)
-    reincluded: int = 0
-    wall: float = 0.0
-    settle: float = 0.0
-    unsettled: dict[str, int] = field(default_factory=dict)
-    transactions: dict[str, int] = field(default_factory=dict)
-    late_on_time: int = 0
-    mismatches: list[str] = field(default_factory=list)
-
-    def report(self) -> str:
-        lines = [
-            f"chaos: {self.intents} intents, {self.deposits} deposits",
-            f"  kills per role: {self.kills}",
-            f"  reorgs by depth: {dict(sorted(self.reorgs.items()))}"
-            f" ({self.reincluded} transactions re-included)",
-            f"  wall time {self.wall:.1f} s, settle time {self.settle:.1f} s",
-            f"  intentd transactions: {self.transactions}",
-            f"  deposits in a block before expiry refunded as late: {self.late_on_time}",
-            f"  unsettled: {self.unsettled or 'nothing'}",
-            f"  mismatches: {len(self.mismatches)}",
-        ]
-        lines += [f"    {m}" for m in self.mismatches[:50]]
-        return "\n".join(lines)
-
-
 class Run:
     def __init__(
         self,
@@ -108,6 +78,7 @@ class Run:
         self.rng = random.Random(options.seed)
         self.payers = payer_accounts(options.seed, PAYERS)
         self.created: list[Created] = []
+        self.made = asyncio.Condition()
         self.sent: set[tuple[str, str]] = set()
         self.figures = Figures()
         self.writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
@@ -136,6 +107,8 @@ class Run:
         )  # fmt: skip
         made.payments = payments(plan, row.total_due)
         self.created.append(made)
+        async with self.made:
+            self.made.notify_all()
         for payment in made.payments:
             if payment.phase == 1:
                 await asyncio.sleep(plan.pause)
@@ -159,20 +132,30 @@ class Run:
             await asyncio.sleep(1 / self.o.rate)
         await asyncio.gather(*tasks)
 
-    async def kill_all(self, span: float) -> None:
-        """``kills_per_role`` kills of every role spread over about ``span`` seconds."""
+    async def progress(self, fraction: float) -> None:
+        """Until ``fraction`` of the intents are created, then a pause of 0.5..1.5 s: the
+        kills and the reorgs are spread over the creation of the intents, however
+        fast the machine creates them."""
+        async with self.made:
+            await self.made.wait_for(lambda: len(self.created) >= fraction * self.o.intents)
+        await asyncio.sleep(self.rng.uniform(0.5, 1.5))
+
+    async def kill_all(self) -> None:
+        """``kills_per_role`` kills of every role, restarted 0..1 s later."""
         owed = {role.name: self.o.kills_per_role for role in self.roles.roles}
         total = sum(owed.values())
+        done = 0
         while (role := self.roles.pick(self.rng, owed)) is not None:
-            await asyncio.sleep(self.rng.uniform(0.5, 1.5) * span / max(total, 1))
+            await self.progress((done + self.rng.random()) / total)
             self.roles.check_alive()
             self.roles.kill(role)
             await asyncio.sleep(self.rng.uniform(0, 1))
             self.roles.start(role)
+            done += 1
 
-    async def reorg_all(self, span: float) -> None:
-        for _ in range(self.o.reorgs):
-            await asyncio.sleep(self.rng.uniform(0.5, 1.5) * span / max(self.o.reorgs, 1))
+    async def reorg_all(self) -> None:
+        for done in range(self.o.reorgs):
+            await self.progress((done + self.rng.random()) / self.o.reorgs)
             depth = self.rng.randint(1, 5)
             chain = self.chains[self.rng.choice(("source", "destination"))]
             for _ in range(20):  # up to 10 s for blocks with transactions to move
@@ -184,11 +167,10 @@ class Run:
 
     async def go(self) -> Figures:
         started = time.monotonic()
-        span = self.o.intents / self.o.rate + self.o.expires_in
         before_tokens, before_native = await self.balances_before()
         self.roles.start_all()
         await self.wait_started()
-        await asyncio.gather(self.pay_all(), self.kill_all(span), self.reorg_all(span))
+        await asyncio.gather(self.pay_all(), self.kill_all(), self.reorg_all())
         settling = time.monotonic()
         self.figures.unsettled = await check.wait_settled(
             self.pool, self.sent, self.o.settle_timeout
