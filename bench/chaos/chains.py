@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,10 @@ class Chain:
                         raw = await self.rpc.rpc("eth_getRawTransactionByHash", tx_hash)
                         plan.append([raw, offset])
                 await self.rpc.rpc("anvil_reorg", depth, plan)
+                # a reorg sets anvil's clock back (the new blocks are stamped seconds
+                # earlier than those they replace); the blocks after it follow the wall
+                # clock again, else the chain's time would fall behind at every reorg
+                await self.rpc.rpc("evm_setTime", int(time.time()))
             finally:
                 await self.rpc.rpc("evm_setIntervalMining", self.block_time)
             return len(plan)

@@ -112,9 +112,9 @@ class Run:
         for payment in made.payments:
             if payment.phase == 1:
                 await asyncio.sleep(plan.pause)
-            elif payment.phase == 2:
-                wait = (row.expires_at - datetime.now(UTC)).total_seconds() + 3
-                await asyncio.sleep(max(wait, 0))
+            elif payment.phase == 2:  # once the intent has ended: late whatever the block
+                await asyncio.sleep(max((row.expires_at - datetime.now(UTC)).total_seconds(), 0))
+                await self.ended(row.id)
             chain = self.chains[payment.chain]
             tx_hash = await chain.pay(
                 self.payers[plan.payer],
@@ -131,6 +131,14 @@ class Run:
             tasks.append(asyncio.create_task(self.intent(plan)))
             await asyncio.sleep(1 / self.o.rate)
         await asyncio.gather(*tasks)
+
+    async def ended(self, intent_id: int) -> None:
+        """Until the intent has left PENDING (the database is polled: no notification)."""
+        query = "SELECT status <> 'PENDING' FROM intents WHERE id = $1"
+        while True:
+            if await self.pool.fetchval(query, intent_id):
+                return
+            await asyncio.sleep(1)
 
     async def progress(self, fraction: float) -> None:
         """Until ``fraction`` of the intents are created, then a pause of 0.5..1.5 s: the
@@ -186,8 +194,8 @@ class Run:
         native, self.figures.transactions = await check.native_mismatches(
             self.pool, self.chains, before_native
         )
-        found += native + await check.event_mismatches(self.pool, self.created)
-        self.figures.late_on_time = await check.on_time_decided_late(self.pool)
+        events, self.figures.late_on_time = await check.event_mismatches(self.pool, self.created)
+        found += native + events
         if self.figures.unsettled:
             found.insert(
                 0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}"

@@ -28,7 +28,8 @@ class Figures:
             f" ({self.reincluded} transactions re-included)",
             f"  wall time {self.wall:.1f} s, settle time {self.settle:.1f} s",
             f"  intentd transactions: {self.transactions}",
-            f"  deposits in a block before expiry refunded as late: {self.late_on_time}",
+            f"  under_expiry intents whose on-time payment was refunded as late:"
+            f" {self.late_on_time}",
             f"  unsettled: {self.unsettled or 'nothing'}",
             f"  mismatches: {len(self.mismatches)}",
         ]
