@@ -262,11 +262,7 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         )
         config = logs / "chaos.toml"
         write_config(config, db_url, infra, sections)
-        for key, value in env.items():
-            os.environ.setdefault(key, value)
-        os.environ["INTENTD_HD_MNEMONIC"] = env["INTENTD_HD_MNEMONIC"]
-        os.environ["INTENTD__KAFKA__TOPIC_PREFIX"] = env["INTENTD__KAFKA__TOPIC_PREFIX"]
-        settings = load_settings(config)
+        settings = load_settings(config, env)  # as the roles see it
         roles = Roles(config, env, logs)
         for name, _ in (SOURCE, DESTINATION):
             roles.add(f"poll-{name}", "poll", "--chain", name)
