@@ -244,6 +244,7 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         INTENTD__KAFKA__HEARTBEAT_INTERVAL_MS="500",
         INTENTD__OBSERVABILITY__LOG_LEVEL="info",
         INTENTD_WEBHOOK_KEY=secrets.token_hex(32),
+        INTENTD__WEBHOOKS__GROUP=f"{env['INTENTD__KAFKA__TOPIC_PREFIX']}-webhooks",
     )
     own_logs = logs is None
     logs = logs or Path(tempfile.mkdtemp(prefix="intentd-chaos-"))
