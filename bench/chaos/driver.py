@@ -68,13 +68,8 @@ class Run:
         chains: dict[str, Chain],
         roles: Roles,
     ) -> None:
-        self.o, self.settings, self.pool, self.chains, self.roles = (
-            options,
-            settings,
-            pool,
-            chains,
-            roles,
-        )
+        self.o, self.settings, self.pool = options, settings, pool
+        self.chains, self.roles = chains, roles
         self.rng = random.Random(options.seed)
         self.payers = payer_accounts(options.seed, PAYERS)
         self.created: list[Created] = []
