@@ -5,10 +5,11 @@ an anvil of its own (a block every ``block_time`` seconds) with the chain id of 
 network it stands for, the two test tokens deployed by anvil's account 0 (so at the
 addresses ``make infra-up`` gets), the relayer's ``tokenOut`` minted, and payers funded.
 
-A reorg (:meth:`Chain.reorg`) pauses block production, replaces the newest ``depth``
-blocks with ``anvil_reorg`` and re-includes every transaction they held, each in the
-block of the same offset and the same order (so nonces stay valid and no payment or
-transfer of intentd is lost; the new blocks have other hashes), then resumes.
+A reorg (:meth:`Chain.reorg`) pauses block production, mines what waits in the pool
+(``anvil_reorg`` would drop it), replaces the newest ``depth`` blocks with
+``anvil_reorg`` and re-includes every transaction they held, each in the block of the
+same offset and the same order (so nonces stay valid and no payment or transfer of
+intentd is lost; the new blocks have other hashes), then resumes.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Chain:
     block_time: int
     tokens: dict[str, str] = field(default_factory=dict)  # symbol -> lowercase address
     nonces: dict[str, int] = field(default_factory=dict)
+    raw: dict[tuple[str, int], str] = field(default_factory=dict)  # (payer, nonce) -> tx
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -87,11 +89,28 @@ class Chain:
                     "maxPriorityFeePerGas": 10**9,
                 }
             )
-            tx_hash: str = await self.rpc.rpc(
-                "eth_sendRawTransaction", "0x" + signed.raw_transaction.hex()
-            )
+            raw = "0x" + signed.raw_transaction.hex()
+            tx_hash: str = await self.rpc.rpc("eth_sendRawTransaction", raw)
+            self.raw[(payer.address, nonce)] = raw
             self.nonces[payer.address] = nonce + 1
             return tx_hash
+
+    async def rebroadcast(self) -> int:
+        """Send again every payment above a payer's mined nonce that the node forgot (as
+        a wallet does); the number sent again. Seen once: after many reorgs a payer's
+        transaction was gone from anvil's pool and all its later ones waited behind
+        the nonce gap."""
+        again = 0
+        async with self.lock:
+            for payer, next_nonce in self.nonces.items():
+                mined = int(await self.rpc.rpc("eth_getTransactionCount", payer, "latest"), 16)
+                for nonce in range(mined, next_nonce):
+                    try:
+                        await self.rpc.rpc("eth_sendRawTransaction", self.raw[(payer, nonce)])
+                        again += 1
+                    except RuntimeError:
+                        pass  # known to the node already
+        return again
 
     async def reorg(self, depth: int) -> int:
         """Replace the newest ``depth`` blocks, re-including their transactions; the
@@ -99,6 +118,15 @@ class Chain:
         async with self.lock:
             await self.rpc.rpc("evm_setIntervalMining", 0)
             try:
+                # anvil_reorg drops what waits in the pool: mine it first, so that a
+                # payment is never lost (nor every later one of its payer stuck behind
+                # the nonce gap); the transactions of intentd's executors sent during the
+                # reorg may still be dropped, as a node may forget any
+                for _ in range(10):
+                    status = await self.rpc.rpc("txpool_status")
+                    if int(status["pending"], 16) == 0:
+                        break
+                    await self.rpc.mine(1)
                 head = await self.rpc.block_number()
                 depth = min(depth, head - 1)
                 plan: list[list[Any]] = []

@@ -127,6 +127,13 @@ class Run:
             await asyncio.sleep(1 / self.o.rate)
         await asyncio.gather(*tasks)
 
+    async def rebroadcast(self) -> None:
+        """Every 15 s, payments the nodes forgot are sent again (see Chain.rebroadcast)."""
+        while True:
+            await asyncio.sleep(15)
+            for chain in self.chains.values():
+                self.figures.resent += await chain.rebroadcast()
+
     async def ended(self, intent_id: int) -> None:
         """Until the intent has left PENDING (the database is polled: no notification)."""
         query = "SELECT status <> 'PENDING' FROM intents WHERE id = $1"
@@ -173,11 +180,15 @@ class Run:
         before_tokens, before_native = await self.balances_before()
         self.roles.start_all()
         await self.wait_started()
-        await asyncio.gather(self.pay_all(), self.kill_all(), self.reorg_all())
-        settling = time.monotonic()
-        self.figures.unsettled = await check.wait_settled(
-            self.pool, self.sent, self.o.settle_timeout
-        )
+        keeper = asyncio.create_task(self.rebroadcast())
+        try:
+            await asyncio.gather(self.pay_all(), self.kill_all(), self.reorg_all())
+            settling = time.monotonic()
+            self.figures.unsettled = await check.wait_settled(
+                self.pool, self.sent, self.o.settle_timeout
+            )
+        finally:
+            keeper.cancel()
         self.figures.settle = time.monotonic() - settling
         self.figures.wall = time.monotonic() - started
         self.figures.intents = len(self.created)

@@ -18,6 +18,7 @@ class Figures:
     unsettled: dict[str, int] = field(default_factory=dict)
     transactions: dict[str, int] = field(default_factory=dict)
     late_on_time: int = 0
+    resent: int = 0
     mismatches: list[str] = field(default_factory=list)
 
     def report(self) -> str:
@@ -28,6 +29,7 @@ class Figures:
             f" ({self.reincluded} transactions re-included)",
             f"  wall time {self.wall:.1f} s, settle time {self.settle:.1f} s",
             f"  intentd transactions: {self.transactions}",
+            f"  payments sent again (forgotten by the node): {self.resent}",
             f"  under_expiry intents whose on-time payment was refunded as late:"
             f" {self.late_on_time}",
             f"  unsettled: {self.unsettled or 'nothing'}",
