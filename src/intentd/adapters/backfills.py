@@ -14,7 +14,7 @@ unstamped; stamped rows are never written again). Concurrent runs wait for each 
 
 from __future__ import annotations
 
-from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres import Connection, Pool, wait_for_advisory_lock
 from intentd.domain.status import ALLOWED_MOVES
 
 __all__ = ["BATCH", "TERMINAL_STATUSES", "backfill", "stamp_terminal_at"]
@@ -46,7 +46,7 @@ _STAMP = """
 async def backfill(pool: Pool) -> dict[str, int]:
     """Run every backfill to its end; return how many rows each one wrote."""
     async with pool.acquire() as conn:
-        await conn.execute("SELECT pg_advisory_lock($1)", _BACKFILL_LOCK)
+        await wait_for_advisory_lock(conn, _BACKFILL_LOCK)
         try:
             return {"terminal_at": await stamp_terminal_at(conn)}
         finally:

@@ -17,6 +17,7 @@ build is done again rather than skipped.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -31,6 +32,7 @@ __all__ = [
     "create_pool",
     "migrate",
     "split_statements",
+    "wait_for_advisory_lock",
 ]
 
 Pool = asyncpg.Pool
@@ -132,7 +134,7 @@ async def migrate(pool: Pool, *, until: int | None = None) -> list[Migration]:
     applied by this call."""
     applied: list[Migration] = []
     async with pool.acquire() as conn:
-        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+        await wait_for_advisory_lock(conn, _MIGRATION_LOCK)
         try:
             await conn.execute(
                 """
@@ -163,6 +165,15 @@ async def migrate(pool: Pool, *, until: int | None = None) -> list[Migration]:
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
     return applied
+
+
+async def wait_for_advisory_lock(conn: Connection, key: int, poll: float = 0.5) -> None:
+    """Take the session advisory lock ``key``, waiting for it between short tries.
+
+    Not ``pg_advisory_lock``: its wait is an open transaction with a snapshot, which a
+    ``CREATE INDEX CONCURRENTLY`` of the lock's holder would wait for (a deadlock)."""
+    while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):  # noqa: ASYNC110
+        await asyncio.sleep(poll)
 
 
 async def _record(conn: Connection, migration: Migration) -> None:
