@@ -41,6 +41,9 @@ Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 _MIGRATION_LOCK = 0x1A7E_0D00  # advisory lock key held while migrating
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _NO_TRANSACTION = "-- intentd: no-transaction"
+_LONG_STATEMENT = 86_400.0
+"""Seconds the client waits for a statement of a no-transaction migration (an index
+build on a large table outlasts the pool's ``command_timeout``)."""
 _CONCURRENT_INDEX = re.compile(
     r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I
 )
@@ -194,7 +197,7 @@ async def _apply_outside_transaction(conn: Connection, migration: Migration) -> 
                 index.group(1),
             ):
                 await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.group(1)}"')
-            await conn.execute(statement)
+            await conn.execute(statement, timeout=_LONG_STATEMENT)
     finally:
         await conn.execute("RESET statement_timeout")
 
