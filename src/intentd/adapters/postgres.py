@@ -196,7 +196,9 @@ async def _apply_outside_transaction(conn: Connection, migration: Migration) -> 
                 "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
                 index.group(1),
             ):
-                await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.group(1)}"')
+                await conn.execute(
+                    f'DROP INDEX CONCURRENTLY IF EXISTS "{index.group(1)}"', timeout=_LONG_STATEMENT
+                )
             await conn.execute(statement, timeout=_LONG_STATEMENT)
     finally:
         await conn.execute("RESET statement_timeout")
