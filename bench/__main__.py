@@ -9,8 +9,10 @@ event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``watched-set`` (the
 pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``),
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
-``bench/trigger_processing.py``), ``chaos`` (intents of every scenario paid under
-``kill -9`` and reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
+``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
+backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
+``chaos`` (intents of every scenario paid under ``kill -9`` and reorgs, every balance
+checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -29,6 +31,7 @@ NAMES = (
     "webhooks",
     "watched-set",
     "trigger-processing",
+    "watch-migration",
 )
 
 
@@ -81,6 +84,10 @@ def main(argv: list[str]) -> None:
         from bench import trigger_processing
 
         trigger_processing.run(rest)
+    if name in {"watch-migration", "all"}:
+        from bench import watch_migration
+
+        watch_migration.run(rest)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import structlog
 
 from intentd import __version__
 from intentd.adapters import intent_store
+from intentd.adapters.backfills import backfill
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
 from intentd.intents.record import IntentRow, render_record
@@ -335,7 +336,7 @@ async def _daemon(args: argparse.Namespace, settings: Settings, stopping: Stoppi
                 try:
                     await until_stopped(_migrate(settings), stopping.stop)
                 except Stopped:
-                    return 0  # the migration's transaction was rolled back
+                    return 0  # a stopped migration or backfill goes on at the next run
             settings = _with_workers(settings, 1)
             await _run(settings, Roles.everything(settings), stopping)
         case _:
@@ -361,9 +362,14 @@ async def _migrate(settings: Settings) -> int:
     pool = await create_pool(settings.database.url.get_secret_value(), max_size=2)
     try:
         applied = await migrate(pool)
+        structlog.get_logger().info(
+            "migrated", applied=[f"{m.version:04d}_{m.name}" for m in applied]
+        )
+        # Rows a migration left to fill in, in short batches (a stop resumes on the next run).
+        filled = await backfill(pool)
     finally:
         await pool.close()
-    structlog.get_logger().info("migrated", applied=[f"{m.version:04d}_{m.name}" for m in applied])
+    structlog.get_logger().info("backfilled", rows=filled)
     return 0
 
 

@@ -1,4 +1,4 @@
--- intentd schema, version 13: the lifecycle's place in the deposits logs.
+-- intentd schema, version 14: the lifecycle's place in the deposits logs.
 -- The block of the last chain message the lifecycle applied from each partition of a
 -- deposits topic, written before the partition's offset is committed. If retention
 -- deletes records of a partition before they are read, the chain is rescanned from

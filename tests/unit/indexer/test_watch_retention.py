@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.indexer.indexer_fakes import ended_page
 
+from intentd.adapters.backfills import TERMINAL_STATUSES
 from intentd.domain.status import ALLOWED_MOVES
 from intentd.indexer.ports import IntentAddress
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -176,13 +177,13 @@ async def test_a_live_or_recently_ended_intent_is_always_watched_and_old_ones_le
                 assert not watched.addresses.contains_hex(address(row_id)), (row_id, terminal_at)
 
 
-def test_the_migration_stamps_exactly_the_statuses_without_a_move_out() -> None:
+def test_the_migration_and_backfill_stamp_exactly_the_statuses_without_a_move_out() -> None:
     terminal = {status.value for status, moves in ALLOWED_MOVES.items() if not moves}
     sql = (resources.files("intentd.migrations") / "0013_watch_retention.sql").read_text()
     lists = re.findall(r"status IN \(([^)]*)\)", sql)
-    assert len(lists) == 2
-    for listed in lists:
-        assert {s.strip().strip("'") for s in listed.split(",")} == terminal
+    assert len(lists) == 1  # the trigger's
+    assert {s.strip().strip("'") for s in lists[0].split(",")} == terminal
+    assert set(TERMINAL_STATUSES) == terminal
 
 
 @pytest.mark.parametrize("retention", [timedelta(0), -DAY])
