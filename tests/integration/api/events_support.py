@@ -26,8 +26,10 @@ DUE = 10_115_000
 _T = TypeVar("_T")
 
 
-def usdc(api: Api) -> str:
-    return next(t.address for t in api.settings.chains[CHAIN].tokens if t.symbol == "USDC")
+def usdc(api: Api, chain: str = CHAIN) -> str:
+    """The dev USDC of ``chain`` (at the chain's real testnet USDC address: each chain's
+    is different)."""
+    return next(t.address for t in api.settings.chains[chain].tokens if t.symbol == "USDC")
 
 
 async def create(api: Api, key: str, **changes: Any) -> dict[str, Any]:

@@ -112,7 +112,8 @@ async def test_bridge_options_and_multi_source(api: Api, test_key: str) -> None:
     assert status == 200
     assert [q["bridge"] for q in found["quotes"]] == ["express", "relay"]  # 0.50 < 0.10 + 0.50
     assert found["quotes"][0]["fees_in_asset_token"] == "0.5"
-    params = {"destinationChain": "ARBITRUM_TESTNET", "amount": "100", "tokenOut": usdc(api)}
+    out = usdc(api, "ARBITRUM_TESTNET")
+    params = {"destinationChain": "ARBITRUM_TESTNET", "amount": "100", "tokenOut": out}
     status, multi, _ = await api.call("GET", "/quotes/multi-source", test_key, params=params)
     assert status == 200
     sources = {(q["source_chain"], q["asset_token_symbol"]) for q in multi["quotes"]}
@@ -346,7 +347,7 @@ async def test_a_query_parameter_given_twice_is_refused_unless_it_is_a_list(
 ) -> None:
     # Found by schemathesis: `amount=574296&amount=false&amount=574296` was answered 200
     # with whichever value came last. A single-valued parameter takes one value.
-    base = [("destinationChain", "ARBITRUM_TESTNET"), ("tokenOut", usdc(api))]
+    base = [("destinationChain", "ARBITRUM_TESTNET"), ("tokenOut", usdc(api, "ARBITRUM_TESTNET"))]
     twice = [*base, ("amount", "100"), ("amount", "false")]
     status, data, response = await api.call("GET", "/quotes/multi-source", test_key, params=twice)
     assert_problem(status, data, response, 422, "repeated_parameter")

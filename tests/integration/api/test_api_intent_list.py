@@ -18,6 +18,7 @@ from tests.integration.api.events_support import (
     expire_now,
     pay,
     until,
+    usdc,
 )
 
 from intentd.adapters.postgres import Pool
@@ -143,7 +144,11 @@ async def test_every_filter(api: Api, pool: Pool, make_key: MakeKey) -> None:
     from_sender = await create(api, key, sender=SENDER, metadata={"order_id": "A-1"})
     to_other = await create(api, key, recipient=OTHER, metadata={"order_id": "A-2", "n": 2})
     reverse = await create(
-        api, key, source_chain="ARBITRUM_TESTNET", destination_chain="BASE_TESTNET"
+        api,
+        key,
+        source_chain="ARBITRUM_TESTNET",
+        destination_chain="BASE_TESTNET",
+        tokenIn=usdc(api, "ARBITRUM_TESTNET"),
     )
     expired = await create(api, key)
     await expire_now(api, pool, expired["id"])
