@@ -1,11 +1,18 @@
 """Expiring intents on time, without scanning the table.
 
-PENDING intents past ``expires_at`` are found through the partial index
+An intent is expired ``intents.expiry_grace_seconds`` after ``expires_at``, not at
+it: a payment mined before ``expires_at`` is read by the poller only ``confirmations``
+blocks later and applied by the lifecycle later still, and it is credited (on time)
+only while the intent is PENDING; expired at ``expires_at`` it would be refunded as a
+late deposit and the merchant, paid on time, not paid. The grace must cover the
+slowest source chain's confirmation time plus the lifecycle's lag (docs/intents.md).
+
+PENDING intents past ``expires_at`` plus the grace are found through the partial index
 ``intents_pending_by_expiry`` and expired one transaction each (an intent that got
 funded meanwhile is left alone: :meth:`Intent.expire` re-checks under the row lock).
-Between rounds the loop sleeps until the next ``expires_at`` (also from the index),
-at most ``max_sleep`` seconds, so an expiry happens within about a second of its
-time. Several lifecycle replicas may run it: each intent is expired once (row lock
+Between rounds the loop sleeps until the next expiry (``expires_at`` from the index,
+plus the grace), at most ``max_sleep`` seconds, so an expiry happens within about a
+second of its time. Several lifecycle replicas may run it: each intent is expired once (row lock
 plus the status check).
 
 An intent that expires with nothing to refund ends EXPIRED with ``intent_expired``;
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
@@ -60,6 +67,7 @@ class Expiry:
     ) -> None:
         self._book = ChainBook.of_settings(settings)
         self._retention_days = settings.intents.event_retention_days
+        self._grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
         self._store = store
         self._max_sleep = max_sleep
         self._batch = batch
@@ -87,11 +95,12 @@ class Expiry:
     async def expire_due(self) -> int:
         """Expire what is due now; return how many intents were looked at."""
         now = datetime.now(UTC)
+        due_by = now - self._grace
         async with self._store.unit() as uow:
-            due = await uow.due_for_expiry(now, limit=self._batch, skip=sorted(self._failed))
+            due = await uow.due_for_expiry(due_by, limit=self._batch, skip=sorted(self._failed))
             for intent_id in due:
                 try:
-                    outcome = await expire(uow, self._book, intent_id, now=now)
+                    outcome = await expire(uow, self._book, intent_id, now=now, due_by=due_by)
                 except Exception as exc:
                     failure = self._store.classify(exc)
                     if failure is Failure.UNAVAILABLE:
@@ -138,5 +147,6 @@ class Expiry:
             upcoming = await uow.next_expiry()
         delay = self._max_sleep
         if upcoming is not None:
-            delay = min(max((upcoming - datetime.now(UTC)).total_seconds(), 0.0), delay)
+            due_in = upcoming + self._grace - datetime.now(UTC)
+            delay = min(max(due_in.total_seconds(), 0.0), delay)
         await wait_any(stop, within=delay + 0.01)

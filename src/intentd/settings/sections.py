@@ -61,6 +61,10 @@ class IntentsConfig(ConfigModel):
     """Client that owns intents created from the CLI."""
     event_retention_days: int = Field(default=90, ge=1, le=3650)
     """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
+    expiry_grace_seconds: int = Field(default=120, ge=0, le=86400)
+    """Seconds past ``expires_at`` before a PENDING intent is expired, so that a payment
+    mined before ``expires_at`` is read (``confirmations`` times the block time later) and applied
+    first; at least the slowest source chain's confirmation time plus the lifecycle's lag."""
 
 
 class IndexerConfig(ConfigModel):

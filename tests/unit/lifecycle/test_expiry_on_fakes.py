@@ -8,20 +8,26 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tests.unit.lifecycle.lifecycle_builders import intent_row, settings
+from tests.unit.lifecycle.lifecycle_builders import book, deposit, intent_row, settings
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 
 from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.domain.intent import ActionKind
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.outcomes import Outcome
+
+GRACE = timedelta(seconds=settings().intents.expiry_grace_seconds)
 
 
-def store_with(*expires_in: float) -> FakeStore:
-    """Intents 1, 2, ... expiring ``expires_in`` seconds from now (negative: overdue)."""
+def store_with(*due_in: float) -> FakeStore:
+    """Intents 1, 2, ... due for expiry (``expires_at`` plus the grace) ``due_in`` seconds
+    from now (negative: overdue)."""
     uow = FakeUnitOfWork()
     now = datetime.now(UTC)
-    for n, seconds in enumerate(expires_in, start=1):
-        uow.add_intent(intent_row(n, expires_at=now + timedelta(seconds=seconds)))
+    for n, seconds in enumerate(due_in, start=1):
+        uow.add_intent(intent_row(n, expires_at=now - GRACE + timedelta(seconds=seconds)))
     return FakeStore(uow)
 
 
@@ -125,3 +131,27 @@ async def test_an_unavailable_database_is_left_to_the_loop() -> None:
     with pytest.raises(ConnectionRefusedError):
         await loop.prune_when_due()
     assert await loop.prune_when_due() == 0 and store.uow.prunes == 2  # tried again at once
+
+
+async def test_a_payment_mined_before_expires_at_but_read_after_it_funds_the_intent() -> None:
+    """The expiry race: the poller reads a block ``confirmations`` blocks late and the
+    lifecycle applies it later still; the merchant paid on time must be paid."""
+    uow = FakeUnitOfWork()
+    uow.add_intent(intent_row(1, expires_at=datetime.now(UTC) - timedelta(seconds=5)))
+    store = FakeStore(uow)
+    row = uow.state.intents[1]
+    loop = Expiry(settings(), store)
+    await loop.expire_due()  # runs before the poller has read the paying block
+    paid = deposit(row.intent_address, row.total_due, block_time=row.expires_at)
+    now = datetime.now(UTC)
+    assert await credit(store.uow, book(), paid, now=now) is Outcome.CREDITED
+    assert statuses(store) == [IntentStatus.FUNDED]
+    assert store.uow.event_types().count("intent_expired") == 0
+    assert ActionKind.USER_REFUND not in [a.action.kind for a in store.uow.actions_of(1)]
+
+
+async def test_an_intent_is_expired_once_the_grace_after_expires_at_is_over() -> None:
+    store = store_with(-1, 30)  # expires_at passed: the grace and 1 s ago, 30 s less ago
+    loop = Expiry(settings(), store)
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
