@@ -9,7 +9,8 @@ event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``watched-set`` (the
 pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``),
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
-``bench/trigger_processing.py``).
+``bench/trigger_processing.py``), ``chaos`` (intents of every scenario paid under
+``kill -9`` and reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -33,6 +34,11 @@ NAMES = (
 
 def main(argv: list[str]) -> None:
     name, rest = (argv[0], argv[1:]) if argv else ("all", [])
+    if name == "chaos":
+        from bench import chaos
+
+        chaos.main(rest)
+        return
     if name not in {*NAMES, "all"}:
         raise SystemExit(f"unknown benchmark {name!r}; one of {', '.join(NAMES)}")
     if name in {"backfill", "all"}:

@@ -151,6 +151,7 @@ def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
         INTENTD_HD_MNEMONIC=settings.mnemonic(),
         INTENTD__KAFKA__TOPIC_PREFIX=settings.kafka.topic_prefix,
         INTENTD__KAFKA__LIFECYCLE_GROUP=f"{settings.kafka.topic_prefix}-lifecycle",
+        INTENTD__WEBHOOKS__GROUP=f"{settings.kafka.topic_prefix}-webhooks",
         INTENTD__OBSERVABILITY__METRICS_PORT="0",
         INTENTD__API__PORT="0",
         INTENTD__OBSERVABILITY__LOG_LEVEL="debug",

@@ -1,0 +1,172 @@
+"""When the chaos run has settled, and whether the chain and the events are right.
+
+Settled: every payment sent is a recorded deposit, every intent is terminal, no action
+is ``ready``, ``submitted`` or ``held``, no transaction of intentd is open and the outbox
+is drained. Then every test-token balance the run touched is read on chain and compared,
+to the base unit, with :func:`bench.chaos.scenarios.expected_changes`; the native
+balance of the relayer, the gas tank and every intent address with what intentd's own
+transaction records say moved (values and gas, ``gasUsed * effectiveGasPrice`` read from
+the receipts): a transaction of theirs that intentd did not record, or recorded wrongly,
+shows. Each intent's events must be gap-free (1..n), with unique ids, and end with the
+terminal event its scenario allows (exactly one terminal event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+from bench.chaos.chains import Chain
+from bench.chaos.scenarios import TERMINAL, Created, Key
+from intentd.adapters.postgres import Pool
+
+TERMINAL_STATUSES = ("COMPLETED", "EXPIRED", "REFUNDED", "CANCELLED")
+TERMINAL_TYPES = {"intent_completed", "intent_expired", "intent_cancelled"}
+ENDING_REFUNDS = {"expired", "failed", "cancelled", "merchant"}
+
+
+async def unsettled(pool: Pool, sent: set[tuple[str, str]]) -> dict[str, int]:
+    """What is still open (empty when settled); ``sent``: (chain name, tx hash) paid."""
+    recorded = {
+        (r["chain"], r["tx_hash"])
+        for r in await pool.fetch("SELECT DISTINCT chain, tx_hash FROM deposits")
+    }
+    row = await pool.fetchrow(
+        f"""SELECT
+            (SELECT count(*) FROM intents WHERE status NOT IN {TERMINAL_STATUSES}) AS intents,
+            (SELECT count(*) FROM actions WHERE status IN ('ready', 'submitted', 'held'))
+                AS actions,
+            (SELECT count(*) FROM chain_transactions WHERE status IN ('signed', 'sent', 'mined'))
+                AS transactions,
+            (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS outbox"""
+    )
+    assert row is not None
+    open_ = {k: int(v) for k, v in dict(row).items() if v}
+    if missing := len(sent - recorded):
+        open_["deposits"] = missing
+    return open_
+
+
+async def wait_settled(pool: Pool, sent: set[tuple[str, str]], timeout: float) -> dict[str, int]:
+    """Wait until nothing is open twice in a row 3 s apart; what is open at the timeout."""
+    deadline = time.monotonic() + timeout
+    calm = 0
+    while time.monotonic() < deadline:
+        open_ = await unsettled(pool, sent)
+        calm = calm + 1 if not open_ else 0
+        if calm >= 2:
+            return {}
+        await asyncio.sleep(3)
+    return await unsettled(pool, sent)
+
+
+async def token_mismatches(
+    chains: dict[str, Chain], before: dict[Key, int], change: Counter[Key]
+) -> list[str]:
+    found = []
+    keys = sorted(change)
+    for start in range(0, len(keys), 200):  # balanceOf calls in JSON-RPC batches
+        part = keys[start : start + 200]
+        for side in ("source", "destination"):
+            chain = chains[side]
+            mine = [k for k in part if k[0] == side]
+            calls = [
+                ("eth_call", [{"to": chain.tokens[symbol], "data": balance_of(owner)}, "latest"])
+                for _, symbol, owner in mine
+            ]
+            for key, answer in zip(
+                mine, await chain.rpc.batch(calls) if calls else [], strict=True
+            ):
+                have, want = int(answer, 16), before.get(key, 0) + change[key]
+                if have != want:
+                    found.append(
+                        f"{chain.name} {key[1]} {key[2]}: on chain {have}, expected {want}"
+                    )
+    return found
+
+
+def balance_of(owner: str) -> str:
+    return "0x70a08231" + owner[2:].lower().rjust(64, "0")
+
+
+async def native_mismatches(
+    pool: Pool, chains: dict[str, Chain], before: dict[tuple[str, str], int]
+) -> tuple[list[str], dict[str, int]]:
+    """Native balances against intentd's transaction records; (mismatches, figures)."""
+    by_name = {c.name: c for c in chains.values()}
+    rows = await pool.fetch(
+        "SELECT chain, signer, to_address, value, tx_hash, status FROM chain_transactions"
+    )
+    delta: Counter[tuple[str, str]] = Counter()
+    figures: Counter[str] = Counter()
+    receipts: dict[str, Any] = {}
+    for name, chain in by_name.items():
+        hashes = [r["tx_hash"] for r in rows if r["chain"] == name]
+        for start in range(0, len(hashes), 200):
+            part = hashes[start : start + 200]
+            answers = await chain.rpc.batch([("eth_getTransactionReceipt", [h]) for h in part])
+            receipts.update(zip(part, answers, strict=True))
+    for row in rows:
+        receipt = receipts[row["tx_hash"]]
+        signer, to = row["signer"].lower(), row["to_address"].lower()
+        delta[(row["chain"], signer)] += 0
+        if receipt is None:
+            figures[f"unmined ({row['status']})"] += 1
+            continue
+        figures[f"mined ({row['status']})"] += 1
+        gas = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+        delta[(row["chain"], signer)] -= gas
+        if receipt["status"] == "0x1":
+            delta[(row["chain"], signer)] -= int(row["value"])
+            delta[(row["chain"], to)] += int(row["value"])
+    found = []
+    for (name, owner), moved in sorted(delta.items()):
+        have = await by_name[name].native(owner)
+        want = before.get((name, owner), 0) + moved
+        if have != want:
+            found.append(f"{name} native {owner}: on chain {have}, expected {want}")
+    return found, dict(figures)
+
+
+async def event_mismatches(pool: Pool, created: list[Created]) -> tuple[list[str], int]:
+    """(mismatches, under_expiry intents whose payment was refunded as late): an on-time
+    payment read after the expiry ran is a late deposit (docs/chaos.md, Findings)."""
+    rows = await pool.fetch(
+        "SELECT id, intent_id, type, sequence, body FROM intent_events ORDER BY intent_id, sequence"
+    )
+    events: dict[int, list[Any]] = defaultdict(list)
+    for row in rows:
+        events[row["intent_id"]].append(row)
+    found = []
+    late = 0
+    if len({r["id"] for r in rows}) != len(rows):
+        found.append("event ids are not unique")
+    for c in created:
+        mine = events.get(c.intent_id, [])
+        if [e["sequence"] for e in mine] != list(range(1, len(mine) + 1)):
+            found.append(f"intent {c.intent_id}: sequences {[e['sequence'] for e in mine]}")
+        ending = []
+        for event in mine:
+            kind = event["type"]
+            reason = refund_reason(event["body"]) if kind == "intent_refunded" else None
+            if kind in TERMINAL_TYPES or reason in ENDING_REFUNDS:
+                ending.append((kind, reason))
+        if c.plan.scenario == "under_expiry" and ending == [("intent_expired", None)]:
+            late += 1
+        allowed = TERMINAL[c.plan.scenario]
+        if len(ending) != 1 or ending[0] not in allowed:
+            types = [e["type"] for e in mine]
+            found.append(
+                f"intent {c.intent_id} ({c.plan.scenario}): terminal {ending}, events {types}"
+            )
+    return found, late
+
+
+def refund_reason(body: Any) -> str | None:
+    import orjson
+
+    data = orjson.loads(body) if isinstance(body, (str, bytes)) else body
+    reason: str | None = data.get("data", {}).get("refund", {}).get("reason")
+    return reason

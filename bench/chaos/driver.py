@@ -1,0 +1,303 @@
+"""``python -m bench chaos``: intents of every scenario paid while roles die and chains reorg.
+
+The run starts two anvil chains of its own (BASE_TESTNET 84532 as the source,
+ARBITRUM_TESTNET 421614 as the destination, 1-second blocks), a database and a topic
+prefix of its own, and intentd as one process per role (``bench/chaos/roles.py``). It
+creates N intents dealt over the scenarios of ``bench/chaos/scenarios.py`` at ``--rate``
+intents a second and pays them from signed transactions of its own payers; meanwhile
+it kills roles with ``kill -9`` (``--kills-per-role`` each, at random moments, restarted
+after 0..1 s) and replaces the newest 1..5 blocks of a random chain with ``anvil_reorg``,
+re-including every transaction they held (``--reorgs``). When everything has settled it
+checks on chain, to the base unit, every account the run touched, and the events
+(``bench/chaos/check.py``), prints the figures and exits 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import UUID
+
+import asyncpg
+
+from bench.chaos import check
+from bench.chaos.chains import Chain, payer_accounts, start_chain
+from bench.chaos.figures import Figures
+from bench.chaos.roles import Roles, chain_toml, write_config
+from bench.chaos.scenarios import COMPLETING, Created, Key, Plan, expected_changes, payments, plans
+from bench.head_latency import bench_stack, read_env
+from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.custody import IntentKeys
+from intentd.intents.service import IntentRequest, create_intent
+from intentd.intents.writer import IntentWriter
+from intentd.settings import Settings, load_settings
+from intentd_dev.devinfra import postgres as devinfra_postgres
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE, DESTINATION = ("BASE_TESTNET", 84532), ("ARBITRUM_TESTNET", 421614)
+PAYERS = 8
+
+
+@dataclass(frozen=True)
+class Options:
+    seed: int = 1
+    intents: int = 16
+    rate: float = 4.0  # intents created a second
+    kills_per_role: int = 2
+    reorgs: int = 2
+    expires_in: int = 40  # lifetime of the short-lived scenarios, seconds
+    settle_timeout: float = 300.0
+    keep: bool = False  # keep the database and the logs
+
+
+class Run:
+    def __init__(
+        self,
+        options: Options,
+        settings: Settings,
+        pool: Pool,
+        chains: dict[str, Chain],
+        roles: Roles,
+    ) -> None:
+        self.o, self.settings, self.pool = options, settings, pool
+        self.chains, self.roles = chains, roles
+        self.rng = random.Random(options.seed)
+        self.payers = payer_accounts(options.seed, PAYERS)
+        self.created: list[Created] = []
+        self.made = asyncio.Condition()
+        self.sent: set[tuple[str, str]] = set()
+        self.figures = Figures()
+        self.writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
+
+    async def intent(self, plan: Plan) -> None:
+        source = self.chains["source"]
+        short = plan.scenario not in COMPLETING
+        row = await create_intent(
+            self.settings,
+            self.writer,
+            IntentRequest(
+                amount=f"{plan.amount / 10**6:.2f}",
+                token_in=source.tokens["USDC"],
+                source_chain=SOURCE[0],
+                destination_chain=DESTINATION[0],
+                recipient=plan.recipient,
+                refund_address=plan.refund_address,
+                expires_in=self.o.expires_in if short else 3600,
+            ),
+            client_id=UUID(self.settings.intents.default_client_id),
+            now=datetime.now(UTC),
+        )
+        made = Created(
+            plan, row.id, row.intent_address.lower(), row.total_due,
+            row.fees_in_asset + row.app_fee_in_asset, row.amount_out,
+        )  # fmt: skip
+        made.payments = payments(plan, row.total_due)
+        self.created.append(made)
+        async with self.made:
+            self.made.notify_all()
+        for payment in made.payments:
+            if payment.phase == 1:
+                await asyncio.sleep(plan.pause)
+            elif payment.phase == 2:  # once the intent has ended: late whatever the block
+                await asyncio.sleep(max((row.expires_at - datetime.now(UTC)).total_seconds(), 0))
+                await self.ended(row.id)
+            chain = self.chains[payment.chain]
+            tx_hash = await chain.pay(
+                self.payers[plan.payer],
+                chain.tokens[payment.token],
+                made.intent_address,
+                payment.amount,
+            )
+            self.sent.add((chain.name, tx_hash))
+            self.figures.deposits += 1
+
+    async def pay_all(self) -> None:
+        tasks = []
+        for plan in plans(self.o.seed, self.o.intents, PAYERS):
+            tasks.append(asyncio.create_task(self.intent(plan)))
+            await asyncio.sleep(1 / self.o.rate)
+        await asyncio.gather(*tasks)
+
+    async def rebroadcast(self) -> None:
+        """Every 15 s, payments the nodes forgot are sent again (see Chain.rebroadcast)."""
+        while True:
+            await asyncio.sleep(15)
+            for chain in self.chains.values():
+                self.figures.resent += await chain.rebroadcast()
+
+    async def ended(self, intent_id: int) -> None:
+        """Until the intent has left PENDING (the database is polled: no notification)."""
+        query = "SELECT status <> 'PENDING' FROM intents WHERE id = $1"
+        while True:
+            if await self.pool.fetchval(query, intent_id):
+                return
+            await asyncio.sleep(1)
+
+    async def progress(self, fraction: float) -> None:
+        """Until ``fraction`` of the intents are created, then a pause of 0.5..1.5 s: the
+        kills and the reorgs are spread over the creation of the intents, however
+        fast the machine creates them."""
+        async with self.made:
+            await self.made.wait_for(lambda: len(self.created) >= fraction * self.o.intents)
+        await asyncio.sleep(self.rng.uniform(0.5, 1.5))
+
+    async def kill_all(self) -> None:
+        """``kills_per_role`` kills of every role, restarted 0..1 s later."""
+        owed = {role.name: self.o.kills_per_role for role in self.roles.roles}
+        total = sum(owed.values())
+        done = 0
+        while (role := self.roles.pick(self.rng, owed)) is not None:
+            await self.progress((done + self.rng.random()) / total)
+            self.roles.check_alive()
+            self.roles.kill(role)
+            await asyncio.sleep(self.rng.uniform(0, 1))
+            self.roles.start(role)
+            done += 1
+
+    async def reorg_all(self) -> None:
+        for done in range(self.o.reorgs):
+            await self.progress((done + self.rng.random()) / self.o.reorgs)
+            depth = self.rng.randint(1, 5)
+            chain = self.chains[self.rng.choice(("source", "destination"))]
+            for _ in range(20):  # up to 10 s for blocks with transactions to move
+                if await chain.busy(depth):
+                    break
+                await asyncio.sleep(0.5)
+            self.figures.reincluded += await chain.reorg(depth)
+            self.figures.reorgs[depth] += 1
+
+    async def go(self) -> Figures:
+        started = time.monotonic()
+        before_tokens, before_native = await self.balances_before()
+        self.roles.start_all()
+        await self.wait_started()
+        keeper = asyncio.create_task(self.rebroadcast())
+        try:
+            await asyncio.gather(self.pay_all(), self.kill_all(), self.reorg_all())
+            settling = time.monotonic()
+            self.figures.unsettled = await check.wait_settled(
+                self.pool, self.sent, self.o.settle_timeout
+            )
+        finally:
+            keeper.cancel()
+        self.figures.settle = time.monotonic() - settling
+        self.figures.wall = time.monotonic() - started
+        self.figures.intents = len(self.created)
+        self.figures.kills = {role.name: role.kills for role in self.roles.roles}
+        change = expected_changes(
+            self.created, self.relayer, self.fee_account, [p.address for p in self.payers]
+        )
+        found = await check.token_mismatches(self.chains, before_tokens, change)
+        native, self.figures.transactions = await check.native_mismatches(
+            self.pool, self.chains, before_native
+        )
+        events, self.figures.late_on_time = await check.event_mismatches(self.pool, self.created)
+        found += native + events
+        if self.figures.unsettled:
+            found.insert(
+                0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}"
+            )
+        self.figures.mismatches = found
+        return self.figures
+
+    async def wait_started(self) -> None:
+        """Until both pollers have a cursor: a poller's first cursor is the head, so
+        a payment before it would never be seen."""
+        deadline = time.monotonic() + 60
+        while await self.pool.fetchval("SELECT count(*) FROM chain_cursors") < 2:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the pollers did not start; see {self.roles.logs}")
+            await asyncio.sleep(0.2)
+
+    @property
+    def relayer(self) -> str:
+        return self.settings.chains[SOURCE[0]].relayer
+
+    @property
+    def fee_account(self) -> str:
+        return str(self.settings.chains[SOURCE[0]].fee_account)
+
+    async def balances_before(self) -> tuple[dict[Key, int], dict[tuple[str, str], int]]:
+        tokens: dict[Key, int] = {}
+        for side, chain in self.chains.items():
+            for symbol, token in chain.tokens.items():
+                for owner in (self.relayer, self.fee_account, *(p.address for p in self.payers)):
+                    tokens[(side, symbol, owner.lower())] = await chain.token_balance(token, owner)
+        native: dict[tuple[str, str], int] = {}
+        gas_tank = read_env(ROOT / ".local/infra.env")["INTENTD_GAS_TANK_ADDRESS"]
+        for chain in self.chains.values():
+            for owner in (self.relayer, gas_tank):
+                native[(chain.name, owner.lower())] = await chain.native(owner)
+        return tokens, native
+
+
+async def run(options: Options, logs: Path | None = None) -> Figures:
+    infra = read_env(ROOT / ".local/infra.env")
+    database = f"intentd_chaos_{os.getpid()}_{options.seed}"
+    db_url, env = await bench_stack(infra, database)
+    env.update({k: v for k, v in infra.items() if k not in env})
+    env.update(
+        INTENTD__KAFKA__SESSION_TIMEOUT_MS="3000",
+        INTENTD__KAFKA__HEARTBEAT_INTERVAL_MS="500",
+        INTENTD__OBSERVABILITY__LOG_LEVEL="info",
+        INTENTD_WEBHOOK_KEY=secrets.token_hex(32),
+        INTENTD__WEBHOOKS__GROUP=f"{env['INTENTD__KAFKA__TOPIC_PREFIX']}-webhooks",
+    )
+    own_logs = logs is None
+    logs = logs or Path(tempfile.mkdtemp(prefix="intentd-chaos-"))
+    chains: dict[str, Chain] = {}
+    pool = await create_pool(db_url, max_size=4)
+    roles: Roles | None = None
+    try:
+        await migrate(pool)
+        chains["source"] = await start_chain(*SOURCE, 1)
+        chains["destination"] = await start_chain(*DESTINATION, 1)
+        payers = payer_accounts(options.seed, PAYERS)
+        for chain in chains.values():
+            await chain.provision(payers, infra["INTENTD_RELAYER_ADDRESS"])
+        sections = "".join(
+            chain_toml(c.name, c.chain_id, c.url, c.tokens, infra) for c in chains.values()
+        )
+        config = logs / "chaos.toml"
+        write_config(config, db_url, infra, sections)
+        settings = load_settings(config, env)  # as the roles see it
+        roles = Roles(config, env, logs)
+        for name, _ in (SOURCE, DESTINATION):
+            roles.add(f"poll-{name}", "poll", "--chain", name)
+            roles.add(f"execute-{name}", "execute", "--chain", name)
+        roles.add("lifecycle", "lifecycle")
+        roles.add("webhooks", "webhooks")
+        roles.add("api", "api")
+        await asyncio.sleep(3)  # a few blocks above the provisioning: never reorged away
+        return await Run(options, settings, pool, chains, roles).go()
+    finally:
+        if roles is not None:
+            codes = roles.stop()
+            if any(codes.values()):
+                print(f"  exit statuses at the end: {codes}")
+        for chain in chains.values():
+            await chain.stop()
+        await pool.close()
+        if not options.keep:
+            await drop_database(database)
+            if own_logs:
+                shutil.rmtree(logs, ignore_errors=True)
+        else:
+            print(f"  kept: database {database}, logs in {logs}")
+
+
+async def drop_database(name: str) -> None:
+    admin = await asyncpg.connect(devinfra_postgres.database_url("postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()

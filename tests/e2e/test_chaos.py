@@ -1,0 +1,32 @@
+"""The chaos run at CI size: 16 intents of every scenario (two of each) paid while every
+role is killed with ``kill -9`` twice and the chains reorganise twice (depth 1..5, the
+orphaned transactions re-included); then every recipient, relayer, fee account, refund
+address and intent address is checked on chain to the base unit, and the events.
+
+It runs on two anvil chains, a database and a topic prefix of its own
+(``bench/chaos``); the 10^4-deposit run is ``python -m bench chaos`` (docs/chaos.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench.chaos.driver import Options, run
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.timeout(400)
+async def test_every_scenario_moves_the_right_money_under_kills_and_reorgs(
+    infra: dict[str, str], tmp_path: Path
+) -> None:
+    options = Options(seed=13, intents=16, rate=4, kills_per_role=2, reorgs=2, expires_in=20)
+    figures = await run(options, logs=tmp_path)
+    print("\n" + figures.report())
+    assert figures.intents == 16
+    assert figures.deposits == 16  # 2 of 8 scenarios pay twice, 2 never
+    assert all(kills == 2 for kills in figures.kills.values()), figures.kills
+    assert sum(figures.reorgs.values()) == 2
+    assert figures.unsettled == {}
+    assert figures.mismatches == []
