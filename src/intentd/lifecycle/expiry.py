@@ -7,8 +7,9 @@ would be refunded as a late deposit and the merchant, paid on time, not paid. So
 PENDING intent is expired when both hold:
 
 - ``now >= expires_at + intents.expiry_grace_seconds``: the grace covers the source
-  chain's confirmations and the poller's interval, so by then the poller has
-  published every deposit mined before ``expires_at``;
+  chain's confirmations and the poller's interval, so by then a poller that keeps up
+  has published every deposit mined before ``expires_at`` (one down or behind by more
+  than the grace is not waited for);
 - the lifecycle group (every replica) has applied the deposits logs up to a moment at
   least ``expires_at + intents.expiry_grace_seconds``: the loop reads the logs' end
   offsets (:class:`~intentd.lifecycle.ports.LogProgress`) and, in later rounds, waits
