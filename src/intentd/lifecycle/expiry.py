@@ -70,6 +70,9 @@ from intentd.wait import wait_any
 
 log = structlog.get_logger()
 
+PROGRESS_TIMEOUT = 5.0
+"""Seconds a round waits for the brokers' answer on the logs' progress (then: unknown)."""
+
 FORCED = "forced"
 """The ``outcome`` label of an expiry past ``intents.expiry_grace_max_seconds`` that did
 not wait for the deposits logs to be applied."""
@@ -140,12 +143,13 @@ class Expiry:
         if self._progress is None:
             return now
         try:
-            if self._barrier is not None and await self._progress.applied(self._barrier[1]):
-                self._applied, self._barrier = self._barrier[0], None
-            if self._barrier is None:
-                ends = await self._progress.ends()
-                if ends is not None:
-                    self._barrier = (now, ends)
+            async with asyncio.timeout(PROGRESS_TIMEOUT):  # never holds forced expiries back
+                if self._barrier is not None and await self._progress.applied(self._barrier[1]):
+                    self._applied, self._barrier = self._barrier[0], None
+                if self._barrier is None:
+                    ends = await self._progress.ends()
+                    if ends is not None:
+                        self._barrier = (now, ends)
         except Exception as exc:
             log.warning("expiry: how far the deposits logs are applied is unknown", error=repr(exc))
         return self._applied

@@ -214,3 +214,18 @@ async def test_past_the_grace_max_an_intent_is_expired_anyway_and_counted(troubl
     assert await loop.expire_due() == 1
     assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
     assert forced_expiries() == before + 1
+
+
+async def test_brokers_that_do_not_answer_do_not_hold_forced_expiries_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from intentd.lifecycle import expiry
+
+    monkeypatch.setattr(expiry, "PROGRESS_TIMEOUT", 0.05)
+    grace_max = timedelta(seconds=settings().intents.expiry_grace_max_seconds)
+    store = store_with(-(grace_max - GRACE).total_seconds() - 1)
+    progress = FakeLogProgress(end=7, committed=3)
+    progress.hang = True
+    loop = Expiry(settings(), store, progress=progress)
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED]
