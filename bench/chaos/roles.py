@@ -60,6 +60,7 @@ bootstrap_servers = "{infra["INTENTD_KAFKA_BOOTSTRAP"]}"
 
 [intents]
 min_expires_in = 1
+expiry_grace_seconds = 5  # {CONFIRMATIONS} confirmations of 1 s blocks, polled every 0.2 s
 
 [execution]
 stuck_after = 10

@@ -217,7 +217,10 @@ async def test_expiry_with_and_without_funds(pool: Pool, settings: Settings) -> 
     assert (refund["reason"], int(refund["amount"])) == ("expired", 4_000_000)
 
 
-async def test_expiry_loop_acts_within_seconds(pool: Pool, settings: Settings) -> None:
+async def test_expiry_loop_acts_within_seconds_of_the_grace(pool: Pool, settings: Settings) -> None:
+    grace = 2
+    intents = settings.intents.model_copy(update={"expiry_grace_seconds": grace})
+    settings = settings.model_copy(update={"intents": intents})
     row = await new_intent(pool, settings, amount="10")
     await pool.execute(
         "UPDATE intents SET expires_at = now() + interval '1 second' WHERE id = $1", row.id
@@ -225,16 +228,18 @@ async def test_expiry_loop_acts_within_seconds(pool: Pool, settings: Settings) -
     stop = asyncio.Event()
     task = asyncio.create_task(Expiry(settings, PostgresStore(pool)).run(stop))
     try:
-        deadline = asyncio.get_running_loop().time() + 5
+        deadline = asyncio.get_running_loop().time() + 5 + grace
         while True:
             stored = await intent_store.get_by_id(pool, row.id)  # type: ignore[arg-type]
             assert stored is not None
             if stored.status is IntentStatus.EXPIRED:
                 break
-            assert asyncio.get_running_loop().time() < deadline, "not expired within 4 s"
+            assert asyncio.get_running_loop().time() < deadline, (
+                "not expired within 4 s of the grace"
+            )
             await asyncio.sleep(0.1)
         late = datetime.now(UTC) - stored.expires_at
-        assert late < timedelta(seconds=3)
+        assert timedelta(seconds=grace) <= late < timedelta(seconds=grace + 3)
     finally:
         stop.set()
         await task

@@ -269,7 +269,7 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
 
     settings, pool = own_stack
     broken, fine = (await new_intent(pool, settings), await new_intent(pool, settings))
-    await pool.execute("UPDATE intents SET expires_at = now() - interval '1 minute'")
+    await pool.execute("UPDATE intents SET expires_at = now() - interval '1 hour'")  # past grace
     real = expiry.expire
     calls: list[int] = []
 

@@ -6,7 +6,9 @@ owner replays the tail, which the handlers apply idempotently). It reads through
 :func:`~intentd.adapters.kafka.fetch_batches`: a committed position the log no longer
 holds is alerted on and recovered (``recover``) before it reads on, never reset quietly.
 :class:`KafkaDeadLetters` sends the lifecycle's messages on the process's producer,
-each acknowledged before it returns.
+each acknowledged before it returns. :class:`KafkaLogProgress` compares the group's
+committed positions (whichever replica committed them) with the topics' end offsets,
+both read from the brokers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from intentd.adapters import kafka
 from intentd.adapters.consumer_stop import fetch_until_stopped
 from intentd.messages import OutgoingMessage
 
-__all__ = ["KafkaDeadLetters", "KafkaInbox"]
+__all__ = ["KafkaDeadLetters", "KafkaInbox", "KafkaLogProgress"]
 
 
 class KafkaInbox:
@@ -47,3 +49,29 @@ class KafkaDeadLetters:
 
     async def publish(self, message: OutgoingMessage) -> None:
         await self._publisher.publish(message)
+
+
+class KafkaLogProgress:
+    """:class:`~intentd.lifecycle.ports.LogProgress` of ``topics`` for the group of
+    ``consumer`` (the lifecycle's, started by the caller)."""
+
+    def __init__(self, consumer: Any, topics: Sequence[str]) -> None:
+        self._consumer = consumer
+        self._topics = list(topics)
+
+    async def ends(self) -> Mapping[tuple[str, int], int] | None:
+        partitions = []
+        for topic in self._topics:
+            numbers = self._consumer.partitions_for_topic(topic)
+            if not numbers:
+                return None
+            partitions += [kafka.TopicPartition(topic, n) for n in sorted(numbers)]
+        found = await self._consumer.end_offsets(partitions)
+        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+    async def applied(self, ends: Mapping[tuple[str, int], int]) -> bool:
+        for (topic, partition), end in ends.items():
+            committed = await self._consumer.committed(kafka.TopicPartition(topic, partition))
+            if (committed or 0) < end:
+                return False
+        return True

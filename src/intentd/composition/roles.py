@@ -28,7 +28,7 @@ from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
+from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox, KafkaLogProgress
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
@@ -235,7 +235,11 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
                 group.create_task(
                     lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
                 )
-                group.create_task(Expiry(settings, store).run(stop))
+                deposit_logs = [
+                    deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains
+                ]
+                progress = KafkaLogProgress(consumer, deposit_logs)
+                group.create_task(Expiry(settings, store, progress=progress).run(stop))
                 group.create_task(verifier.run(stop))
                 group.create_task(HoldWatch(store).run(stop))
 

@@ -1,12 +1,35 @@
 """Expiring intents on time, without scanning the table.
 
-PENDING intents past ``expires_at`` are found through the partial index
+An intent is not expired at ``expires_at``: a payment mined before it is read by the
+poller only ``confirmations`` blocks later and applied by the lifecycle later still,
+and it is credited (on time) only while the intent is PENDING; expired too early it
+would be refunded as a late deposit and the merchant, paid on time, not paid. So a
+PENDING intent is expired when both hold:
+
+- ``now >= expires_at + intents.expiry_grace_seconds``: the grace covers the source
+  chain's confirmations and the poller's interval, so by then a poller that keeps up
+  has published every deposit mined before ``expires_at`` (one down or behind by more
+  than the grace is not waited for);
+- the lifecycle group (every replica) has applied the deposits logs up to a moment at
+  least ``expires_at + intents.expiry_grace_seconds``: the loop reads the logs' end
+  offsets (:class:`~intentd.lifecycle.ports.LogProgress`) and, in later rounds, waits
+  until the group's committed positions reach them; a lagging lifecycle (a restart
+  with a backlog) holds expiries back until it has caught up.
+
+Without a :class:`LogProgress` (the tests' loops) only the first holds. Past
+``intents.expiry_grace_max_seconds`` after ``expires_at`` an intent is expired even if
+the logs are not applied that far (the brokers unreachable for that long), counted
+``intentd_intents_expired_total{outcome="forced"}`` and logged at error: a payment
+applied after that is refunded as a late deposit.
+
+PENDING intents past ``expires_at`` plus the grace are found through the partial index
 ``intents_pending_by_expiry`` and expired one transaction each (an intent that got
 funded meanwhile is left alone: :meth:`Intent.expire` re-checks under the row lock).
-Between rounds the loop sleeps until the next ``expires_at`` (also from the index),
-at most ``max_sleep`` seconds, so an expiry happens within about a second of its
-time. Several lifecycle replicas may run it: each intent is expired once (row lock
-plus the status check).
+Between rounds the loop sleeps until the next expiry (``expires_at`` from the index,
+plus the grace), at most ``max_sleep`` seconds, so an expiry happens within about a
+second of its time (a second or two more with a :class:`LogProgress`: a round reads the
+end offsets, a later one sees them committed). Several lifecycle replicas may run it:
+each intent is expired once (row lock plus the status check).
 
 An intent that expires with nothing to refund ends EXPIRED with ``intent_expired``;
 one holding more than the token's ``min_sweep`` moves to REFUNDING and ends with the
@@ -31,7 +54,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
@@ -40,11 +64,18 @@ from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import expire
 from intentd.lifecycle.outcomes import Outcome
-from intentd.lifecycle.ports import Store
+from intentd.lifecycle.ports import LogProgress, Store, UnitOfWork
 from intentd.settings import Settings
 from intentd.wait import wait_any
 
 log = structlog.get_logger()
+
+PROGRESS_TIMEOUT = 5.0
+"""Seconds a round waits for the brokers' answer on the logs' progress (then: unknown)."""
+
+FORCED = "forced"
+"""The ``outcome`` label of an expiry past ``intents.expiry_grace_max_seconds`` that did
+not wait for the deposits logs to be applied."""
 
 
 class Expiry:
@@ -57,9 +88,17 @@ class Expiry:
         batch: int = 100,
         prune_every: float = 3600.0,
         prune_batch: int = 1_000,
+        progress: LogProgress | None = None,
     ) -> None:
         self._book = ChainBook.of_settings(settings)
         self._retention_days = settings.intents.event_retention_days
+        self._grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
+        self._grace_max = timedelta(seconds=settings.intents.expiry_grace_max_seconds)
+        self._progress = progress
+        self._barrier: tuple[datetime, Mapping[tuple[str, int], int]] | None = None
+        """When the end offsets were read (after this moment), and the end offsets."""
+        self._applied: datetime | None = None
+        """Every message published to the deposits logs before this moment is applied."""
         self._store = store
         self._max_sleep = max_sleep
         self._batch = batch
@@ -87,28 +126,68 @@ class Expiry:
     async def expire_due(self) -> int:
         """Expire what is due now; return how many intents were looked at."""
         now = datetime.now(UTC)
+        applied_by = await self._applied_by(now)
+        forced_by = now - self._grace_max
+        looked_at = 0
         async with self._store.unit() as uow:
-            due = await uow.due_for_expiry(now, limit=self._batch, skip=sorted(self._failed))
-            for intent_id in due:
-                try:
-                    outcome = await expire(uow, self._book, intent_id, now=now)
-                except Exception as exc:
-                    failure = self._store.classify(exc)
-                    if failure is Failure.UNAVAILABLE:
-                        raise  # the unit's connection is gone: the next round gets another
-                    if failure is Failure.PERMANENT:
-                        self._failed.add(intent_id)
-                    metrics.EXPIRED.labels("error").inc()
-                    log.exception(
-                        "intent could not be expired",
-                        intent_id=intent_id,
-                        error=repr(exc),
-                        retried=failure is not Failure.PERMANENT,
-                    )
-                    continue
+            if applied_by is not None:
+                due_by = min(now, applied_by) - self._grace
+                looked_at += await self._expire(uow, now, due_by, forced=False)
+                if due_by >= forced_by:
+                    return looked_at
+            return looked_at + await self._expire(uow, now, forced_by, forced=True)
+
+    async def _applied_by(self, now: datetime) -> datetime | None:
+        """A moment before which every message of the deposits logs has been applied
+        (``now`` without a :class:`LogProgress`); None if none is known yet."""
+        if self._progress is None:
+            return now
+        try:
+            async with asyncio.timeout(PROGRESS_TIMEOUT):  # never holds forced expiries back
+                if self._barrier is not None and await self._progress.applied(self._barrier[1]):
+                    self._applied, self._barrier = self._barrier[0], None
+                if self._barrier is None:
+                    ends = await self._progress.ends()
+                    if ends is not None:
+                        self._barrier = (now, ends)
+        except Exception as exc:
+            log.warning("expiry: how far the deposits logs are applied is unknown", error=repr(exc))
+        return self._applied
+
+    async def _expire(
+        self, uow: UnitOfWork, now: datetime, due_by: datetime, *, forced: bool
+    ) -> int:
+        due = await uow.due_for_expiry(due_by, limit=self._batch, skip=sorted(self._failed))
+        for intent_id in due:
+            try:
+                outcome = await expire(uow, self._book, intent_id, now=now, due_by=due_by)
+            except Exception as exc:
+                failure = self._store.classify(exc)
+                if failure is Failure.UNAVAILABLE:
+                    raise  # the unit's connection is gone: the next round gets another
+                if failure is Failure.PERMANENT:
+                    self._failed.add(intent_id)
+                metrics.EXPIRED.labels("error").inc()
+                log.exception(
+                    "intent could not be expired",
+                    intent_id=intent_id,
+                    error=repr(exc),
+                    retried=failure is not Failure.PERMANENT,
+                )
+                continue
+            if outcome is not Outcome.EXPIRED:
                 metrics.EXPIRED.labels(outcome.value).inc()
-                if outcome is not Outcome.EXPIRED:
-                    log.debug("intent not due after all", intent_id=intent_id)
+                log.debug("intent not due after all", intent_id=intent_id)
+            elif forced:
+                metrics.EXPIRED.labels(FORCED).inc()
+                log.error(
+                    "intent expired before the deposits logs were applied up to its expiry",
+                    intent_id=intent_id,
+                    applied_by=self._applied,
+                    expiry_grace_max_seconds=self._grace_max.total_seconds(),
+                )
+            else:
+                metrics.EXPIRED.labels(outcome.value).inc()
         return len(due)
 
     async def prune_when_due(self) -> int:
@@ -138,5 +217,6 @@ class Expiry:
             upcoming = await uow.next_expiry()
         delay = self._max_sleep
         if upcoming is not None:
-            delay = min(max((upcoming - datetime.now(UTC)).total_seconds(), 0.0), delay)
+            due_in = upcoming + self._grace - datetime.now(UTC)
+            delay = min(max(due_in.total_seconds(), 0.0), delay)
         await wait_any(stop, within=delay + 0.01)

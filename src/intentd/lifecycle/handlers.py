@@ -92,14 +92,22 @@ def _prefill_result(book: ChainBook, intent: Intent, result: ActionResult) -> No
         intent.prefill_failed()
 
 
-async def expire(uow: UnitOfWork, book: ChainBook, intent_id: int, *, now: datetime) -> Outcome:
-    """Expire one intent if it is still PENDING past ``expires_at``."""
+async def expire(
+    uow: UnitOfWork,
+    book: ChainBook,
+    intent_id: int,
+    *,
+    now: datetime,
+    due_by: datetime | None = None,
+) -> Outcome:
+    """Expire one intent if it is still PENDING with ``expires_at`` at ``due_by`` (the
+    expiry loop passes ``now`` less the expiry grace; default ``now``) or before."""
     async with uow.transaction():
         row = await uow.lock_intent(intent_id)
         if row is None:
             return Outcome.NOT_DUE
         intent = load(book, row)
-        if not intent.expire(now):
+        if not intent.expire(now if due_by is None else due_by):
             return Outcome.NOT_DUE
         await save(uow, book, row, intent, now=now)
         log.info(

@@ -7,6 +7,7 @@
 - :class:`Store`: hands out units of work, says whether the database answers and
   what a failure of it means (:class:`~intentd.lifecycle.failures.Failure`).
 - :class:`Inbox`: the consumed topics (a Kafka consumer with auto-commit off).
+- :class:`LogProgress`: how far the lifecycle group applied them (the expiry waits).
 - :class:`Publisher`: where dead letters go (awaited and acknowledged).
 - :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
 
@@ -268,6 +269,19 @@ class Inbox(Protocol):
     async def commit(self, positions: Mapping[Any, int]) -> object:
         """Commit the next offset to read per partition (a commit lost to a rebalance
         is no error: the new owner replays the tail)."""
+        ...
+
+
+class LogProgress(Protocol):
+    """How far the lifecycle's group (every replica) has applied its topics."""
+
+    async def ends(self) -> Mapping[tuple[str, int], int] | None:
+        """The end offset of every partition of the topics now; None if a topic's
+        partitions are not known yet."""
+        ...
+
+    async def applied(self, ends: Mapping[tuple[str, int], int]) -> bool:
+        """Whether the group's committed position reached ``ends`` in every partition."""
         ...
 
 

@@ -61,6 +61,21 @@ class IntentsConfig(ConfigModel):
     """Client that owns intents created from the CLI."""
     event_retention_days: int = Field(default=90, ge=1, le=3650)
     """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
+    expiry_grace_seconds: int = Field(default=120, ge=0, le=86400)
+    """Seconds past ``expires_at`` before a PENDING intent is expired, so that a payment
+    mined before ``expires_at`` is read (``confirmations`` times the block time later) and applied
+    first; at least the slowest source chain's confirmation time plus the poll interval."""
+    expiry_grace_max_seconds: int = Field(default=86400, ge=1, le=30 * 86400)
+    """Seconds past ``expires_at`` after which a PENDING intent is expired even though the
+    lifecycle has not applied the deposits logs up to its expiry (error log and metric)."""
+
+    @model_validator(mode="after")
+    def _grace_below_max(self) -> IntentsConfig:
+        if self.expiry_grace_max_seconds <= self.expiry_grace_seconds:
+            raise ValueError(
+                "intents.expiry_grace_max_seconds must exceed intents.expiry_grace_seconds"
+            )
+        return self
 
 
 class IndexerConfig(ConfigModel):

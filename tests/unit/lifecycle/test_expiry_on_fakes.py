@@ -8,20 +8,28 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tests.unit.lifecycle.lifecycle_builders import intent_row, settings
+from prometheus_client import REGISTRY
+from tests.unit.lifecycle.lifecycle_builders import book, deposit, intent_row, settings
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
+from tests.unit.lifecycle.lifecycle_progress_fakes import FakeLogProgress
 
 from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.domain.intent import ActionKind
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.expiry import Expiry
+from intentd.lifecycle.outcomes import Outcome
+
+GRACE = timedelta(seconds=settings().intents.expiry_grace_seconds)
 
 
-def store_with(*expires_in: float) -> FakeStore:
-    """Intents 1, 2, ... expiring ``expires_in`` seconds from now (negative: overdue)."""
+def store_with(*due_in: float) -> FakeStore:
+    """Intents 1, 2, ... due for expiry (``expires_at`` plus the grace) ``due_in`` seconds
+    from now (negative: overdue)."""
     uow = FakeUnitOfWork()
     now = datetime.now(UTC)
-    for n, seconds in enumerate(expires_in, start=1):
-        uow.add_intent(intent_row(n, expires_at=now + timedelta(seconds=seconds)))
+    for n, seconds in enumerate(due_in, start=1):
+        uow.add_intent(intent_row(n, expires_at=now - GRACE + timedelta(seconds=seconds)))
     return FakeStore(uow)
 
 
@@ -125,3 +133,99 @@ async def test_an_unavailable_database_is_left_to_the_loop() -> None:
     with pytest.raises(ConnectionRefusedError):
         await loop.prune_when_due()
     assert await loop.prune_when_due() == 0 and store.uow.prunes == 2  # tried again at once
+
+
+async def test_a_payment_mined_before_expires_at_but_read_after_it_funds_the_intent() -> None:
+    """The expiry race: the poller reads a block ``confirmations`` blocks late and the
+    lifecycle applies it later still; the merchant paid on time must be paid."""
+    uow = FakeUnitOfWork()
+    uow.add_intent(intent_row(1, expires_at=datetime.now(UTC) - timedelta(seconds=5)))
+    store = FakeStore(uow)
+    row = uow.state.intents[1]
+    loop = Expiry(settings(), store)
+    await loop.expire_due()  # runs before the poller has read the paying block
+    paid = deposit(row.intent_address, row.total_due, block_time=row.expires_at)
+    now = datetime.now(UTC)
+    assert await credit(store.uow, book(), paid, now=now) is Outcome.CREDITED
+    assert statuses(store) == [IntentStatus.FUNDED]
+    assert store.uow.event_types().count("intent_expired") == 0
+    assert ActionKind.USER_REFUND not in [a.action.kind for a in store.uow.actions_of(1)]
+
+
+async def test_an_intent_is_expired_once_the_grace_after_expires_at_is_over() -> None:
+    store = store_with(-1, 30)  # expires_at passed: the grace and 1 s ago, 30 s less ago
+    loop = Expiry(settings(), store)
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
+
+
+def forced_expiries() -> float:
+    return REGISTRY.get_sample_value("intentd_intents_expired_total", {"outcome": "forced"}) or 0.0
+
+
+async def test_a_lagging_lifecycle_holds_expiry_back_until_it_has_applied_the_logs() -> None:
+    """The chaos run's restart with a backlog: the on-time payment is still unread in the
+    deposits log when the grace is over."""
+    store = store_with(-1)
+    row = store.uow.state.intents[1]
+    progress = FakeLogProgress(end=7, committed=3)
+    loop = Expiry(settings(), store, progress=progress)
+    assert await loop.expire_due() == 0  # reads the end offsets
+    assert await loop.expire_due() == 0  # not committed up to them yet
+    paid = deposit(row.intent_address, row.total_due, block_time=row.expires_at)
+    now = datetime.now(UTC)
+    assert await credit(store.uow, book(), paid, now=now) is Outcome.CREDITED
+    progress.committed = 7
+    await loop.expire_due()
+    assert statuses(store) == [IntentStatus.FUNDED]
+
+
+async def test_an_intent_is_expired_once_the_logs_are_applied_up_to_after_its_grace() -> None:
+    store = store_with(-1)
+    progress = FakeLogProgress(end=7, committed=3)
+    loop = Expiry(settings(), store, progress=progress)
+    await loop.expire_due()
+    progress.committed = 7
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED]
+
+
+async def test_logs_applied_up_to_a_moment_before_the_grace_ended_do_not_expire_it() -> None:
+    store = store_with(0.2)
+    loop = Expiry(settings(), store, progress=FakeLogProgress(end=7, committed=7))
+    assert await loop.expire_due() == 0  # end offsets read before the grace ended
+    await asyncio.sleep(0.3)
+    assert await loop.expire_due() == 0  # applied up to them: still before the grace ended
+    assert await loop.expire_due() == 1  # applied up to end offsets read after it
+    assert statuses(store) == [IntentStatus.EXPIRED]
+
+
+@pytest.mark.parametrize("trouble", ["unknown", "failing"])
+async def test_past_the_grace_max_an_intent_is_expired_anyway_and_counted(trouble: str) -> None:
+    grace_max = timedelta(seconds=settings().intents.expiry_grace_max_seconds)
+    store = store_with(-(grace_max - GRACE).total_seconds() - 1, -1)
+    progress = FakeLogProgress(end=7, committed=3)
+    if trouble == "unknown":
+        progress.known = False
+    else:
+        progress.fail = ConnectionError("brokers down")
+    loop = Expiry(settings(), store, progress=progress)
+    before = forced_expiries()
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
+    assert forced_expiries() == before + 1
+
+
+async def test_brokers_that_do_not_answer_do_not_hold_forced_expiries_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from intentd.lifecycle import expiry
+
+    monkeypatch.setattr(expiry, "PROGRESS_TIMEOUT", 0.05)
+    grace_max = timedelta(seconds=settings().intents.expiry_grace_max_seconds)
+    store = store_with(-(grace_max - GRACE).total_seconds() - 1)
+    progress = FakeLogProgress(end=7, committed=3)
+    progress.hang = True
+    loop = Expiry(settings(), store, progress=progress)
+    assert await loop.expire_due() == 1
+    assert statuses(store) == [IntentStatus.EXPIRED]
