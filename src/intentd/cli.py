@@ -198,7 +198,7 @@ def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
 
 
 def _check_tokens(settings: Settings, chains: list[str]) -> int:
-    from intentd.adapters.chain import RpcError, RpcTransportError
+    from intentd.adapters.json_rpc import RpcError, RpcTransportError
     from intentd.adapters.token_check import check_tokens
 
     try:

@@ -17,17 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from intentd.adapters.json_rpc import (
-    HttpTransport,
-    JsonRpcClient,
-    MissingResult,
-    RangeLimitError,
-    RpcError,
-    RpcTransportError,
-    Transport,
-    WrongChainError,
-    is_range_limit,
-)
+from intentd.adapters.json_rpc import JsonRpcClient, RangeLimitError
 from intentd.indexer.decoding import TRANSFER_TOPIC
 from intentd.indexer.planning import BlockRange, LogRangeSizer
 from intentd.indexer.ports import RawRange
@@ -35,19 +25,7 @@ from intentd.indexer.ports import RawRange
 if TYPE_CHECKING:
     from intentd.settings import ChainConfig
 
-__all__ = [
-    "EvmChainReader",
-    "HttpTransport",
-    "JsonRpcClient",
-    "MissingResult",
-    "RangeLimitError",
-    "RpcError",
-    "RpcTransportError",
-    "Transport",
-    "WrongChainError",
-    "is_range_limit",
-    "open_chain",
-]
+__all__ = ["EvmChainReader", "open_chain"]
 
 log = structlog.get_logger()
 

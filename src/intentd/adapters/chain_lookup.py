@@ -6,7 +6,7 @@ goes through the poller's :class:`~intentd.adapters.chain.EvmChainReader`.
 
 from __future__ import annotations
 
-from intentd.adapters.chain import JsonRpcClient
+from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.settings import NATIVE_TOKEN
 
 __all__ = ["BALANCE_OF", "balance", "block_timestamp"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from intentd.adapters.chain import JsonRpcClient
+from intentd.adapters.json_rpc import JsonRpcClient
 
 __all__ = ["EvmChainState"]
 

@@ -1,6 +1,6 @@
 """The executor's JSON-RPC: fee inputs, gas estimates, nonces, broadcast, receipts.
 
-Reads go through :class:`~intentd.adapters.chain.JsonRpcClient` with its retries
+Reads go through :class:`~intentd.adapters.json_rpc.JsonRpcClient` with its retries
 and failover. Broadcasts use a client of their own that does not retry: a node's
 refusal is an answer to classify (:class:`SendOutcome`), and a broadcast that got
 no answer is simply repeated on the next tick; re-sending the same signed bytes
@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from intentd.adapters.chain import JsonRpcClient, RpcError
+from intentd.adapters.json_rpc import JsonRpcClient, RpcError
 from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
 from intentd.execution.tracking import Receipt
 

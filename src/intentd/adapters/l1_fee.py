@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from intentd.adapters.chain import MissingResult, RpcError
+from intentd.adapters.json_rpc import MissingResult, RpcError
 from intentd.execution.planning import TxPlan
 from intentd.execution.ports import L1Fees, L1FeeUnavailable
 from intentd.execution.transfer_planner import NO_L1_FEE

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from intentd.adapters.chain import JsonRpcClient
+from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.settings import ChainConfig
 
 __all__ = ["RpcSecondProvider"]

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from intentd.adapters.chain import JsonRpcClient, RpcError, Transport
+from intentd.adapters.json_rpc import JsonRpcClient, RpcError, Transport
 from intentd.settings import ChainConfig, ConfigError, Settings
 
 __all__ = ["check_tokens", "decode_symbol", "decode_uint", "token_mismatches"]

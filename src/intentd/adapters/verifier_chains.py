@@ -12,14 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from intentd.adapters.chain import (
-    EvmChainReader,
-    JsonRpcClient,
-    MissingResult,
-    RpcError,
-    RpcTransportError,
-    open_chain,
-)
+from intentd.adapters.chain import EvmChainReader, open_chain
+from intentd.adapters.json_rpc import JsonRpcClient, MissingResult, RpcError, RpcTransportError
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import RawRange

@@ -18,13 +18,14 @@ from typing import TypeVar
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.chain import JsonRpcClient, open_chain
+from intentd.adapters.chain import open_chain
 from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
+from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from intentd.adapters.chain import (
+from intentd.adapters.json_rpc import (
     MissingResult,
     RangeLimitError,
     RpcError,

@@ -23,7 +23,7 @@ from eth_account import Account
 from eth_utils import keccak
 from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStore
 
-from intentd.adapters.chain import RpcTransportError
+from intentd.adapters.json_rpc import RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
 from intentd.execution.planning import TxPlan

@@ -15,7 +15,7 @@ import rlp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.adapters.chain import RpcError, RpcTransportError
+from intentd.adapters.json_rpc import RpcError, RpcTransportError
 from intentd.adapters.l1_fee import (
     GAS_PRICE_ORACLE,
     OpStackL1Fees,

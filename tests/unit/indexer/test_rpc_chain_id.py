@@ -11,7 +11,8 @@ from structlog.testing import capture_logs
 from tests.unit.indexer.indexer_fakes import FakeChain
 from tests.unit.indexer.test_rpc_client import FakeProvider, client, counter
 
-from intentd.adapters.chain import EvmChainReader, RpcTransportError, WrongChainError
+from intentd.adapters.chain import EvmChainReader
+from intentd.adapters.json_rpc import RpcTransportError, WrongChainError
 
 GOOD = "http://good.example"
 OTHER = "http://other.example"

@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import REGISTRY
 from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer, address
 
-from intentd.adapters.chain import (
-    EvmChainReader,
+from intentd.adapters.chain import EvmChainReader
+from intentd.adapters.json_rpc import (
     JsonRpcClient,
     MissingResult,
     RangeLimitError,
