@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from typing import Any
 
 from tests.integration.api.conftest import SESSION_SECRET, Api
 
@@ -26,7 +27,9 @@ def when(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-async def test_a_session_intent_expires_when_its_session_does(api: Api, test_key: str) -> None:
+async def five_minute_session(api: Api, key: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """A session of 300 s (shorter than an intent's default lifetime) and the payer's
+    choice of a source for it."""
     body = {
         "recipient": PAYER,
         "amount": "5",
@@ -34,13 +37,18 @@ async def test_a_session_intent_expires_when_its_session_does(api: Api, test_key
         "token": usdc(api, "ARBITRUM_TESTNET"),
         "expires_in": 300,
     }
-    status, session, _ = await api.call("POST", "/sessions", test_key, body=body)
+    status, session, _ = await api.call("POST", "/sessions", key, body=body)
     assert status == 201, session
     choice = {
         "source_chain": "BASE_TESTNET",
         "tokenIn": usdc(api, "BASE_TESTNET"),
         "refund_address": PAYER,
     }
+    return session, choice
+
+
+async def test_a_session_intent_expires_when_its_session_does(api: Api, test_key: str) -> None:
+    session, choice = await five_minute_session(api, test_key)
     status, intent, _ = await api.call(
         "POST", "/session/intents", session["session_token"], body=choice
     )
@@ -88,20 +96,7 @@ async def test_a_retried_session_create_is_the_same_intent_seconds_later(
 ) -> None:
     """The intent's lifetime shrinks with the session's, second by second; a retry of
     the same create (same Idempotency-Key, same body) is still the same request."""
-    body = {
-        "recipient": PAYER,
-        "amount": "5",
-        "destinationChain": "ARBITRUM_TESTNET",
-        "token": usdc(api, "ARBITRUM_TESTNET"),
-        "expires_in": 300,
-    }
-    status, session, _ = await api.call("POST", "/sessions", test_key, body=body)
-    assert status == 201, session
-    choice = {
-        "source_chain": "BASE_TESTNET",
-        "tokenIn": usdc(api, "BASE_TESTNET"),
-        "refund_address": PAYER,
-    }
+    session, choice = await five_minute_session(api, test_key)
     retry = {"Idempotency-Key": "checkout-retry-1"}
     token = session["session_token"]
     status, first, _ = await api.call("POST", "/session/intents", token, body=choice, headers=retry)
