@@ -19,17 +19,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import time
 from collections.abc import Awaitable
 from typing import Any
 
 import asyncpg
 
-from bench.intent_list import CONFIG, load
+from bench.intent_list import load
+from bench.scratch import scratch_database
 from intentd.adapters.backfills import BATCH, backfill
 from intentd.adapters.postgres import create_pool, migrate
-from intentd.settings import load_settings
 
 _TERMINAL = "('COMPLETED', 'EXPIRED', 'REFUNDED', 'CANCELLED')"
 _OLD = [
@@ -91,13 +90,7 @@ class _Rollback(Exception):
 
 
 async def main_async(intents: int) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_migration_{secrets.token_hex(3)}"
-    url = f"{base}/{name}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    async with scratch_database("migration") as url:
         pool = await create_pool(url, max_size=3)
         try:
             await migrate(pool, until=12)
@@ -120,9 +113,6 @@ async def main_async(intents: int) -> dict[str, Any]:
             return result
         finally:
             await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 def run(argv: list[str]) -> None:

@@ -17,19 +17,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import time
 from datetime import timedelta
 from typing import Any
 
-import asyncpg
-
-from bench.intent_list import CONFIG, START, load
+from bench.intent_list import START, load
+from bench.scratch import scratch_database
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.indexer.watched import REORG_MARGIN, SWEEP_STEP
-from intentd.settings import load_settings
 
 RETENTION = timedelta(days=30)
 _LIVE = (
@@ -88,13 +85,8 @@ async def measure(pool: Pool, intents: int, recent_days: int, plans: bool) -> di
 
 
 async def main_async(intents: int, recent_days: int, plans: bool) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_watched_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        pool = await create_pool(f"{base}/{name}", max_size=2)
+    async with scratch_database("watched") as url:
+        pool = await create_pool(url, max_size=2)
         try:
             await migrate(pool)
             async with pool.acquire() as conn:
@@ -121,9 +113,6 @@ async def main_async(intents: int, recent_days: int, plans: bool) -> dict[str, A
             return result
         finally:
             await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 def run(argv: list[str]) -> None:

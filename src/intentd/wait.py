@@ -21,7 +21,7 @@ _T = TypeVar("_T")
 
 
 class Stopped(Exception):
-    """``stop`` was set before the step finished; the step was cancelled."""
+    """``stop`` was set before the step finished; the step was cancelled or not done."""
 
 
 async def wait_any(*events: asyncio.Event, within: float | None) -> bool:

@@ -63,17 +63,13 @@ from intentd.messages import (
     dlq_topic,
 )
 from intentd.settings import Settings
+from intentd.wait import Stopped
 
 log = structlog.get_logger()
 _PROBE_SECONDS = 2.0
 """How long the database may take to answer ``SELECT 1`` before it counts as down."""
 
 Message = DepositMessage | RetractionMessage | ActionResultMessage
-
-
-class Stopped(Exception):
-    """``stop`` was set while the consumer waited for the database; the message in hand
-    was neither applied nor dead-lettered, and its offset must not be committed."""
 
 
 @dataclass(frozen=True, slots=True)
