@@ -203,6 +203,28 @@ class JsonRpcClient:
         parts = await asyncio.gather(*(self._send(chunk, allow_null) for chunk in chunks))
         return [result for part in parts for result in part]
 
+    async def together(self, calls: Sequence[Call], *, allow_null: bool = False) -> list[Any]:
+        """Results of ``calls`` asked in one POST to one URL (retried whole, as ``batch``).
+
+        ``batch`` may split calls over several POSTs, which a load-balanced provider can
+        route to nodes blocks apart. A load balancer routes one request to one backend,
+        so the answers of one POST come from one view of the chain: a caller that
+        compares answers (a head and the receipts below it, logs and the block that ends
+        their range) asks them together and checks their consistency from the answers
+        themselves (the head the batch reports, the hash of the block it ends with).
+        At most ``max_calls`` calls (the provider's batch limit), else ``ValueError``.
+        """
+        if not calls:
+            return []
+        if len(calls) > self._max_calls:
+            raise ValueError(f"{len(calls)} calls do not fit one POST of {self._max_calls}")
+        return await self._send(calls, allow_null)
+
+    @property
+    def max_calls(self) -> int:
+        """The most calls one POST carries."""
+        return self._max_calls
+
     async def close(self) -> None:
         await self._transport.close()
 

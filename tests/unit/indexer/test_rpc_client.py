@@ -112,6 +112,20 @@ async def test_batch_results_come_back_in_call_order() -> None:
     assert len(provider.posts) == 5  # 30 calls, at most 7 per POST
 
 
+async def test_calls_asked_together_go_in_one_post_and_are_retried_whole() -> None:
+    provider = FakeProvider(busy_chain())
+    provider.faults.append(error_once("eth_getBlockByNumber"))
+    rpc = client(provider, "RPC_TOGETHER", max_calls=7)
+    calls = [("eth_blockNumber", [])] + [
+        ("eth_getBlockByNumber", [hex(n), False]) for n in range(6)
+    ]
+    head, *blocks = await rpc.together(calls)
+    assert head == hex(40) and [int(b["number"], 16) for b in blocks] == list(range(6))
+    assert [len(body) for _, body in provider.posts] == [7, 7]  # one POST each time
+    with pytest.raises(ValueError, match="one POST"):
+        await rpc.together([*calls, ("eth_blockNumber", [])])
+
+
 async def test_an_error_in_one_element_fails_the_batch_which_is_retried() -> None:
     provider = FakeProvider(busy_chain())
     provider.faults.append(error_once("eth_getBlockByNumber"))
