@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intentd.adapters.json_rpc import Call, JsonRpcClient, MissingResult, RpcError
-from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
+from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, merge_views, prove_use
 from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
 from intentd.execution.tracking import NonceUse, Receipt
 
@@ -99,18 +99,22 @@ class EvmChainWriter:
         return self._reads.max_calls
 
     async def view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
-        """One POST to one URL: the node's head, counts at ``block``, receipts."""
+        """One POST to one URL: the node's head, counts at ``block``, receipts. More
+        receipts than one POST holds (a group with many replacements) go in several,
+        each with the head and counts, merged on the safe side (``merge_views``)."""
+        room = max(self._reads.max_calls - 1 - len(signers), 1)
+        chunks = [hashes[i : i + room] for i in range(0, len(hashes), room)] or [[]]
+        views = [await self._view(signers, chunk, block) for chunk in chunks]
+        return views[0] if len(views) == 1 else merge_views(views)
+
+    async def _view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
         calls: list[Call] = [("eth_blockNumber", [])]
         calls += [("eth_getTransactionCount", [s, hex(block)]) for s in signers]
         calls += [("eth_getTransactionReceipt", [h]) for h in hashes]
         answers = await self._reads.together(calls, allow_null=True)
-        head, counts, receipts = (
-            answers[0],
-            answers[1 : 1 + len(signers)],
-            answers[1 + len(signers) :],
-        )
+        counts, receipts = answers[1 : 1 + len(signers)], answers[1 + len(signers) :]
         return ChainView(
-            head=_quantity("eth_blockNumber", head),
+            head=_quantity("eth_blockNumber", answers[0]),
             nonces={
                 s: _quantity("eth_getTransactionCount", c)
                 for s, c in zip(signers, counts, strict=True)
@@ -133,8 +137,13 @@ class EvmChainWriter:
             ("eth_getTransactionCount", [signer, hex(block)]),
             ("eth_getBlockByNumber", [hex(block), True]),
         ]
-        calls += [("eth_getTransactionReceipt", [h]) for h in ours]
-        before, after, found, *receipts = await self._reads.together(calls, allow_null=True)
+        receipt_calls: list[Call] = [("eth_getTransactionReceipt", [h]) for h in ours]
+        fits = len(calls) + len(receipt_calls) <= self._reads.max_calls
+        before, after, found, *receipts = await self._reads.together(
+            calls + receipt_calls if fits else calls, allow_null=True
+        )
+        if not fits:  # each receipt is checked against the block's hash (prove_use)
+            receipts = await self._reads.batch(receipt_calls, allow_null=True)
         if found is None or _quantity("eth_getBlockByNumber", found.get("number")) != block:
             return None
         return prove_use(
@@ -144,11 +153,7 @@ class EvmChainWriter:
             before=_quantity("eth_getTransactionCount", before),
             after=_quantity("eth_getTransactionCount", after),
             block_hash=found.get("hash"),
-            txs=[
-                BlockTx(str(tx["from"]), int(tx["nonce"], 16), str(tx["hash"]))
-                for tx in found.get("transactions", [])
-                if isinstance(tx, dict)
-            ],
+            txs=_block_txs(found),
             receipts={h.lower(): _receipt(r) for h, r in zip(ours, receipts, strict=True)},
         )
 
@@ -170,9 +175,21 @@ class EvmChainWriter:
 
 
 def _quantity(method: str, answer: Any) -> int:
-    if not isinstance(answer, str):
-        raise MissingResult(f"{method} answered {answer!r}, not a quantity")
-    return int(answer, 16)
+    try:
+        return int(answer, 16)
+    except (TypeError, ValueError):
+        raise MissingResult(f"{method} answered {answer!r}, not a quantity") from None
+
+
+def _block_txs(block: dict[str, Any]) -> list[BlockTx]:
+    """The transactions of a block read with ``eth_getBlockByNumber(n, true)``."""
+    try:
+        return [
+            BlockTx(str(tx["from"]), _quantity("nonce", tx["nonce"]), str(tx["hash"]))
+            for tx in block["transactions"]
+        ]
+    except (KeyError, TypeError) as exc:
+        raise MissingResult(f"eth_getBlockByNumber: malformed transactions: {exc!r}") from None
 
 
 def _receipt(answer: Any) -> Receipt | None:

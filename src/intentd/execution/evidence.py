@@ -9,7 +9,9 @@ rests on answers that one node gave together, checked against each other:
   says why a view cannot be judged (the node is below the block asked, or shows a
   receipt above its own head); then nothing is decided from it.
 - :func:`pack_groups`: open nonce groups in packs that each fit one request, so a
-  group is always judged from the view that carried its own receipts and count.
+  group is judged from the view that carried its own receipts and count. A group too
+  big for one request (many replacements) is read in several, merged by
+  :func:`merge_views` on the safe side: the lowest head and counts, any receipt.
 - :class:`NonceSearch`: where a signer's count passed a nonce (the block whose
   transaction used it), by counts at block numbers: it only guides the search.
 - :func:`prove_use`: the proof itself, from one node's answer: the count before and at
@@ -28,6 +30,7 @@ __all__ = [
     "BlockTx",
     "ChainView",
     "NonceSearch",
+    "merge_views",
     "pack_groups",
     "prove_use",
     "view_problem",
@@ -56,6 +59,24 @@ def view_problem(view: ChainView, *, asked: int) -> str | None:
     if above:
         return f"receipts in block {max(above)}, above the node's head {view.head}"
     return None
+
+
+def merge_views(views: Sequence[ChainView]) -> ChainView:
+    """Views of one pack read in several requests (maybe from several nodes), as one on
+    the safe side: the lowest head (a receipt is final only that deep; a receipt above
+    it fails :func:`view_problem`), the lowest count of each signer, every receipt any
+    node showed (a receipt is evidence from whichever node; its absence never is)."""
+    if not views:
+        raise ValueError("no view to merge")
+    receipts: dict[str, Receipt | None] = {}
+    for view in views:
+        for tx_hash, found in view.receipts.items():
+            receipts[tx_hash] = receipts.get(tx_hash) or found
+    return ChainView(
+        head=min(v.head for v in views),
+        nonces={s: min(v.nonces[s] for v in views) for s in views[0].nonces},
+        receipts=receipts,
+    )
 
 
 def pack_groups(

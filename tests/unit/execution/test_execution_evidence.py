@@ -12,6 +12,7 @@ from intentd.execution.evidence import (
     BlockTx,
     ChainView,
     NonceSearch,
+    merge_views,
     pack_groups,
     prove_use,
     view_problem,
@@ -50,6 +51,16 @@ def test_a_view_with_a_receipt_above_its_own_head_is_not_judged() -> None:
     assert view_problem(view, asked=98) == "receipts in block 101, above the node's head 100"
     fine = ChainView(head=101, nonces={}, receipts={"0x1": receipt("0x1", 101), "0x2": None})
     assert view_problem(fine, asked=98) is None
+
+
+def test_views_merge_on_the_safe_side() -> None:
+    found = receipt("0x1", 97)
+    a = ChainView(head=100, nonces={SIGNER: 5}, receipts={"0x1": None, "0x2": None})
+    b = ChainView(head=98, nonces={SIGNER: 4}, receipts={"0x1": found, "0x3": None})
+    merged = merge_views([a, b])
+    assert merged == ChainView(98, {SIGNER: 4}, {"0x1": found, "0x2": None, "0x3": None})
+    with pytest.raises(ValueError, match="no view"):
+        merge_views([])
 
 
 groups = st.lists(
