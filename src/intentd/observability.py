@@ -197,6 +197,13 @@ CHAIN_TRANSACTIONS = Counter(
 SEND_REFUSALS = Counter(
     "intentd_send_refusals_total", "Broadcasts a node refused, by reason", ["chain", "reason"]
 )
+SETTLE_UNDECIDED = Counter(
+    "intentd_settle_undecided_total",
+    "Executor verdicts not taken for lack of proof: a node's view that disagrees with"
+    " itself (view), or a nonce used at depth with no receipt of ours and no transaction"
+    " found on it (nonce_unproven); nothing is signed on either",
+    ["chain", "reason"],
+)
 NONCE_GAPS = Counter(
     "intentd_nonce_gaps_total",
     "Nonces below a signer's next nonce with no open transaction of ours (found at reconcile)",
