@@ -112,7 +112,7 @@ RECONCILED_ADDRESSES = Gauge(
 )
 RECONCILIATION = Counter(
     "intentd_balance_reconciliation_total",
-    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease",
+    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease, untraced",
     ["chain", "finding"],
 )
 

@@ -108,6 +108,11 @@ class UnitOfWork(Protocol):
         """The deposit recorded from the block and log ``retraction`` names (locked)."""
         ...
 
+    async def reconciled_in_block(self, intent_id: int, deposit: Deposit) -> list[RecordedDeposit]:
+        """The reconciled deposits (native, no sender) recorded for the intent in
+        ``deposit``'s block (same chain, block hash and recipient), any disposition."""
+        ...
+
     async def record_deposit(
         self,
         deposit: Deposit,
