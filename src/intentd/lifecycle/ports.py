@@ -32,6 +32,7 @@ from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.indexer.ports import ChainReader
+from intentd.indexer.reconciliation import ChainState
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.messages import OutgoingMessage
@@ -327,6 +328,10 @@ class DepositChain(ChainReader, Protocol):
 
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
         """The transaction's receipt; None if the node has none."""
+        ...
+
+    def state(self) -> ChainState:
+        """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 
 

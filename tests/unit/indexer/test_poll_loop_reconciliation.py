@@ -5,10 +5,7 @@ it retracts it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from tests.unit.indexer.indexer_fakes import FakeChain, Transfer
+from tests.unit.indexer.indexer_fakes import ForwardingChain, ForwardingState, Transfer
 from tests.unit.indexer.test_poll_loop import TOPIC, W1, W2, Harness
 
 from intentd.indexer.balances import Reconciled, reconciled_tx_hash
@@ -16,86 +13,6 @@ from intentd.indexer.poller import Poller
 from intentd.indexer.reconciled_ids import reconciled_by_transaction
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
-
-ROUTER = "0x" + "d" * 40
-
-
-class ForwardingChain(FakeChain):
-    """A fake chain in which contracts also credit addresses (no transaction to them):
-    a contract call (a transaction to :data:`ROUTER`) that pays an address, or a credit
-    outside any transaction (a chain's system credit: no trace shows it)."""
-
-    def __init__(self) -> None:
-        self.credits: dict[str, dict[str, int]] = {}  # block hash -> address -> amount
-        self.calls: dict[str, tuple[str, int]] = {}  # tx hash -> (address, amount)
-        super().__init__()
-
-    def forward(self, to: str, amount: int) -> None:
-        """Mine a block in which ``amount`` arrives at ``to`` outside any transaction."""
-        self.mine()
-        self.credits[self.blocks[-1]["hash"]] = {to: amount}
-
-    def call(self, to: str, amount: int, nonce: int) -> Transfer:
-        """Mine a block with a contract call that sends ``amount`` to ``to``; the call."""
-        call = Transfer(ROUTER, amount, nonce=nonce)
-        self.calls[call.tx_hash] = (to, amount)
-        self.mine(call)
-        return call
-
-    def _changes(self, block: dict[str, Any], address: str) -> list[int]:
-        changes = []
-        for tx in block["transactions"]:
-            paid = int(tx["value"], 16) if tx["to"] == address else 0
-            to, amount = self.calls.get(tx["hash"], ("", 0))
-            changes.append(paid + (amount if to == address else 0))
-        return changes
-
-    def balance(self, address: str, block_hash: str) -> int:
-        [number] = [n for n, b in enumerate(self.blocks) if b["hash"] == block_hash]
-        total = 0
-        for block in self.blocks[: number + 1]:
-            total += sum(self._changes(block, address))
-            total += self.credits.get(block["hash"], {}).get(address, 0)
-        return total
-
-    def trace(self, block_hash: str) -> list[dict[str, Any]]:
-        """The prestate-diff trace of the block (balances before and after each tx)."""
-        [block] = [b for b in self.blocks if b["hash"] == block_hash]
-        start = {a: self.balance(a, block["parentHash"]) for a in (W1, W2)}
-        entries = []
-        for i, tx in enumerate(block["transactions"]):
-            pre, post = {}, {}
-            for address in (W1, W2):
-                change = self._changes(block, address)[i]
-                if change:
-                    pre[address] = {"balance": hex(start[address])}
-                    start[address] += change
-                    post[address] = {"balance": hex(start[address])}
-            entries.append({"txHash": tx["hash"], "result": {"pre": pre, "post": post}})
-        return entries
-
-
-class FakeState:
-    def __init__(self, chain: ForwardingChain) -> None:
-        self.chain = chain
-
-    async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        return [self.chain.balance(address, block_hash) for address, block_hash in queries]
-
-    async def receipts(self, tx_hashes: Sequence[str]) -> list[Mapping[str, Any]]:
-        found = []
-        for tx_hash in tx_hashes:
-            [block] = [
-                b for b in self.chain.blocks if any(t["hash"] == tx_hash for t in b["transactions"])
-            ]
-            found.append(
-                {"status": "0x1", "gasUsed": "0x0", "effectiveGasPrice": "0x0",
-                 "blockHash": block["hash"]}
-            )  # fmt: skip
-        return found
-
-    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any]]:
-        return [self.chain.trace(h) for h in block_hashes]
 
 
 class Open:
@@ -107,7 +24,7 @@ def poller(h: Harness, chain: ForwardingChain) -> Poller:
     return Poller(
         h.config, reader=h.reader, store=h.store, publisher=h.publisher,
         watched=WatchedIntents(h.addresses), topic=TOPIC, torn_backoff=0.001,
-        reconciliation=Reconciliation("LOOPCHAIN", FakeState(chain), Open()),
+        reconciliation=Reconciliation("LOOPCHAIN", ForwardingState(chain), Open()),
     )  # fmt: skip
 
 
