@@ -85,6 +85,12 @@ PREFILLS_UNCONFIRMED_OVERDUE = Counter(
     "Prefills whose deposits stayed unconfirmed by the second provider past the bound",
     ["chain"],
 )
+DEPOSITS_CONTRADICTED = Counter(
+    "intentd_deposits_contradicted_total",
+    "Credited deposits a second provider that has their block contradicts (a lying or"
+    " broken primary provider); their prefill is held",
+    ["chain"],
+)
 REORG_HOLDS_OVERDUE = Counter(
     "intentd_reorg_holds_overdue_total",
     "Deposits removed by a reorg, not undoable, and not back on chain within the bound",
@@ -106,7 +112,7 @@ RECONCILED_ADDRESSES = Gauge(
 )
 RECONCILIATION = Counter(
     "intentd_balance_reconciliation_total",
-    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease",
+    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease, untraced",
     ["chain", "finding"],
 )
 

@@ -2,7 +2,9 @@
 
 One :class:`~intentd.adapters.chain.EvmChainReader` per chain, opened on first use
 with a few attempts per read (a failed read only postpones a decision to the next
-round), plus the transaction receipt lookup the verifier needs. Failed reads are the
+round), plus the transaction receipt lookup the verifier needs (None when the node has
+none, which decides nothing by itself) and the balances and traces of its balance
+reconciliation (``adapters.chain_state``), on the same client. Failed reads are the
 RPC errors of ``adapters.chain`` and the node's contradictory answers
 (:class:`~intentd.indexer.decoding.InconsistentAnswer`).
 """
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intentd.adapters.chain import EvmChainReader, open_chain
+from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.json_rpc import JsonRpcClient, MissingResult, RpcError, RpcTransportError
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange
@@ -49,6 +52,9 @@ class EvmDepositChain:
             "eth_getTransactionReceipt", [tx_hash], allow_null=True
         )
         return found
+
+    def state(self) -> EvmChainState:
+        return EvmChainState(self._client)
 
     async def close(self) -> None:
         await self._reader.close()

@@ -32,6 +32,7 @@ from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.indexer.ports import ChainReader
+from intentd.indexer.reconciliation import ChainState
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.messages import OutgoingMessage
@@ -106,6 +107,11 @@ class UnitOfWork(Protocol):
 
     async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
         """The deposit recorded from the block and log ``retraction`` names (locked)."""
+        ...
+
+    async def reconciled_in_block(self, intent_id: int, deposit: Deposit) -> list[RecordedDeposit]:
+        """The reconciled deposits (native, no sender) recorded for the intent in
+        ``deposit``'s block (same chain, block hash and recipient), any disposition."""
         ...
 
     async def record_deposit(
@@ -322,6 +328,10 @@ class DepositChain(ChainReader, Protocol):
 
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
         """The transaction's receipt; None if the node has none."""
+        ...
+
+    def state(self) -> ChainState:
+        """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 
 
