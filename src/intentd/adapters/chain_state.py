@@ -4,13 +4,18 @@
 Balances are read at a block hash (EIP-1898 ``{"blockHash": ...}``), so they belong to
 the blocks the caller decoded; a node that no longer has that block answers with an
 error, which the client retries and then raises. Traces
-(``debug_traceBlockByHash``, for the identity of reconciled deposits) likewise; a
-provider without that method fails the read with an error log naming
-``chains.<NAME>.reconciled_identity``.
+(``debug_traceBlockByHash``, for the identity of reconciled deposits) likewise, except
+that a provider without that method answers None for every block: the deposits keep
+their block identity (one error log per process naming
+``chains.<NAME>.reconciled_identity``; ``intentd_reconciliation_total{finding="untraced"}``
+counts them; the method is not asked again for 10 minutes). Polling goes on: a
+provider that cannot trace must not stop deposits being found.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +27,13 @@ from intentd.indexer.reconciled_ids import TRACER
 __all__ = ["EvmChainState"]
 
 log = structlog.get_logger()
-_NO_METHOD = -32601
+_NO_METHOD = frozenset({-32601, -32604})
+"""JSON-RPC "method not found", and "method not supported" as some providers answer."""
+_ASK_AGAIN_AFTER = 600.0
+"""Seconds before a provider that refused the method is asked for traces again."""
+_UNSUPPORTED = re.compile(
+    r"method .*(not (found|supported|available|exist))|unsupported method", re.I
+)
 
 
 class EvmChainState:
@@ -33,6 +44,8 @@ class EvmChainState:
 
     def __init__(self, client: JsonRpcClient) -> None:
         self._client = client
+        self._untraced_until = 0.0
+        """Until when (monotonic) traces are not asked: the provider refused the method."""
 
     async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
         calls = [
@@ -46,21 +59,25 @@ class EvmChainState:
         receipts: list[Mapping[str, Any]] = await self._client.batch(calls)
         return receipts
 
-    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any]]:
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
+        if time.monotonic() < self._untraced_until:
+            return [None for _ in block_hashes]
         calls = [("debug_traceBlockByHash", [block_hash, TRACER]) for block_hash in block_hashes]
         try:
-            traces: list[Sequence[Any]] = await self._client.batch(calls)
+            traces: list[Sequence[Any] | None] = await self._client.batch(calls)
         except RpcError as exc:
-            if exc.code == _NO_METHOD:
-                _no_traces(self._client.chain, exc)
-            raise
-        return traces
-
-
-def _no_traces(chain: str, exc: RpcError) -> None:
-    log.error(
-        "the provider does not trace blocks (debug_traceBlockByHash): a reconciled deposit"
-        " cannot be identified by its transaction; use a provider that does, or set"
-        f' chains.{chain}.reconciled_identity = "block"',
-        error=str(exc),
-    )
+            if exc.code not in _NO_METHOD and not _UNSUPPORTED.search(exc.message):
+                raise
+            refusal = str(exc)
+        else:
+            return traces
+        if self._untraced_until == 0.0:
+            log.error(
+                "the provider does not trace blocks (debug_traceBlockByHash): reconciled"
+                " deposits are identified by their blocks (a reorg that moves one"
+                " retracts it); use a provider that traces, or set"
+                f' chains.{self._client.chain}.reconciled_identity = "block"',
+                error=refusal,
+            )
+        self._untraced_until = time.monotonic() + _ASK_AGAIN_AFTER
+        return [None for _ in block_hashes]

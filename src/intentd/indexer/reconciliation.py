@@ -60,8 +60,9 @@ class ChainState(Protocol):
         """The receipt of each transaction, in order."""
         ...
 
-    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any]]:
-        """The node's trace of each block (``reconciled_ids.TRACER``), in order."""
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
+        """The node's trace of each block (``reconciled_ids.TRACER``), in order; None for
+        each when the provider does not trace (the deposits keep their block identity)."""
         ...
 
 
@@ -172,7 +173,10 @@ class Reconciliation:
         identified: list[ChainTransfer] = []
         for deposit in found:
             transactions = by_number[deposit.block_number]["transactions"]
-            changes = traced_changes(traces[deposit.block_hash], transactions, deposit.to_address)
+            trace = traces[deposit.block_hash]
+            changes = (
+                None if trace is None else traced_changes(trace, transactions, deposit.to_address)
+            )
             paid = explained.get(deposit.to_address, {}).get(deposit.block_number, {})
             split = None if changes is None else by_transaction(deposit, changes, paid)
             if split is None:

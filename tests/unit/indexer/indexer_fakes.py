@@ -209,7 +209,7 @@ class ForwardingState:
             )  # fmt: skip
         return found
 
-    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any]]:
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
         return [self.chain.trace(h) for h in block_hashes]
 
 

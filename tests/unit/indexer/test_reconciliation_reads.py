@@ -40,6 +40,7 @@ class FakeState:
         self.balance_calls: list[int] = []  # calls per JSON-RPC batch
         self.receipt_calls: list[int] = []
         self.trace_calls: list[list[str]] = []
+        self.traces_served = True
 
     async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
         self.balance_calls.append(len(queries))
@@ -49,8 +50,10 @@ class FakeState:
         self.receipt_calls.append(len(tx_hashes))
         return [self.receipt[h] for h in tx_hashes]
 
-    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any]]:
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
         self.trace_calls.append(list(block_hashes))
+        if not self.traces_served:
+            return [None for _ in block_hashes]
         return [self.trace.get(h, []) for h in block_hashes]
 
 
@@ -105,6 +108,22 @@ async def test_an_unexplained_increase_is_located_by_one_more_read_of_the_batch(
     assert state.balance_calls == [2, 4]
     assert state.receipt_calls == [1]
     assert state.trace_calls == [[block_hash(12)]]  # only the block with a deposit
+
+
+async def test_a_provider_that_does_not_trace_keeps_the_block_identity_and_finds_the_deposit() -> (
+    None
+):
+    state = FakeState()
+    state.traces_served = False
+    set_balances(state, A, {9: 5, 10: 5, 11: 55, 12: 55})
+    headers = [header(n) for n in range(10, 13)]
+    reconciliation = Reconciliation("C", state, Open(everywhere(A)))
+
+    found = await reconciliation.find(headers, [full_block(h.number) for h in headers])
+
+    assert [(d.block_number, d.amount, d.tx_hash) for d in found] == [
+        (11, 50, reconciled_tx_hash(A, block_hash(11)))
+    ]
 
 
 async def test_addresses_outside_their_window_are_not_read() -> None:
