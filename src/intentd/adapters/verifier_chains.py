@@ -2,7 +2,8 @@
 
 One :class:`~intentd.adapters.chain.EvmChainReader` per chain, opened on first use
 with a few attempts per read (a failed read only postpones a decision to the next
-round), plus the transaction receipt lookup the verifier needs. Failed reads are the
+round), plus the transaction receipt lookup the verifier needs, asked together with
+the node's block at the orphaned height (one POST, one node). Failed reads are the
 RPC errors of ``adapters.chain`` and the node's contradictory answers
 (:class:`~intentd.indexer.decoding.InconsistentAnswer`).
 """
@@ -44,11 +45,15 @@ class EvmDepositChain:
     async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
         return await self._reader.receipts(tx_hashes)
 
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._client.call(
-            "eth_getTransactionReceipt", [tx_hash], allow_null=True
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        block, receipt = await self._client.together(
+            [
+                ("eth_getBlockByNumber", [hex(number), False]),
+                ("eth_getTransactionReceipt", [tx_hash]),
+            ],
+            allow_null=True,
         )
-        return found
+        return (str(block["hash"]).lower() if block is not None else None), receipt
 
     async def close(self) -> None:
         await self._reader.close()

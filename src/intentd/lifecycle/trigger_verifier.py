@@ -17,7 +17,9 @@ window, 256):
   the record to that block (still credited once; no event; actions held for it are
   released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
-  with each other: look again next round;
+  with each other (the receipt is asked together with the node's block at the
+  recorded height, one request to one node: a node that lacks that block, or still has
+  the recorded one, is not asked to prove a transfer gone): look again next round;
 - otherwise the transfer is gone: a :class:`~intentd.domain.deposits.Retraction` is
   applied exactly as the poller's would be
   (:func:`~intentd.lifecycle.retractions.retract`: un-credited while nothing
@@ -151,7 +153,11 @@ class TriggerVerifier:
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
         deposit = recorded.deposit
-        receipt = await reader.receipt(deposit.tx_hash)
+        seen, receipt = await reader.receipt_at(deposit.tx_hash, deposit.block_number)
+        if seen is None or seen == deposit.block_hash:
+            return (
+                "waiting"  # this node lags, or still has the block: its "no receipt" says nothing
+            )
         if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
             number = int(receipt["blockNumber"], 16)
             if number > confirmed_head(latest, config.confirmations):
