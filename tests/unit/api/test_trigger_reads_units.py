@@ -7,14 +7,11 @@ from uuid import uuid4
 
 import pytest
 from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
-from tests.unit.indexer.rpc_fakes import FakeProvider, Node, client
-from tests.unit.indexer.test_poll_loop import config
+from tests.unit.indexer.rpc_fakes import FakeProvider, client
 
-from intentd.adapters.chain import EvmChainReader
 from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
-from intentd.adapters.json_rpc import MissingResult
 from intentd.api.trigger_gate import TriggerGate, TriggerRefused
-from intentd.api.trigger_scan import ChainReads, token_deposits_of, token_range
+from intentd.api.trigger_scan import token_deposits_of
 from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
 from intentd.indexer.decoding import (
     TRANSFER_TOPIC,
@@ -26,7 +23,6 @@ from intentd.indexer.planning import BlockRange
 from intentd.indexer.watched import WatchedAddresses
 
 INTENT = address(7)
-CONFIG = config(name="TRIG_LAG")
 
 
 class FilteringProvider(FakeProvider):
@@ -143,44 +139,6 @@ def test_filtered_logs_must_cover_the_window_and_be_anchored_at_its_last_block()
         token_deposits_of(other, logs, headers, window, tokens={USDC}, watched=watched)
     with pytest.raises(InconsistentAnswer, match="not all read"):  # a hit block's logs missing
         token_deposits_of(whole, [], headers, window, tokens={USDC}, watched=watched)
-
-
-def lagging_reads(chain: FakeChain, *, lag: int, posts: int) -> tuple[ChainReads, FakeProvider]:
-    """trigger-processing's reads through a provider whose log queries land on a node
-    ``lag`` blocks behind for the first ``posts`` POSTs."""
-    provider = FakeProvider(chain)
-    provider.nodes.append(Node(chain, lag=lag))
-    provider.route = lambda url, post, calls: (
-        1 if post < posts and any(c["method"] == "eth_getLogs" for c in calls) else 0
-    )
-    rpc = client(provider, CONFIG.name)
-    return (
-        ChainReads(
-            rpc,
-            EvmChainReader(rpc, [USDC], max_log_range=100),
-            IntentWindowReader(rpc, [USDC], max_log_range=100),
-        ),
-        provider,
-    )
-
-
-async def test_a_token_window_read_on_a_lagging_node_is_not_read_as_no_payment() -> None:
-    chain = FakeChain()
-    for n in range(1, 61):
-        chain.mine(*([Transfer(INTENT, 5_000_000, token=USDC)] if n == 55 else []))
-    reads, _ = lagging_reads(chain, lag=10, posts=3)
-    found, scanned = await token_range(reads, CONFIG, INTENT, BlockRange(1, 60))
-    assert [(d.block_number, d.amount) for d in found] == [(55, 5_000_000)]
-    assert scanned == chain.blocks[60]["hash"]
-
-
-async def test_a_token_window_read_on_a_node_that_stays_behind_gives_no_answer() -> None:
-    chain = FakeChain()
-    for n in range(1, 61):
-        chain.mine(*([Transfer(INTENT, 5_000_000, token=USDC)] if n == 55 else []))
-    reads, _ = lagging_reads(chain, lag=10, posts=10**6)
-    with pytest.raises(MissingResult):  # no answer (a 503), never "scanned, nothing found"
-        await token_range(reads, CONFIG, INTENT, BlockRange(1, 60))
 
 
 class Clock:
