@@ -11,28 +11,32 @@ aiohttp application inside the test, in front of the test's own anvil.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import ClientSession, web
-from tests.integration.test_poller import (  # noqa: F401 - chain and polling are fixtures
+from tests.integration.test_poller import (  # noqa: F401 - polling is a fixture
     Chain,
     TopicReader,
-    chain,
     intent_address,
     polling,
+    section,
     to,
     wait_for_cursor,
 )
 
 from intentd.adapters.postgres import Pool
 from intentd.indexer.decoding import NATIVE
+from intentd.messages import deposits_topic
 from intentd.settings import Settings
-from intentd_dev.devchain import MINT, TRANSFER, call_data
-from intentd_dev.devinfra.anvil import free_port
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
+from intentd_dev.devinfra.anvil import free_port, start_anvil
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
 
@@ -130,8 +134,40 @@ async def serve(provider: FaultyProvider) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
+_names = itertools.count(1)
+
+
 @pytest.fixture
-async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:  # noqa: F811
+async def chain(
+    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
+) -> AsyncIterator[Chain]:
+    """test_poller's chain, under names of this module's own (a chain's cursor is kept in
+    the session's database by name)."""
+    number = next(_names)
+    name, chain_id = f"LAGTEST_{number}", 980_000 + number
+    anvil = await asyncio.to_thread(start_anvil, chain_id)
+    try:
+        async with DevChain(anvil.url) as rpc:
+            deployer, payer = (await rpc.accounts())[:2]
+            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
+            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
+            topic = deposits_topic(topic_prefix, name)
+            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
+
+            def configure(**extra: Any) -> Settings:
+                return make_settings(
+                    chains={name: section(chain_id, [anvil.url], usdc, usdt) | extra}
+                )
+
+            yield Chain(
+                name, anvil, rpc, deployer, payer, usdc, usdt, "", configure(), topic, configure
+            )
+    finally:
+        await asyncio.to_thread(anvil.stop)
+
+
+@pytest.fixture
+async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:
     provider = FaultyProvider(chain.anvil.url)
     runner, provider.url = await serve(provider)  # type: ignore[attr-defined]
     yield provider
@@ -140,7 +176,7 @@ async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:  # noqa: F811
 
 
 async def pay_and_poll(  # noqa: PLR0917 - the fixtures, passed on
-    chain: Chain,  # noqa: F811
+    chain: Chain,
     pool: Pool,
     settings: Settings,
     infra: dict[str, str],
@@ -171,7 +207,7 @@ async def pay_and_poll(  # noqa: PLR0917 - the fixtures, passed on
 
 async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
     *,
-    chain: Chain,  # noqa: F811
+    chain: Chain,
     pool: Pool,
     settings: Settings,
     infra: dict[str, str],
@@ -195,7 +231,7 @@ async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
 
 async def test_a_provider_refusing_every_log_query_loses_no_deposit(
     *,
-    chain: Chain,  # noqa: F811
+    chain: Chain,
     pool: Pool,
     settings: Settings,
     infra: dict[str, str],
