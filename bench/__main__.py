@@ -11,8 +11,9 @@ pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_se
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
-``chaos`` (intents of every scenario paid under ``kill -9`` and reorgs, every balance
-checked; not part of ``all``, see docs/chaos.md).
+``log-proof`` (what proving log answers whole costs the poller's reads, see
+``bench/log_proof.py``), ``chaos`` (intents of every scenario paid under ``kill -9`` and
+reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -33,6 +34,7 @@ ENTRIES = {
     "watched-set": ("watched_set", "run"),
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
+    "log-proof": ("log_proof", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)

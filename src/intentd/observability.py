@@ -101,6 +101,20 @@ RETRACTIONS = Counter(
 )
 RPC_ERRORS = Counter("intentd_rpc_errors_total", "Failed RPC calls", ["chain", "method"])
 RPC_FAILOVERS = Counter("intentd_rpc_failovers_total", "Switches to another RPC URL", ["chain"])
+RPC_LOG_REFUSALS = Counter(
+    "intentd_rpc_log_refusals_total",
+    "eth_getLogs refused by a provider's range or size limit, by what the reader did"
+    " (split: halved the range; alone: one range per request; from_receipts: read a"
+    " one-block range from the block's receipts)",
+    ["chain", "action"],
+)
+POLLER_READ_FAILURES = Counter(
+    "intentd_poller_read_failures_total",
+    "Poller reads that failed and are read again, by reason (unavailable: no usable"
+    " answer after the RPC client's retries; inconsistent: answers that do not fit"
+    " together or logs not proven whole; lagging: a walk-back node without our blocks)",
+    ["chain", "reason"],
+)
 RPC_WRONG_CHAIN = Counter(
     "intentd_rpc_wrong_chain_total", "RPC URLs refused: eth_chainId is another chain", ["chain"]
 )

@@ -326,8 +326,10 @@ class LogPositions(Protocol):
 class DepositChain(ChainReader, Protocol):
     """One chain's node, as the trigger verifier reads it."""
 
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        """The transaction's receipt; None if the node has none."""
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        """The node's hash of block ``number`` (None if it has no such block) and the
+        transaction's receipt (None if it has none), both answered by one node (one
+        request): "no receipt" is evidence only from a node that has the block."""
         ...
 
     def state(self) -> ChainState:

@@ -17,7 +17,9 @@ window, 256):
   the record to that block (still credited once; no event; actions held for it are
   released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
-  with each other: look again next round;
+  with each other (the receipt is asked together with the node's block at the
+  recorded height, one request to one node: a node that lacks that block, or still has
+  the recorded one, is not asked to prove a transfer gone): look again next round;
 - the node has no receipt of the transaction: that is no evidence (a receipt index can
   trail the blocks, behind a load balancer or after a failover). The new branch's blocks
   from the orphaned height (at most the chain's ``batch_size``, up to the confirmed
@@ -166,7 +168,9 @@ class TriggerVerifier:
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
         deposit = recorded.deposit
-        receipt = await reader.receipt(deposit.tx_hash)
+        seen, receipt = await reader.receipt_at(deposit.tx_hash, deposit.block_number)
+        if seen is None or seen == deposit.block_hash:
+            return "waiting"  # this node lags, or still has the block: it proves nothing gone
         if receipt is None:  # a receipt index can trail the blocks: no evidence yet
             return await self._look_for(config, reader, recorded, latest)
         if receipt.get("status") != "0x1":  # mined again, and failed: nothing arrived

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from intentd.indexer.coverage import LogsAnswer
 from intentd.indexer.decoding import TRANSFER_TOPIC, BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import IntentAddress, RawRange
@@ -236,7 +237,13 @@ class FakeReader:
         raw = [self.chain.blocks[n] for n in blocks]
         if self.between_blocks_and_logs is not None:
             self.between_blocks_and_logs(blocks)
-        return RawRange(raw, self.chain.logs(blocks.first, blocks.last, self.tokens))
+        logs = self.chain.logs(blocks.first, blocks.last, self.tokens)
+        return RawRange(raw, [self.answer(blocks, logs)])
+
+    def answer(self, blocks: BlockRange, logs: list[dict[str, Any]]) -> LogsAnswer:
+        """``logs`` answered for ``blocks`` by a node on the chain as it is now."""
+        anchor = self.chain.blocks[blocks.last]["hash"] if blocks.last <= self.chain.head else ""
+        return LogsAnswer(blocks, logs, blocks.last, (anchor, anchor))
 
     async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
         return {

@@ -38,6 +38,12 @@ class FakeDepositChain(FakeReader):
         raw = await super().read_range(blocks)
         return RawRange(raw.blocks, []) if self.logs_cut else raw
 
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        """The node's hash at ``number`` and the receipt of ``tx_hash``."""
+        self._failing()
+        seen = self.chain.blocks[number]["hash"] if number <= self.chain.head else None
+        return seen, await self.receipt(tx_hash)
+
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
         """The receipt of ``tx_hash`` if its block is on the current branch."""
         self._failing()

@@ -5,12 +5,21 @@ tests/integration/test_trigger_reorgs.py)."""
 from __future__ import annotations
 
 import asyncio
+import copy
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from tests.unit.indexer.indexer_fakes import ROUTER, USDC, ForwardingChain, Transfer
+from tests.unit.indexer.indexer_fakes import (
+    ROUTER,
+    USDC,
+    FakeChain,
+    ForwardingChain,
+    Transfer,
+)
 from tests.unit.lifecycle.lifecycle_builders import (
     NOW,
     SOURCE,
@@ -256,3 +265,33 @@ async def test_no_failure_stops_the_loop(error: Exception, counted: int) -> None
     assert (checks("error") - errors > 0) is bool(counted)
     await setup.verifier.close()
     assert setup.chains.closed
+
+
+class SplitNode(FakeDepositChain):
+    """A load balancer's two backends: the block hashes come from one that follows
+    another branch at block 1, the receipt from one still behind block 1."""
+
+    def __init__(self, chain: FakeChain, other: FakeChain) -> None:
+        super().__init__(chain, [USDC])
+        self.other = other
+
+    async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
+        return {n: self.other.blocks[n]["hash"] if n <= self.other.head else None for n in numbers}
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        return None  # the lagging backend has no block 1 yet
+
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        return None, None  # asked together, the same backend says it has no block 1
+
+
+async def test_no_receipt_from_a_node_without_the_block_retracts_nothing() -> None:
+    setup = Setup()
+    paid = await setup.pay()
+    other = copy.deepcopy(setup.chain)
+    other.fork(keep=0)
+    other.mine(count=2)  # a backend on another branch at block 1
+    setup.chains.nodes[SOURCE] = SplitNode(setup.chain, other)
+    assert await setup.verifier.check(SOURCE) == {"waiting": 1}
+    assert setup.store.uow.row(1).received == 1_000  # still credited
+    assert setup.settled(paid) is None and setup.store.uow.state.due.rewound == []
