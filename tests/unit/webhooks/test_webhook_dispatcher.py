@@ -19,11 +19,18 @@ from intentd.webhooks.signing import new_secret
 BOX = SecretBox(os.urandom(32))
 
 
-def delivery(n: int, url: str, secrets: list[str], endpoint: UUID | None = None) -> DueDelivery:
+def delivery(
+    n: int,
+    url: str,
+    secrets: list[str],
+    endpoint: UUID | None = None,
+    client: UUID | None = None,
+) -> DueDelivery:
     endpoint = endpoint or uuid4()
     return DueDelivery(
         id=n,
         endpoint_id=endpoint,
+        client_id=client or uuid4(),
         url=url,
         event_id=f"evt-{n}",
         body=b'{"n":%d}' % n,
