@@ -35,9 +35,12 @@ CHANNEL = "intentd_webhooks"
 RESPONSE_HEAD_BYTES = 4096
 
 _CLAIM = """
-WITH candidates AS (
-    SELECT d.id, d.next_attempt_at, d.endpoint_turn, e.client_id
+WITH running AS (
+    SELECT * FROM unnest($5::uuid[], $6::int[]) AS r (client_id, n)
+), candidates AS (
+    SELECT d.id, d.next_attempt_at, d.endpoint_turn, e.client_id, coalesce(r.n, 0) AS running
       FROM webhook_endpoints e
+      LEFT JOIN running r ON r.client_id = e.client_id
       CROSS JOIN LATERAL (
             SELECT count(*) AS n FROM webhook_deliveries x
              WHERE x.endpoint_id = e.id AND x.lease_until IS NOT NULL
@@ -55,15 +58,14 @@ WITH candidates AS (
                        AND p.sequence < d.sequence AND p.status = 'pending'
                        AND p.attempts = 0))
              ORDER BY d.next_attempt_at, d.id
-             LIMIT greatest($3 - busy.n, 0)
+             LIMIT greatest(least($3 - busy.n, $7 - coalesce(r.n, 0)), 0)
       ) d
-     WHERE e.enabled
+     WHERE e.enabled AND coalesce(r.n, 0) < $7
 ), ranked AS (
-    SELECT c.id, c.next_attempt_at, coalesce(b.n, 0) AS running,
-           row_number() OVER (PARTITION BY c.client_id
-                              ORDER BY c.endpoint_turn, c.next_attempt_at, c.id) AS client_turn
-      FROM candidates c
-      LEFT JOIN unnest($5::uuid[], $6::int[]) AS b (client_id, n) ON b.client_id = c.client_id
+    SELECT id, next_attempt_at, running,
+           row_number() OVER (PARTITION BY client_id
+                              ORDER BY endpoint_turn, next_attempt_at, id) AS client_turn
+      FROM candidates
 ), picked AS (
     SELECT id FROM ranked
      WHERE client_turn <= $7 - running
@@ -71,11 +73,11 @@ WITH candidates AS (
      LIMIT $2
 ), leased AS (
     UPDATE webhook_deliveries w SET lease_until = $4
-     WHERE w.id IN (
+     WHERE w.id = ANY(ARRAY(
             SELECT id FROM webhook_deliveries
-             WHERE id IN (SELECT id FROM picked) AND status = 'pending'
+             WHERE id = ANY(ARRAY(SELECT id FROM picked)) AND status = 'pending'
                AND (lease_until IS NULL OR lease_until <= $1)
-             FOR UPDATE SKIP LOCKED)
+             FOR UPDATE SKIP LOCKED))
     RETURNING w.id, w.endpoint_id, w.event_id, w.round_attempts, w.next_attempt_at
 )
 SELECT l.id, l.endpoint_id, e.client_id, l.event_id, l.round_attempts, ev.body, e.url,
@@ -89,7 +91,10 @@ SELECT l.id, l.endpoint_id, e.client_id, l.event_id, l.round_attempts, ev.body, 
 """The rule of :func:`webhooks.fairness.fair_share`: each endpoint's due deliveries
 within its room (``$3`` less its leases, every process's), numbered in turn; each
 client's numbered in turn over its endpoints; at most ``$7`` (the per-client cap) less
-what runs here (``$5``/``$6``); least loaded client first."""
+what runs here (``$5``/``$6``); least loaded client first. The endpoints of a client at
+its cap are not read at all, so a capped client's backlog costs a claim nothing; rows
+are locked and leased by id (``= ANY(ARRAY(...))``: index lookups whatever the
+planner's estimates)."""
 
 
 def outcome_of(decision: Decision) -> str:
