@@ -89,6 +89,16 @@ def pack(where: Path) -> Packed:
     return Packed(tarball, files, project)
 
 
+_PACKED: list[Packed] = []
+
+
+def packed_once(tmp_path_factory: pytest.TempPathFactory) -> Packed:
+    """The package packed once per test session (each module's fixture asks for it)."""
+    if not _PACKED:
+        _PACKED.append(pack(tmp_path_factory.mktemp("react-pack")))
+    return _PACKED[0]
+
+
 def bundle(
     packed: Packed,
     entry: Path,

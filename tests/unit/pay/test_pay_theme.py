@@ -27,7 +27,11 @@ def run(tmp_path: Path, body: str) -> Any:
     if NODE is None:
         pytest.fail("Node.js is missing (README: Node.js 20+)", pytrace=False)
     done = subprocess.run(
-        [NODE, "--no-warnings", str(script)], capture_output=True, text=True, timeout=60, check=False
+        [NODE, "--no-warnings", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.react_package import EXAMPLE, ROOT, Packed, bundle, pack, resolve_from, run
+from tests.react_package import EXAMPLE, ROOT, Packed, bundle, packed_once, resolve_from, run
 
 HERE = ROOT / "tests" / "react"
 BUDGET_GZIP = 4 * 1024
@@ -20,7 +20,7 @@ BUDGET_GZIP = 4 * 1024
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Packed:
-    return pack(tmp_path_factory.mktemp("react-pack"))
+    return packed_once(tmp_path_factory)
 
 
 def test_the_tarball_holds_the_build_and_nothing_else(packed: Packed) -> None:
