@@ -65,7 +65,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP) ops-tools
+unit: $(STAMP) $(NPM_STAMP) ops-tools
 	$(VENV)/bin/pytest tests/unit -q
 
 test: infra-up lint typecheck ops-tools

@@ -1,3 +1,5 @@
+"use client"; // React Server Components: these run on the client (Next.js)
+
 /**
  * `<PaymentModal>`: intentd's payment modal as a React component, with the props of
  * @chainrails/react's (spread a `usePaymentSession` or `usePaymentModal` result into

@@ -1,3 +1,5 @@
+"use client"; // React Server Components: these run on the client (Next.js)
+
 /**
  * `usePaymentModal`: the modal's open state for a session token the page already has
  * (as @chainrails/react's hook of that name); spread its result into

@@ -1,3 +1,5 @@
+"use client"; // React Server Components: these run on the client (Next.js)
+
 /**
  * `usePaymentSession`: asks the merchant's backend for a session (as @chainrails/react's
  * hook of that name does) and holds what `<PaymentModal>` needs; spread its result
