@@ -2,7 +2,8 @@
 build alone; its pure parts (node --test); it imports and renders on a server (Node,
 no DOM) under React 18 and 19; its declarations type-check a merchant's code under
 both Reacts' types; it is ESM without side effects, so a bundler keeps only what a page
-uses, and its gzipped size stays within the budget."""
+uses, and its gzipped size stays within the budget; ``make modal-demo`` builds its React
+page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from tests.react_package import EXAMPLE, ROOT, Packed, bundle, packed_once, resolve_from, run
+
+from intentd_dev.modal_demo.react_shop import build_react_shop
 
 HERE = ROOT / "tests" / "react"
 BUDGET_GZIP = 4 * 1024
@@ -104,3 +107,11 @@ def test_size_and_tree_shaking(packed: Packed, tmp_path: Path) -> None:
     kept = (tmp_path / "one.js").read_text()
     assert "attachShadow" not in kept and "intentd-pay" not in kept  # no modal, no protocol
     assert hook["gzip"] * 4 < whole["gzip"]
+
+
+def test_the_demo_shop_builds_its_react_page(tmp_path: Path) -> None:
+    """``make modal-demo``'s React page, built from the package's sources."""
+    built = build_react_shop(tmp_path)
+    assert built == tmp_path
+    script = (tmp_path / "shop.js").read_text()
+    assert "Demo shop, in React" in script and "intentd-pay" in script
