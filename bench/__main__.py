@@ -11,8 +11,9 @@ pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_se
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
-``chaos`` (intents of every scenario paid under ``kill -9`` and reorgs, every balance
-checked; not part of ``all``, see docs/chaos.md).
+``native-flood`` (a poller following 1 s blocks with 10^4 open native-coin intents, see
+``bench/native_flood.py``), ``chaos`` (intents of every scenario paid under ``kill -9``
+and reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -33,6 +34,7 @@ ENTRIES = {
     "watched-set": ("watched_set", "run"),
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
+    "native-flood": ("native_flood", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)
