@@ -7,9 +7,8 @@ through it: the live ones, those ended within its watch window, see
 :class:`~intentd.indexer.reconciliation.OpenNativeIntents`: from
 the same rows it keeps, in memory, the intents whose source chain is the chain and
 whose ``tokenIn`` is the native coin, with their reconciliation windows
-(:meth:`intentd.indexer.balances.Reconciled.of_intent`). The poller knows no states,
-so the window is what makes an intent "open": from a little before its creation to a
-while after its expiry (both fixed when it is created).
+(:func:`intentd.indexer.open_native.funding_window`, kept in an
+:class:`~intentd.indexer.open_native.OpenNativeWindows`).
 
 So the open set is exactly as fresh as the watched set, which the poller refreshes
 after a batch's blocks were read and before they are matched and reconciled (an
@@ -27,6 +26,7 @@ import asyncpg
 
 from intentd.adapters.postgres import Pool
 from intentd.indexer.balances import Reconciled
+from intentd.indexer.open_native import NativeIntent, OpenNativeWindows
 from intentd.indexer.ports import IntentAddress
 from intentd.settings import NATIVE_TOKEN
 
@@ -51,8 +51,6 @@ _LIVE = _SELECT.format(where="terminal_at IS NULL AND id > $4", order="id")
 _ENDED = "terminal_at IS NOT NULL AND (terminal_at, id) > ($4, $5)"
 _ENDED_AFTER = _SELECT.format(where=_ENDED, order="terminal_at, id")
 _ENDED_UNTIL = _SELECT.format(where=f"{_ENDED} AND terminal_at <= $6", order="terminal_at, id")
-_KEEP = 86_400
-"""Seconds a window is kept after it ended (measured in block time)."""
 _EPOCH = datetime.fromisoformat("0001-01-01T00:00:00+00:00")
 
 
@@ -60,7 +58,7 @@ class PostgresOpenNativeIntents:
     def __init__(self, pool: Pool, chain: str) -> None:
         self._pool = pool
         self._chain = chain
-        self._open: dict[str, Reconciled] = {}
+        self._open = OpenNativeWindows()
 
     async def intent_addresses(
         self, after_id: int, also_ids: Sequence[int], limit: int
@@ -92,23 +90,19 @@ class PostgresOpenNativeIntents:
 
     def _remember(self, row: asyncpg.Record) -> None:
         if row["created_at"] is not None:
-            window = Reconciled.of_intent(
-                row["intent_address"],
-                int(row["created_at"].timestamp()),
-                int(row["expires_at"].timestamp()),
-            )
-            self._open[window.address] = window
+            self._open.remember(_native(row))
 
     async def reconciled(self, first_time: int, last_time: int) -> list[Reconciled]:
         """The open windows that meet ``first_time..last_time``, as of the last refresh of
         the watched set that reads through this source."""
-        self._open = {
-            address: window
-            for address, window in self._open.items()
-            if window.last_time >= last_time - _KEEP
-        }
-        return [
-            window
-            for window in self._open.values()
-            if window.first_time <= last_time and first_time <= window.last_time
-        ]
+        return self._open.reconciled(first_time, last_time)
+
+
+def _native(row: asyncpg.Record) -> NativeIntent:
+    ended = row["terminal_at"]
+    return NativeIntent(
+        row["intent_address"].lower(),
+        int(row["created_at"].timestamp()),
+        int(row["expires_at"].timestamp()),
+        None if ended is None else int(ended.timestamp()),
+    )
