@@ -8,15 +8,27 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from tests.integration.test_reconciled_deposits import (
+    Chain,
+    apply_all,
+    chain,
+    forward_data,
+    native_intent,
+    poll_until,
+    published_to,
+    recorded,
+)
 from tests.support import new_intent
 
 from intentd.adapters.native_intents import ENDS_EVERY, PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
 from intentd.indexer.open_native import AFTER_END
 from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.intents.record import IntentRow
 from intentd.settings import NATIVE_TOKEN, Settings
 
 pytestmark = pytest.mark.integration
+__all__ = ["chain"]  # the fixture: an anvil of its own with the Forwarder contract
 
 
 def unix(moment: datetime) -> int:
@@ -47,3 +59,51 @@ async def test_the_poller_source_narrows_the_window_of_an_intent_that_ends(
     # A block stamped before the end is still reconciled (a poller reading behind).
     assert await reconciled(created, ended) == ours
     assert await reconciled(ended + AFTER_END, ended + AFTER_END) == ours
+
+
+async def set_times(pool: Pool, row: IntentRow, **minutes_ago: int) -> None:
+    """Move the intent's times (created_at, expires_at, terminal_at) this many minutes
+    into the past; a terminal_at makes it EXPIRED."""
+    sets = [f"{name} = now() - make_interval(mins => {int(m)})" for name, m in minutes_ago.items()]
+    if "terminal_at" in minutes_ago:
+        sets.append("status = 'EXPIRED'")
+    await pool.execute(f"UPDATE intents SET {', '.join(sets)} WHERE id = $1", row.id)
+
+
+async def test_a_native_payment_funds_an_open_intent_and_late_ones_are_still_found(
+    chain: Chain, pool: Pool
+) -> None:
+    """On anvil, with the real poller role: a payment through a contract funds an open
+    intent; a direct payment to an intent that ended ten minutes ago (within the watch
+    window) is published, as is a contract payment to an intent that ended after its
+    block but before the poller read it (a poller behind). A contract payment to the
+    intent that ended ten minutes ago is not looked for: the decision of
+    docs/indexer.md, *Which intents are reconciled*."""
+    rpc = chain.rpc
+    opened, ended, lagging = [await native_intent(pool, chain) for _ in range(3)]
+    await set_times(pool, ended, created_at=40, expires_at=20, terminal_at=10)
+
+    async def forward(row: IntentRow, value: int) -> None:
+        data = forward_data(row.intent_address)
+        await rpc.receipt(await rpc.send(chain.payer, chain.forwarder, value=value, data=data))
+
+    await forward(opened, opened.total_due)
+    await rpc.receipt(await rpc.send(chain.payer, ended.intent_address, value=10**15))
+    await forward(ended, 2 * 10**15)
+    await forward(lagging, lagging.total_due)
+    await rpc.mine(2)
+    await pool.execute("UPDATE intents SET status = 'EXPIRED' WHERE id = $1", lagging.id)
+
+    await poll_until(chain, pool)
+    published = {
+        row.id: await published_to(chain, row.intent_address) for row in (opened, ended, lagging)
+    }
+    for messages in published.values():
+        await apply_all(pool, chain, messages)
+
+    assert [(m.amount, m.log_index) for m in published[opened.id]] == [(opened.total_due, -1)]
+    assert await recorded(pool, opened) == (opened.total_due, [(opened.total_due, "credited")])
+    assert [m.amount for m in published[ended.id]] == [10**15]  # the direct one only
+    assert await recorded(pool, ended) == (0, [(10**15, "refund_owed")])
+    assert [m.amount for m in published[lagging.id]] == [lagging.total_due]
+    assert await recorded(pool, lagging) == (0, [(lagging.total_due, "refund_owed")])
