@@ -63,10 +63,10 @@ def address(n: int) -> str:
 
 
 async def test_a_batch_reads_only_the_intents_that_could_be_funded_in_its_blocks() -> None:
-    """Blocks 1000..1099 (T0+1000..): 3 live intents; 4 that ended at T0+100, 20 minutes
-    after their expiry hour began (so the old window, expiry + 1 h, still covers the
-    batch); 2 that end at T0+5000, after the batch (the poller reads behind: a payment
-    in these blocks came while they were open and must be found)."""
+    """Blocks 1000..1099 (stamped T0+1000..): 3 live intents; 4 that expired at T0+60
+    and ended at T0+100 (the old window, expiry + 1 h, still covers the batch); 2 that
+    end at T0+5000, after the batch (the poller reads behind: a payment in these blocks
+    came while they were open and must be found)."""
     windows = OpenNativeWindows()
     created, expires = T0 - 600, T0 + 60
     live = [NativeIntent(address(n), created, expires) for n in range(3)]
