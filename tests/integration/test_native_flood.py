@@ -5,13 +5,16 @@ funds it and a late one to an ended intent within the watch window is still foun
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from typing import Any
 
 import pytest
 from tests.integration.test_reconciled_deposits import (
     Chain,
     apply_all,
-    chain,
     forward_data,
     native_intent,
     poll_until,
@@ -25,10 +28,50 @@ from intentd.adapters.postgres import Pool
 from intentd.indexer.open_native import AFTER_END
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
+from intentd.messages import deposits_topic
 from intentd.settings import NATIVE_TOKEN, Settings
+from intentd_dev.devchain import DevChain
+from intentd_dev.devinfra.anvil import start_anvil
+from intentd_dev.devinfra.contracts import forwarder_artifact
+from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
-__all__ = ["chain"]  # the fixture: an anvil of its own with the Forwarder contract
+
+_names = itertools.count(1)
+
+
+@pytest.fixture
+async def chain(
+    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
+) -> AsyncIterator[Chain]:
+    """An automining anvil of its own with the Forwarder contract, as
+    test_reconciled_deposits' (pytest imports that module apart from this one's import,
+    so its chain names would repeat here)."""
+    number = next(_names)
+    name, chain_id = f"FLOODTEST_{number}", 970_000 + number
+    anvil = await asyncio.to_thread(start_anvil, chain_id)
+    try:
+        async with DevChain(anvil.url) as rpc:
+            payer = (await rpc.accounts())[1]
+            receipt = await rpc.receipt(
+                await rpc.send(payer, None, data=forwarder_artifact().bytecode)
+            )
+            topic = deposits_topic(topic_prefix, name)
+            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
+            section = {
+                "chain_id": chain_id, "network": "test", "rpc_urls": [anvil.url],
+                "confirmations": 1, "poll_interval": 0.1, "batch_size": 50, "start_block": 0,
+                "rpc_timeout": 2.0, "relayer": infra["INTENTD_RELAYER_ADDRESS"],
+            }  # fmt: skip
+            base = make_settings().chains["BASE_TESTNET"].model_dump()
+
+            def configure(**extra: Any) -> Settings:
+                return make_settings(chains={name: section | extra, "BASE_TESTNET": base})
+
+            forwarder = str(receipt["contractAddress"]).lower()
+            yield Chain(name, anvil, rpc, payer, forwarder, configure(), topic, configure)
+    finally:
+        await asyncio.to_thread(anvil.stop)
 
 
 def unix(moment: datetime) -> int:
