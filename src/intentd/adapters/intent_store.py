@@ -3,7 +3,9 @@
 Functions take a connection so the caller decides the transaction. Saving is a
 compare-and-set on ``event_sequence``: a save whose intent changed underneath it
 fails with :class:`ConcurrentUpdate` instead of overwriting. :class:`PostgresIntentStore`
-is the intent writer's store (``intents.ports.IntentStore``) on these functions.
+is the intent writer's store (``intents.ports.IntentStore``) on these functions; its
+capped insert counts a client's PENDING intents and inserts in one transaction under
+an advisory lock per client, so a client's cap holds whatever process creates.
 """
 
 from __future__ import annotations
