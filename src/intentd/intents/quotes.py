@@ -333,7 +333,7 @@ def _denominate(
     price_in: Price | None,
 ) -> tuple[int, tuple[str, Price] | None]:
     """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up), and the
-    symbol's price if the amount was converted at one."""
+    symbol's price if the amount was converted at one the price source gave."""
     token_in = path.token_in
     symbol = symbol or token_in.symbol
     stable_alias = token_in.category == "stablecoin" and (
@@ -343,11 +343,12 @@ def _denominate(
         return _carried(path, _parse(amount, token_in.decimals), amount, exact=True), None
     symbol_price: Price | None
     if symbol.upper() in USD_SYMBOLS:
-        symbol_price = Price(Decimal(1), "peg")
-        decimals = USD_DECIMALS
+        symbol_price, decimals, quoted = Price(Decimal(1), "peg"), USD_DECIMALS, False
     elif _is_stablecoin_symbol(settings, symbol):
         symbol_price, decimals = Price(Decimal(1), "peg"), _decimals_of(settings, symbol)
+        quoted = False
     else:
+        quoted = True
         try:
             symbol_price = prices.usd_price(symbol, path.source.network)
         except PriceRefused as exc:
@@ -366,7 +367,8 @@ def _denominate(
         raise IntentRequestError(
             "amount_too_small", "amount", f"amount {amount} is worth less than 1 base unit"
         )
-    return _carried(path, units, amount, exact=False), (symbol, symbol_price)
+    denomination = (symbol, symbol_price) if quoted else None  # USD is 1 by definition
+    return _carried(path, units, amount, exact=False), denomination
 
 
 def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:

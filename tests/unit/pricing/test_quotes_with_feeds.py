@@ -148,9 +148,7 @@ def test_without_readings_a_fed_symbol_is_refused_not_priced_by_the_table() -> N
 
 
 def test_multi_source_leaves_out_what_it_cannot_price() -> None:
-    found = quotes.multi_source(
-        SETTINGS, prices(healthy(usdt="0.9")), "ARBITRUM", USDC_ARB, "10"
-    )
+    found = quotes.multi_source(SETTINGS, prices(healthy(usdt="0.9")), "ARBITRUM", USDC_ARB, "10")
     sources = {(q.route.source.name, q.route.token_in.symbol) for q in found}
     assert ("BASE", "USDT") not in sources
     assert ("BASE", "USDC") in sources
