@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
 from typing import TypeVar
 
 import pytest
@@ -76,7 +77,7 @@ async def test_feeds_are_placed_once_and_read_at_one_block(chain: AnvilProcess) 
 
 async def test_a_moved_price_is_read_as_a_new_round(chain: AnvilProcess) -> None:
     before = (await read(chain)).feeds[ETH.lower()].round
-    await on_chain(chain, lambda w3: feeds.set_price(w3, ETH, feeds.Decimal("3101.25")))
+    await on_chain(chain, lambda w3: feeds.set_price(w3, ETH, Decimal("3101.25")))
     after = (await read(chain)).feeds[ETH.lower()].round
     assert before is not None
     assert after is not None
@@ -103,7 +104,7 @@ async def test_pinned_rounds_and_the_sequencer_are_read_as_set(chain: AnvilProce
     assert (found.sequencer.round.answer, found.sequencer.round.started_at) == (1, then)
 
     def restore(w3: Web3) -> None:
-        feeds.set_price(w3, ETH, feeds.Decimal(3000))
+        feeds.set_price(w3, ETH, Decimal(3000))
         feeds.set_live(w3, ETH, True)
         feeds.set_sequencer(w3, up=True, since=1)
 
