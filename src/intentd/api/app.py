@@ -65,8 +65,9 @@ def create_app(
     prices: PriceSource | None = None,
     on_ready: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """The API; ``pool`` may be given (tests) and is then not closed. ``on_ready`` is
-    called once the services are up."""
+    """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
+    (else the config's feeds are read in the background, ``adapters.price_feeds``).
+    ``on_ready`` is called once the services are up."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -120,8 +120,8 @@ class PriceRefresher:
                 self._prices.record(chain, reading)
                 self._report_feeds(chain, reading)
                 delay = self._interval
-            self._report_symbols()
             self._tried[chain].set()
+            self._report_symbols()
             await wait_any(stop, within=delay)
 
     def _report_feeds(self, chain: str, reading: ChainReading) -> None:
@@ -132,11 +132,13 @@ class PriceRefresher:
                 metrics.PRICE_FEED_UPDATED.labels(chain, address).set(feed.round.updated_at)
 
     def _report_symbols(self) -> None:
+        settled = all(event.is_set() for event in self._tried.values())
         for status in self._prices.statuses():
             labels = (status.network, status.symbol)
             metrics.PRICE_USABLE.labels(*labels).set(0 if status.refused else 1)
             metrics.TOKEN_DEPEGGED.labels(*labels).set(1 if status.depegged else 0)
-            self._log_change(status)
+            if settled:  # not before every chain was tried once: "not read yet" is no news
+                self._log_change(status)
 
     def _log_change(self, status: SymbolStatus) -> None:
         state = "refused" if status.refused else "depegged" if status.depegged else "usable"

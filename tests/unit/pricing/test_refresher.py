@@ -108,6 +108,8 @@ async def test_symbol_states_reach_the_metrics_and_the_log_once_per_change() -> 
     assert gauge("intentd_token_depegged", network="main", symbol="USDC") == 0
     assert gauge("intentd_price_usable", network="main", symbol="ETH") == 1
     assert gauge("intentd_price_usable", network="main", symbol="USDT") == 1
+    # one chain read before the other is not "ETH refused: ARBITRUM not read yet"
+    assert [e["reason"] for e in logs if e["event"] == "price refused"] == []
     depeg_logs = [e for e in logs if e["event"] == "stablecoin off its peg; refused"]
     assert [(e["symbol"], e["usd"]) for e in depeg_logs] == [("USDT", "0.95000000")]
     assert gauge("intentd_price_feed_answer_usd", chain="BASE", feed=ETH_BASE.lower()) == 3000
