@@ -11,7 +11,12 @@ detail naming the feed and why): never an old or a partial answer. A symbol with
 feeds falls back to the static table, test networks only.
 
 Because judging uses the clock, a price goes stale on its own when reads stop; a
-new reading replaces a chain's whole previous one.
+new reading replaces a chain's whole previous one. An accepted price is remembered
+until the first moment a clock-bound check could refuse it (our read, the block, a
+round growing too old) or a new reading arrives: every check that depends on the
+clock only refuses later (staleness) or only accepts later (the sequencer's grace, a
+round from our future), so within that window judging again would accept it again.
+Refusals are judged again at every read.
 """
 
 from __future__ import annotations
@@ -61,10 +66,13 @@ class FeedPrices:
         self._peg_tolerance_bps = settings.pricing.peg_tolerance_bps
         self._clock = clock
         self._readings: dict[str, ChainReading] = {}
+        self._accepted: dict[tuple[str, str], tuple[float, float, Price]] = {}
+        """(network, symbol) -> (judged at, accepted through, price)."""
 
     def record(self, chain: str, reading: ChainReading) -> None:
         """``reading`` is now what is known of ``chain`` (the previous one is dropped)."""
         self._readings[chain] = reading
+        self._accepted.clear()
 
     def reading(self, chain: str) -> ChainReading | None:
         return self._readings.get(chain)
@@ -74,6 +82,16 @@ class FeedPrices:
         if not specs:
             return self._static.usd_price(symbol, network)
         now = self._clock()
+        accepted = self._accepted.get((network, symbol))
+        if accepted is not None and accepted[0] <= now <= accepted[1]:
+            return accepted[2]
+        price, through = self._price(symbol, specs, now)
+        self._accepted[network, symbol] = (now, through, price)
+        return price
+
+    def _price(self, symbol: str, specs: tuple[FeedSpec, ...], now: float) -> tuple[Price, float]:
+        """The price of ``symbol`` judged at ``now``, and until when judging again would
+        accept it; raises :class:`PriceUnavailable`."""
         answers: list[tuple[FeedSpec, FeedReading, Decimal]] = []
         for spec in specs:
             verdict = self._judge(spec, now)
@@ -90,7 +108,13 @@ class FeedPrices:
         spec, reading, usd = min(answers, key=lambda answer: answer[2])
         assert reading.round is not None  # judged
         good_until = min(r.round.updated_at + s.rule.heartbeat for s, r, _ in answers if r.round)
-        return Price(
+        views = [self._readings[s.chain].view for s, _, _ in answers]
+        through = min(
+            good_until,
+            *(v.read_at + self._limits.max_read_age for v in views),
+            *(v.block_time + self._limits.max_block_age for v in views),
+        )
+        price = Price(
             usd,
             "chainlink",
             spec.id,
@@ -98,6 +122,7 @@ class FeedPrices:
             datetime.fromtimestamp(reading.round.updated_at, UTC),
             datetime.fromtimestamp(good_until, UTC),
         )
+        return price, through
 
     def statuses(self) -> list[SymbolStatus]:
         """Every fed symbol as quoting would see it now."""

@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 from tests.unit.pricing.pricing_fakes import (
     ETH_ARB,
     ETH_BASE,
@@ -176,3 +179,52 @@ def test_one_feed_named_by_two_tokens_is_read_once() -> None:
 
 def _eth_feed() -> dict[str, object]:
     return {"address": ETH_BASE, "heartbeat": 1320, "min": "100", "max": "100000"}
+
+
+@settings_(max_examples=500, deadline=None)
+@given(
+    updated=st.tuples(st.integers(-70, 1400), st.integers(-70, 1400)),
+    read=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    block=st.tuples(st.integers(0, 130), st.integers(0, 130)),
+    seq_since=st.tuples(*[st.sampled_from([10, 3590, 3600, 4000])] * 2),
+    eth=st.integers(2950, 3050),
+    apart=st.integers(-40, 40),
+    times=st.lists(st.integers(-100, 1500), min_size=2, max_size=8),
+)
+def test_a_remembered_price_is_what_judging_again_would_give(
+    *,
+    updated: tuple[int, int],
+    read: tuple[int, int],
+    block: tuple[int, int],
+    seq_since: tuple[int, int],
+    eth: int,
+    apart: int,
+    times: list[int],
+) -> None:
+    answers = (eth, eth + apart)  # within 1 % of each other, or just not
+    readings = {
+        chain: reading(
+            {feed: round_(usd(str(answers[i])), updated=NOW - updated[i])},
+            sequencer=Round(1, 0, int(NOW - seq_since[i]), int(NOW - seq_since[i]), 1),
+            read_at=NOW - read[i],
+            block_time=NOW - block[i],
+        )
+        for i, (chain, feed) in enumerate((("BASE", ETH_BASE), ("ARBITRUM", ETH_ARB)))
+    }
+    clock = Clock()
+    remembering = FeedPrices(settings(), clock=clock)
+    for chain, found in readings.items():
+        remembering.record(chain, found)
+    for offset in times:  # in any order: the clock may step back
+        clock.now = NOW + offset
+        fresh = FeedPrices(settings(), clock=clock)
+        for chain, found in readings.items():
+            fresh.record(chain, found)
+        assert _outcome(remembering) == _outcome(fresh)
+
+
+def _outcome(source: FeedPrices) -> object:
+    try:
+        return source.usd_price("ETH", "main")
+    except PriceUnavailable as exc:
+        return exc.detail
