@@ -7,9 +7,9 @@ network class (``main`` or ``test``) and never waits for I/O. Sources:
   (it answers nothing for ``main``; the config refuses a main-network token that only
   the table would price, :mod:`intentd.settings.pricing`).
 - :class:`~intentd.pricing.cache.FeedPrices`: Chainlink-style feeds read in the
-  background (:mod:`~intentd.pricing.refresh`) and judged at every read from its cache
-  (:mod:`~intentd.pricing.rounds`, :mod:`~intentd.pricing.consensus`); symbols without
-  feeds fall back to the static table.
+  background (:mod:`~intentd.pricing.refresh`) into a cache, judged against the clock
+  when read (:mod:`~intentd.pricing.rounds`, :mod:`~intentd.pricing.consensus`); symbols
+  without feeds fall back to the static table.
 
 A source answers None when it has no price for a symbol (no feed, no table entry) and
 raises :class:`PriceUnavailable` when it has one it does not trust now (stale, out of
