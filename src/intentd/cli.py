@@ -415,19 +415,23 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         expires_in=args.expires_in,
     )
     client_id = UUID(args.client_id or settings.intents.default_client_id)
+    from intentd.adapters.price_feeds import running_prices
+
     try:
-        row = await create_intent(
-            settings,
-            IntentWriter(
-                intent_store.PostgresIntentStore(pool),
-                settings.intent_addresses(),
-                max_pending=settings.intents.max_open_per_client,
-            ),
-            request,
-            client_id=client_id,
-            now=datetime.now(UTC),
-            idempotency_key=args.idempotency_key,
-        )
+        async with running_prices(settings) as prices:  # feeds read once, docs/pricing.md
+            row = await create_intent(
+                settings,
+                IntentWriter(
+                    intent_store.PostgresIntentStore(pool),
+                    settings.intent_addresses(),
+                    max_pending=settings.intents.max_open_per_client,
+                ),
+                request,
+                client_id=client_id,
+                now=datetime.now(UTC),
+                idempotency_key=args.idempotency_key,
+                prices=prices,
+            )
     except IntentRequestError as exc:
         where = f"{exc.field}: " if exc.field else ""
         print(f"intentd: {where}{exc} [{exc.code}]", file=sys.stderr)

@@ -43,7 +43,8 @@ from intentd.intents.validation import (
     check_address,
 )
 from intentd.intents.writer import IntentWriter
-from intentd.pricing import PriceSource, StaticPrices
+from intentd.pricing import PriceSource
+from intentd.pricing.cache import FeedPrices
 from intentd.settings import Settings
 
 __all__ = [
@@ -104,7 +105,8 @@ def plan_intent(
 ) -> NewIntent:
     """Validate ``request`` and compute the intent to store (no I/O).
 
-    ``prices`` defaults to the static prices of the config.
+    ``prices`` defaults to the config's prices with no feed read: a symbol with feeds
+    is then refused (``price_unavailable``), never priced from the static table.
     """
     path = quotes.route(
         settings,
@@ -115,7 +117,7 @@ def plan_intent(
     )
     quote = quotes.quote(
         settings,
-        prices if prices is not None else StaticPrices(settings.prices),
+        prices if prices is not None else FeedPrices(settings),
         path,
         request.amount,
         request.amount_symbol,

@@ -38,6 +38,7 @@ from intentd.settings.base import NATIVE_TOKEN, Address, ConfigError
 from intentd.settings.chains import OP_STACK_CHAIN_IDS, ChainConfig
 from intentd.settings.loading import load_settings
 from intentd.settings.model import Settings
+from intentd.settings.pricing import PriceFeedConfig, PricingConfig
 from intentd.settings.secrets import secret_from_env
 from intentd.settings.sections import (
     ApiConfig,
@@ -71,6 +72,8 @@ __all__ = [
     "KafkaConfig",
     "NativeTokenConfig",
     "ObservabilityConfig",
+    "PriceFeedConfig",
+    "PricingConfig",
     "ProcessConfig",
     "Settings",
     "TokenConfig",

@@ -73,6 +73,12 @@ class ChainConfig(ConfigModel):
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
     :data:`OP_STACK_CHAIN_IDS`, else ``none``; an anvil on such an id says ``none``."""
 
+    sequencer_uptime_feed: Address | Literal[""] = ""
+    """Chainlink's L2 sequencer uptime feed on this chain (answer 0: up, 1: down); set, a
+    price read on this chain is refused while the sequencer is down and for
+    ``sequencer_grace`` seconds after it came back (docs/pricing.md)."""
+    sequencer_grace: int = Field(default=3600, ge=0, le=86_400)
+
     @model_validator(mode="before")
     @classmethod
     def _l1_fee_default(cls, data: Any) -> Any:
