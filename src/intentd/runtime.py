@@ -35,11 +35,18 @@ before SIGKILL (docs/operations.md, Stopping; checked in tests/unit/test_deploy.
 
 
 class Readiness:
-    """Names of the roles that are ready; ``/readyz`` answers 200 when all are."""
+    """What a process waits for before it is ready; ``/readyz`` answers 200 when nothing.
+
+    The names of the roles expected and not yet (or no longer) ready, the reasons of
+    each check added (a dependency down, a task making no progress:
+    ``intentd.supervision``), and whether the process failed (it is exiting).
+    """
 
     def __init__(self) -> None:
         self._expected: set[str] = set()
         self._ready: set[str] = set()
+        self._checks: list[Callable[[], list[str]]] = []
+        self._failed: str | None = None
 
     def expect(self, name: str) -> None:
         self._expected.add(name)
@@ -47,11 +54,75 @@ class Readiness:
     def ready(self, name: str) -> None:
         self._ready.add(name)
 
+    def unready(self, name: str) -> None:
+        """``name`` is expected again (a role starting over)."""
+        self._ready.discard(name)
+
+    def add_check(self, check: Callable[[], list[str]]) -> None:
+        """``check()`` names what is not ready (nothing: ready); asked at each ``/readyz``."""
+        self._checks.append(check)
+
+    def remove_check(self, check: Callable[[], list[str]]) -> None:
+        if check in self._checks:
+            self._checks.remove(check)
+
+    def fail(self, reason: str) -> None:
+        """The process failed and is exiting: never ready again."""
+        if self._failed is None:
+            self._failed = reason
+
     def missing(self) -> list[str]:
-        return sorted(self._expected - self._ready)
+        found = sorted(self._expected - self._ready)
+        for check in self._checks:
+            found += check()
+        if self._failed is not None:
+            found.append(f"failed: {self._failed}")
+        return found
 
 
 READINESS = Readiness()
+
+EXIT_DEADLINE = STOP_MARGIN
+"""Seconds a process that failed (a bug, a configuration error found while running) may
+take to cancel its roles and close; past them it exits at once (:func:`exit_within`)."""
+
+
+def _exit_now(code: int) -> None:  # pragma: no cover - ends the process
+    import os
+    import sys
+
+    log.error(
+        "the process did not wind down after a failure; exiting now",
+        exit_status=code,
+        seconds=EXIT_DEADLINE,
+    )
+    sys.stderr.flush()
+    os._exit(code)
+
+
+_exit_armed: asyncio.TimerHandle | None = None
+
+
+def exit_within(
+    code: int, seconds: float = EXIT_DEADLINE, *, exit_now: Callable[[int], None] = _exit_now
+) -> None:
+    """Make sure the process ends with ``code`` within ``seconds``: a task that failed
+    for good must never leave it half alive (a task hanging in its cancellation, a
+    health endpoint still serving). The normal path (the roles cancelled, the pool and
+    the producer closed, the exception reaching ``main``) usually wins; this is the
+    bound. Idempotent: the first call's code and deadline hold."""
+    global _exit_armed  # noqa: PLW0603 - one deadline per process
+    if _exit_armed is not None and not _exit_armed.cancelled():
+        return
+    _exit_armed = asyncio.get_running_loop().call_later(seconds, exit_now, code)
+
+
+def disarm_exit() -> None:
+    """Cancel the deadline of :func:`exit_within` (tests, which run many roles in a row)."""
+    global _exit_armed  # noqa: PLW0603 - one deadline per process
+    if _exit_armed is not None:
+        _exit_armed.cancel()
+        _exit_armed = None
 
 
 async def run_roles(
@@ -142,7 +213,7 @@ async def serve_health(
     async def readyz(_: web.Request) -> web.Response:
         missing = READINESS.missing()
         return web.json_response(
-            {"status": "ready" if not missing else "starting", "waiting_for": missing},
+            {"status": "ready" if not missing else "not ready", "waiting_for": missing},
             status=200 if not missing else 503,
         )
 
