@@ -21,11 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aiohttp
+
 from intentd_dev.devinfra.kafka_mock import create_topics, ping, set_broker_down
 from intentd_dev.fault_proxy import TcpFaultProxy
 from tests.support import ROOT
 
-__all__ = ["PrivateBroker", "database_proxy", "private_broker", "through_proxy"]
+__all__ = [
+    "Daemon",
+    "PrivateBroker",
+    "Readiness",
+    "database_proxy",
+    "private_broker",
+    "through_proxy",
+]
 
 
 @dataclass(frozen=True)
@@ -94,3 +103,80 @@ async def database_proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
         yield proxy
     finally:
         await proxy.close()
+
+
+@dataclass
+class Daemon:
+    """An ``intentd`` daemon run as a user runs it, with its health endpoint."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    async def readiness(self, http: aiohttp.ClientSession) -> int:
+        """``/readyz``'s status; 0 if nothing answers."""
+        try:
+            async with http.get(
+                f"http://127.0.0.1:{self.port}/readyz", timeout=aiohttp.ClientTimeout(total=2)
+            ) as response:
+                return response.status
+        except (aiohttp.ClientError, TimeoutError):
+            return 0
+
+    def lines(self) -> list[dict[str, object]]:
+        """The JSON lines it logged (others, if any, as ``{"raw": line}``)."""
+        found: list[dict[str, object]] = []
+        for line in self.log.read_text().splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                found.append({"raw": line})
+        return found
+
+
+class Readiness:
+    """Every daemon's ``/readyz``, asked every 0.2 s in the background."""
+
+    def __init__(self, daemons: list[Daemon]) -> None:
+        self.daemons = daemons
+        self.seen: list[tuple[float, str, int]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Readiness:
+        self._task = asyncio.create_task(self._watch())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.wait({self._task})
+
+    async def _watch(self) -> None:
+        async with aiohttp.ClientSession() as http:
+            while True:
+                statuses = await asyncio.gather(*(d.readiness(http) for d in self.daemons))
+                now = time.monotonic()
+                for daemon, status in zip(self.daemons, statuses, strict=True):
+                    self.seen.append((now, daemon.name, status))
+                await asyncio.sleep(0.2)
+
+    def between(self, name: str, start: float, end: float) -> set[int]:
+        return {status for at, who, status in self.seen if who == name and start <= at <= end}
+
+    async def all_ready(self, within: float = 60.0) -> None:
+        """Until every daemon answers 200 (each still alive)."""
+        deadline = time.monotonic() + within
+        async with aiohttp.ClientSession() as http:
+            while True:
+                for daemon in self.daemons:
+                    assert daemon.alive, f"{daemon.name} exited\n{daemon.log.read_text()[-3000:]}"
+                statuses = [await d.readiness(http) for d in self.daemons]
+                if all(status == 200 for status in statuses):
+                    return
+                assert time.monotonic() < deadline, f"not ready: {statuses}"
+                await asyncio.sleep(0.2)

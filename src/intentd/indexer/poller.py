@@ -16,6 +16,9 @@ Guarantees (see ``docs/indexer.md``):
   ancestor, rewind, and retract the published deposits the new chain lacks (before
   publishing the new chain's deposits). A reorg deeper than the remembered window
   stops the poller with :class:`~intentd.indexer.reorg.DeepReorgError`.
+- Any other failure (a dependency that does not answer) ends :meth:`Poller.run` with the
+  error; its supervisor (``composition.roles``) starts a new poller from the stored
+  cursor once the dependency is back.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancesto
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import OutgoingMessage, encode
 from intentd.settings import ChainConfig
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 __all__ = ["Poller", "TornReads"]
@@ -131,6 +135,7 @@ class Poller:
         pending: _Fetch | None = None
         try:
             while not stop.is_set():
+                progress()  # a round done: a batch applied, or an idle wait
                 if pending is None:
                     blocks = await self._plan()
                     if blocks is None:
