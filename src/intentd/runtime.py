@@ -2,8 +2,12 @@
 
 A *role* is ``async def role(stop: asyncio.Event) -> None``: it takes work until
 ``stop`` is set, finishes what it holds, releases its resources and returns. A role
-that raises ends the process with an error (the supervisor restarts it), after the
-other roles are cancelled. A role still running ``drain_seconds`` after ``stop``
+that raises (or ends cancelled though nothing stopped it) ends the process with an
+error (the supervisor restarts it), after the other roles are cancelled; the process
+is not ready from that moment, and a daemon exits within :data:`EXIT_DEADLINE` even if
+a task hangs in its cancellation (:func:`exit_within`). Roles ride out dependency
+outages themselves (``intentd.supervision``): only a bug or a configuration error
+ends one. A role still running ``drain_seconds`` after ``stop``
 (default :data:`DRAIN_SECONDS`), or still running at a second signal, is cancelled,
 so its ``finally`` blocks still run; the process then exits normally (status 0),
 within :data:`STOP_MARGIN` of the drain deadline. Signals: ``intentd.stopping``.
@@ -132,11 +136,14 @@ async def run_roles(
     registry: CollectorRegistry = REGISTRY,
     drain_seconds: float = DRAIN_SECONDS,
     stopping: Stopping | None = None,
+    on_failure: Callable[[int], None] | None = None,
 ) -> None:
     """Run ``roles`` until ``stopping.stop`` (without ``stopping``: until SIGTERM/SIGINT)
     or until one fails; serve the health endpoint with ``registry``'s metrics on
     ``metrics_port`` if given. Roles still running ``drain_seconds`` after stop, or
-    when ``stopping.now`` is set (a second signal), are cancelled."""
+    when ``stopping.now`` is set (a second signal), are cancelled. A role that fails
+    makes the process not ready and calls ``on_failure(1)`` (a daemon's:
+    :func:`exit_within`)."""
     if stopping is None:
         with StopRequest().watching() as own:
             await run_roles(
@@ -145,13 +152,45 @@ async def run_roles(
                 registry=registry,
                 drain_seconds=drain_seconds,
                 stopping=own,
+                on_failure=on_failure,
             )
         return
     async with asyncio.TaskGroup() as group:
         if metrics_port is not None:
             group.create_task(serve_health(metrics_port, stopping.stop, registry))
-        running = [group.create_task(role(stopping.stop)) for role in roles]
+        running = [group.create_task(_guarded(role, stopping)) for role in roles]
+        for task in running:
+            task.add_done_callback(lambda done: _failed(done, on_failure))
         group.create_task(_drain_deadline(stopping, running, drain_seconds))
+
+
+class RoleCancelled(Exception):
+    """A role ended cancelled though nothing stopped or cancelled it (a cancellation
+    leaked from a library or a task group): a failure, not a stop."""
+
+
+async def _guarded(role: Role, stopping: Stopping) -> None:
+    """``role(stop)``; a cancellation that comes neither from a stop nor from this
+    process's own deadline is raised as :class:`RoleCancelled`: a task group ignores a
+    cancelled child, and the process would live on with the role gone (on Python 3.11 a
+    task group whose child fails after its body ended leaves its parent a pending
+    cancellation, which a later ``await`` in the role's cleanup can raise)."""
+    try:
+        await role(stopping.stop)
+    except asyncio.CancelledError:
+        if stopping.stop.is_set():
+            raise
+        raise RoleCancelled("a role ended cancelled; it was not stopped") from None
+
+
+def _failed(task: asyncio.Task[None], on_failure: Callable[[int], None] | None) -> None:
+    """A role that raised makes the process not ready at once and, in a daemon, bounds
+    its exit (``on_failure``: :func:`exit_within`)."""
+    if task.cancelled() or task.exception() is None:
+        return
+    READINESS.fail("a role failed")
+    if on_failure is not None:
+        on_failure(1)
 
 
 async def _drain_deadline(

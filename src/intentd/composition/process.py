@@ -283,4 +283,5 @@ async def _open_then_run(
             built,
             drain_seconds=settings.process.drain_seconds,
             stopping=stopping,
+            on_failure=exit_within,
         )

@@ -64,8 +64,10 @@ def describe(error: BaseException | str) -> str:
     """One line for a log: the exception's type and message (no traceback), bounded."""
     if isinstance(error, str):
         return error[:300]
-    text = str(error)
-    return (f"{type(error).__name__}: {text}" if text else type(error).__name__)[:300]
+    text, kind = str(error), type(error).__name__
+    if not text:
+        return kind[:300]
+    return (text if text.startswith(kind) else f"{kind}: {text}")[:300]  # aiokafka's say it
 
 
 @dataclass(slots=True)

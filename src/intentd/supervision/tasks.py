@@ -46,6 +46,7 @@ from intentd.backoff import Backoff
 from intentd.runtime import READINESS
 from intentd.settings import ConfigError
 from intentd.supervision.dependencies import (
+    TRANSIENT,
     Dependency,
     Diagnose,
     Diagnosis,
@@ -132,8 +133,16 @@ async def supervise(
         started = time.monotonic()
         health.begin(name, stall_after=stall_after)
         token = _CURRENT.set((health, name))
+        diagnosis: Diagnosis | None
         try:
             await body(stop)
+        except asyncio.CancelledError:
+            if _really_cancelled(stop):
+                raise
+            # A cancellation leaked out of a library's cleanup: the task did not end, it
+            # failed; a task group would take it for a stop and let the role live on.
+            log.warning("task ended cancelled without a stop; starting it again", task=name)
+            diagnosis = TRANSIENT
         except Exception as exc:
             diagnosis = _settle(name, exc, stop, health, diagnose)
             if diagnosis is None:
@@ -146,6 +155,7 @@ async def supervise(
             health.end(name)
         if readiness is not None:
             READINESS.unready(readiness)
+        assert diagnosis is not None
         failures = 1 if calm else failures + 1
         metrics.TASK_RESTARTS.labels(name, diagnosis.kind.value).inc()
         if not await _pause(diagnosis, restart.delay(failures), stop, health):
@@ -206,6 +216,12 @@ def _settle(
     else:
         log.warning("task failed; starting it again", task=name, error=describe(exc))
     return diagnosis
+
+
+def _really_cancelled(stop: asyncio.Event) -> bool:
+    """Whether the current task is being cancelled (by its caller) or stopping."""
+    current = asyncio.current_task()
+    return stop.is_set() or (current is not None and current.cancelling() > 0)
 
 
 def _reported(exc: BaseException) -> bool:

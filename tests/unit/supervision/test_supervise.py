@@ -4,13 +4,21 @@ process only on a configuration error or a bug, never leaving it half alive."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
 import pytest
 
 from intentd.backoff import Backoff
-from intentd.runtime import Readiness, disarm_exit, exit_within, run_roles
+from intentd.runtime import (
+    READINESS,
+    Readiness,
+    RoleCancelled,
+    disarm_exit,
+    exit_within,
+    run_roles,
+)
 from intentd.settings import ConfigError
 from intentd.stopping import Stopping
 from intentd.supervision import KAFKA, POSTGRESQL, Diagnosis, Health, progress, supervise
@@ -236,3 +244,56 @@ async def test_a_task_failing_for_good_while_another_hangs_in_cancelling_ends_th
         disarm_exit()
         running.cancel()
         await asyncio.wait({running}, timeout=0.1)
+
+
+async def test_a_cancellation_leaking_from_a_library_starts_the_task_again() -> None:
+    runs = 0
+
+    async def body(stop: asyncio.Event) -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            raise asyncio.CancelledError  # an internal task's, re-raised by a library's close
+
+    await supervise("lifecycle consumer", body, asyncio.Event(), health=Health(),
+                    diagnose=diagnose, restart=FAST)  # fmt: skip
+    assert runs == 2
+
+
+async def test_a_role_left_cancelled_by_a_failed_task_group_fails_the_process() -> None:
+    """The fault run's wedge: the reorg hold watch failed (the database away), the
+    lifecycle's task group cancelled its siblings, and the role's cleanup (closing the
+    Kafka consumer) raised a cancellation: the role ended *cancelled*, which the
+    process's task group ignores, so the process lived on with the role gone, its health
+    endpoint answering 200, until SIGTERM (4 min 40 s)."""
+    readiness_before = list(READINESS.missing())
+    exits: list[int] = []
+
+    async def hold_watch() -> None:
+        await asyncio.sleep(0.01)
+        raise ConnectionRefusedError("refused")
+
+    async def consumer() -> None:
+        await asyncio.sleep(3600)
+
+    async def close_consumer() -> None:
+        raise asyncio.CancelledError  # aiokafka's stop, re-raising one of its tasks'
+
+    async def lifecycle(stop: asyncio.Event) -> None:
+        async with contextlib.AsyncExitStack() as closing:
+            closing.push_async_callback(close_consumer)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(hold_watch())
+                group.create_task(consumer())
+
+    try:
+        with pytest.raises(ExceptionGroup) as raised:
+            await asyncio.wait_for(
+                run_roles([lifecycle], stopping=Stopping(), on_failure=exits.append), 5
+            )
+        assert raised.group_contains(RoleCancelled)
+        assert exits == [1]
+        assert "failed: a role failed" in READINESS.missing()
+    finally:
+        READINESS._failed = None  # the process-wide readiness, shared by the tests
+    assert READINESS.missing() == readiness_before
