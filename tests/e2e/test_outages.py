@@ -42,7 +42,7 @@ from tests.sigterm_support import (
     spawn,
     terminate,
 )
-from tests.support import daemon_env
+from tests.support import TopicReader, daemon_env, json_values
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
@@ -287,4 +287,148 @@ async def test_every_role_rides_out_postgresql_cut_twice_and_stalled_once(
     assert_quiet(daemons, outages=3)
 
 
-__all__ = ["PrivateBroker", "private_broker"]
+USES_KAFKA = ("poll", "lifecycle", "webhooks")
+"""The executors read actions from PostgreSQL and write results to its outbox: the
+brokers away, they stay ready."""
+
+
+def topics_of(prefix: str) -> list[str]:
+    names = [f"{prefix}.deposits.{chain}" for chain in (SOURCE, DESTINATION)]
+    return names + [
+        f"{prefix}.{name}" for name in ("intent-events", "dlq", "actions", "action-results")
+    ]
+
+
+async def all_answer(
+    readiness: Readiness, status: int, names: tuple[str, ...], within: float = 60.0
+) -> None:
+    """Until each daemon of ``names`` has answered ``status`` (every daemon alive)."""
+    deadline = time.monotonic() + within
+    while True:
+        for daemon in readiness.daemons:
+            assert daemon.alive, f"{daemon.name} exited\n{daemon.log.read_text()[-3000:]}"
+        seen = {name: readiness.between(name, 0, time.monotonic()) for name in names}
+        if all(status in statuses for statuses in seen.values()):
+            return
+        assert time.monotonic() < deadline, f"not all answered {status}: {seen}"
+        await asyncio.sleep(0.2)
+
+
+async def assert_events_on_kafka(broker: PrivateBroker, prefix: str, pool: Pool) -> None:
+    """Every event of the event log reached the events topic (at least once)."""
+    stored = {str(r["id"]) for r in await pool.fetch("SELECT id FROM intent_events")}
+    async with TopicReader(broker.bootstrap, f"{prefix}.intent-events") as events:
+        await events.wait_for(lambda ms: stored <= {e["id"] for e in json_values(ms)}, timeout=60)
+
+
+@pytest.mark.timeout(480)
+async def test_every_role_rides_out_the_brokers_away_at_start_and_cut(
+    own_stack: tuple[Settings, Pool], infra: dict[str, str], tmp_path: Path
+) -> None:
+    settings, pool = own_stack
+    prefix = settings.kafka.topic_prefix
+    funder = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+    usdc = infra[f"INTENTD_{SOURCE}_USDC"]
+    payer = await asyncio.to_thread(
+        Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
+    )
+    async with private_broker(tmp_path) as broker:
+        broker.create(topics_of(prefix))
+        env = env_for(settings, INTENTD__KAFKA__BOOTSTRAP_SERVERS=broker.bootstrap)
+        intents = Intents(payer_env(env, infra, payer), payer)
+        broker.down()  # away when the daemons start
+        daemons = start(ROLES, env, tmp_path)
+        pids = {d.name: d.process.pid for d in daemons}
+        try:
+            async with Readiness(daemons) as readiness:
+                await all_answer(readiness, 503, USES_KAFKA)  # up, serving, not ready
+                await asyncio.sleep(5)
+                broker.up()
+                await readiness.all_ready(within=90)
+
+                async def down() -> None:
+                    broker.down()
+
+                async def up() -> None:
+                    broker.up()
+
+                each = functools.partial(outage, end=up, intents=intents, readiness=readiness)
+                windows = [
+                    await each("kafka cut", begin=down, seconds=10),
+                    await each("kafka cut again", begin=down, seconds=6),
+                ]
+                await settled(pool, intents)
+                kafka_users = [d for d in daemons if d.name in USES_KAFKA]
+                assert_not_ready_during(readiness, kafka_users, windows)
+            assert {d.name: d.process.pid for d in daemons if d.alive} == pids
+        finally:
+            await stop_all(daemons)
+        await assert_events_on_kafka(broker, prefix, pool)
+    await assert_each_payment_credited_once(pool, intents)
+    await assert_each_event_once(pool, intents)
+    assert_quiet(daemons, outages=3)
+
+
+@pytest.mark.timeout(600)
+async def test_run_rides_out_postgresql_and_the_brokers_away_together(
+    own_stack: tuple[Settings, Pool], infra: dict[str, str], tmp_path: Path
+) -> None:
+    """``intentd run`` (every role in one process) through the fault run's worst case:
+    PostgreSQL cut for longer than the reorg hold watch's round while the brokers are
+    away (the lifecycle of the old code ended there, its process staying up and
+    ready for minutes, with intents stuck in REFUNDING), then each alone."""
+    settings, pool = own_stack
+    prefix = settings.kafka.topic_prefix
+    funder = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+    usdc = infra[f"INTENTD_{SOURCE}_USDC"]
+    payer = await asyncio.to_thread(
+        Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
+    )
+    url = settings.database.url.get_secret_value()
+    async with private_broker(tmp_path) as broker, database_proxy(url) as proxy:
+        broker.create(topics_of(prefix))
+        env = env_for(settings, INTENTD__KAFKA__BOOTSTRAP_SERVERS=broker.bootstrap,
+                      INTENTD__API__PORT=str(free_port()))  # fmt: skip
+        intents = Intents(payer_env(env, infra, payer), payer)
+        proxied = {**env, "INTENTD__DATABASE__URL": through_proxy(url, proxy)}
+        daemons = start({"run": ["run", "--no-migrate"]}, proxied, tmp_path)
+        [daemon] = daemons
+        pid = daemon.process.pid
+        try:
+            async with Readiness(daemons) as readiness:
+                await readiness.all_ready(within=90)
+
+                async def both_away() -> None:
+                    broker.down()
+                    await proxy.cut()
+
+                async def both_back() -> None:
+                    await proxy.restore()
+                    broker.up()
+
+                async def cut() -> None:
+                    await proxy.cut()
+
+                async def restore() -> None:
+                    await proxy.restore()
+
+                async def down() -> None:
+                    broker.down()
+
+                async def up() -> None:
+                    broker.up()
+
+                each = functools.partial(outage, intents=intents, readiness=readiness)
+                windows = [
+                    await each("postgresql and kafka", begin=both_away, end=both_back, seconds=35),
+                    await each("postgresql cut", begin=cut, end=restore, seconds=8),
+                    await each("kafka cut", begin=down, end=up, seconds=8),
+                ]
+                await settled(pool, intents)
+                assert_not_ready_during(readiness, daemons, windows)
+            assert daemon.alive and daemon.process.pid == pid
+        finally:
+            await stop_all(daemons)
+    await assert_each_payment_credited_once(pool, intents)
+    await assert_each_event_once(pool, intents)
+    assert_quiet(daemons, outages=4)
