@@ -6,9 +6,9 @@
 - **outage of Kafka**: any ``aiokafka`` error but an authorization or authentication
   refusal (no broker reachable, no leader, a request timed out, the coordinator gone);
 - **outage of the chain's RPC**: no usable answer from its nodes
-  (:class:`~intentd.indexer.ports.ChainUnavailable`) or answers that contradict each
-  other for too long (:class:`~intentd.indexer.poller.TornReads`); for a task that
-  serves no one chain (the lifecycle's verifier), a transient failure;
+  (:class:`~intentd.indexer.ports.ChainUnavailable`; the poller reads again by itself,
+  ``indexer.read_failures``, but a failure at its start reaches its supervisor); for a
+  task that serves no one chain (the lifecycle's verifier), a transient failure;
 - **transient**: a transaction that lost to another (serialization, deadlock, lock or
   statement timeout, a compare-and-set that lost), a cursor another poller moved (the
   poller starts over: it takes the chain's lease again or waits as a standby);
@@ -25,7 +25,6 @@ from aiokafka import errors as kafka_errors
 from intentd.adapters.cursor_store import CursorConflict
 from intentd.adapters.db_failures import classify as classify_database
 from intentd.adapters.lease import LeaseLost
-from intentd.indexer.poller import TornReads
 from intentd.indexer.ports import ChainUnavailable
 from intentd.lifecycle.failures import Failure
 from intentd.settings import ConfigError
@@ -57,7 +56,7 @@ def diagnose(error: BaseException, *, chain: str | None = None) -> Diagnosis:
         return Diagnosis.configuration(f"kafka: the brokers refuse this client: {error!r}")
     if isinstance(error, kafka_errors.KafkaError):
         return Diagnosis.outage(KAFKA)
-    if isinstance(error, ChainUnavailable | TornReads):
+    if isinstance(error, ChainUnavailable):
         return Diagnosis.outage(rpc(chain)) if chain is not None else TRANSIENT
     if isinstance(error, LeaseLost):
         return Diagnosis.outage(POSTGRESQL)
