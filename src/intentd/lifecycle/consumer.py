@@ -100,6 +100,7 @@ class LifecycleConsumer:
         self._store = store
         self._publisher = publisher
         self._retry_base = retry_base
+        self._round_base = retry_base * 20  # between two rounds of attempts: 1 s by default
         self._stop = asyncio.Event()
         prefix = settings.kafka.topic_prefix
         self._prefix = prefix
@@ -235,7 +236,7 @@ class LifecycleConsumer:
                             message_id=message.id,
                             error=repr(exc),
                         )
-                    await self._pause(failures.backoff(rounds, base=1.0, cap=30.0))
+                    await self._pause(failures.backoff(rounds, base=self._round_base, cap=30))
                 attempt = 0
 
     async def _database_answers(self) -> bool:

@@ -69,9 +69,10 @@ __all__ = [
 log = structlog.get_logger()
 _T = TypeVar("_T")
 
-RESTART = Backoff(0.5, cap=30.0, jitter=0.5)
-"""A task's pause before it starts again: 0.5 s doubling to 30 s after failures in a
-row, plus up to 0.5 s at random."""
+RESTART = Backoff(0.5, cap=10.0, jitter=0.5)
+"""A task's pause before it starts again: 0.5 s doubling to 10 s after failures in a
+row, plus up to 0.5 s at random (after an outage it also waits for the dependency, so
+a task back within seconds of it: events flow again well under 10 s)."""
 CALM_AFTER = 60.0
 """A task that ran this long, or made progress, before it failed starts its backoff over."""
 
