@@ -17,7 +17,8 @@
 Its outages are logged as :mod:`~intentd.supervision.outage_log` says: a first line,
 a summary every 30 s, a last line with the duration. The tasks it supervises
 (``supervision.tasks``) tell it of their progress: one that made none for longer than
-its bound is *stalled* (one line, ``intentd_task_stalled``, not ready) until it does.
+its bound while every dependency answered is *stalled* (one line,
+``intentd_task_stalled``, not ready) until it does.
 
 ``/readyz`` asks :meth:`Health.not_ready` while :meth:`run` runs. A task that fails for
 good (:meth:`Health.fail`) makes the process not ready for good and, in a daemon,
@@ -263,7 +264,11 @@ class Health:
             for watched in self._watched.values():
                 self._emit(watched.log.still(now))
                 self._gauges(watched)
+            outage = any(w.log.down and w.probe is not None for w in self._watched.values())
             for name, task in self._tasks.items():
+                if outage:  # waiting for a dependency is not a stall: counted from its end
+                    task.last_beat = now
+                    continue
                 late = now - task.last_beat
                 if task.stall_after is None or task.stalled or late <= task.stall_after:
                     continue

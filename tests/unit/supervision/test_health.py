@@ -155,3 +155,21 @@ async def test_a_failed_task_makes_the_process_never_ready_and_ends_it() -> None
     health.fail("reorg hold watch", KeyError("bug"), exit_status=1)
     assert readiness.missing() == ["failed: reorg hold watch"]
     assert exits == [1]
+
+
+async def test_waiting_for_a_dependency_is_not_a_stall(
+    running: Callable[[Health], None],
+) -> None:
+    readiness = Readiness()
+    database = Dependency()
+    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
+    health.watch(POSTGRESQL, database)
+    running(health)
+    health.begin("consumer", stall_after=0.1)
+    database.up = False
+    await until(lambda: health.is_down(POSTGRESQL))
+    await asyncio.sleep(0.3)  # thrice the bound, the database away
+    assert readiness.missing() == ["postgresql unavailable"]
+    database.up = True
+    await until(lambda: readiness.missing() == [])  # the bound counts from its return
+    await until(lambda: readiness.missing() == ["consumer makes no progress"])
