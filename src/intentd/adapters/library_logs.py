@@ -34,6 +34,8 @@ _LIBRARIES: tuple[tuple[str, Dependency, int], ...] = (
     ("asyncpg", POSTGRESQL, logging.WARNING),
 )
 """Logger name prefix, its dependency, the level from which a line makes it suspect."""
+_KINDS = 1000
+"""Kinds of line remembered at most."""
 
 
 class QuietLibraryLogs(logging.Filter):
@@ -63,6 +65,9 @@ class QuietLibraryLogs(logging.Filter):
         if now - self._written.get(kind, -self._every) < self._every:
             self._held[kind] = self._held.get(kind, 0) + 1
             return False
+        if len(self._written) > _KINDS:  # templates are few; a library formatting its own
+            self._written.clear()  # text would make each line a kind: stay bounded
+            self._held.clear()
         self._written[kind] = now
         held = self._held.pop(kind, 0)
         if held:
