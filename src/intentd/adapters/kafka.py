@@ -275,6 +275,8 @@ async def commit_positions(
     try:
         await consumer.commit(positions)
     except (CommitFailedError, RebalanceInProgressError, IllegalStateError) as exc:
-        log.warning("offset commit lost to a rebalance; the tail will be replayed", error=str(exc))
+        # info: what follows a rebalance (a member joining or leaving, the brokers away
+        # for longer than the session), and replaying the tail is idempotent
+        log.info("offset commit lost to a rebalance; the tail will be replayed", error=str(exc))
         return False
     return True

@@ -66,7 +66,7 @@ from intentd.lifecycle.handlers import expire
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import LogProgress, Store, UnitOfWork
 from intentd.settings import Settings
-from intentd.supervision import KAFKA, progress, report
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 log = structlog.get_logger()
@@ -147,8 +147,9 @@ class Expiry:
                     ends = await self._progress.ends()
                     if ends is not None:
                         self._barrier = (now, ends)
-        except Exception as exc:  # the brokers: unknown this round, forced expiries go on
-            report(KAFKA, exc)
+        except Exception as exc:  # unknown this round (forced expiries go on): the brokers
+            # away (their probe tells that outage) or the consumer rejoining its group
+            log.debug("expiry: how far the deposits logs are applied is unknown", error=repr(exc))
         return self._applied
 
     async def _expire(
