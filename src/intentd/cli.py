@@ -444,14 +444,19 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     try:
         row = await create_intent(
             settings,
-            IntentWriter(intent_store.PostgresIntentStore(pool), settings.intent_addresses()),
+            IntentWriter(
+                intent_store.PostgresIntentStore(pool),
+                settings.intent_addresses(),
+                max_pending=settings.intents.max_open_per_client,
+            ),
             request,
             client_id=client_id,
             now=datetime.now(UTC),
             idempotency_key=args.idempotency_key,
         )
     except IntentRequestError as exc:
-        print(f"intentd: {exc.field}: {exc} [{exc.code}]", file=sys.stderr)
+        where = f"{exc.field}: " if exc.field else ""
+        print(f"intentd: {where}{exc} [{exc.code}]", file=sys.stderr)
         return 3
     print(json.dumps(render_record(row), indent=2))
     return 0

@@ -92,6 +92,7 @@ def create_app(
                     settings.intent_addresses(),
                     max_waiting=settings.api.max_waiting_creates,
                     acquire_timeout=settings.api.db_acquire_timeout,
+                    max_pending=settings.intents.max_open_per_client,
                 ),
                 intents_by_id=BatchedReads(
                     db,

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from intentd.intents.validation import IdempotencyConflict, IntentRequestError
+from intentd.intents.validation import IntentConflict, IntentRequestError
 
 __all__ = [
     "PROBLEM_JSON",
@@ -101,6 +101,7 @@ def problem_response(status: int, code: str, detail: str, **extra: Any) -> Respo
 
 
 def from_request_error(exc: IntentRequestError) -> ApiProblem:
-    """A rejected intent or quote request: 409 for a reused idempotency key, else 422."""
-    status = 409 if isinstance(exc, IdempotencyConflict) else 422
+    """A rejected intent or quote request: 409 for a conflict with what is stored (a
+    reused idempotency key, the client's cap of open intents), else 422."""
+    status = 409 if isinstance(exc, IntentConflict) else 422
     return ApiProblem(status, exc.code, str(exc), field=exc.field)

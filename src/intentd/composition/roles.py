@@ -28,7 +28,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.adapters.chain import open_chain
-from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters.chain_state import open_chain_state
 from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
@@ -145,13 +145,15 @@ def poller_role(
             watch_retention = timedelta(days=settings.indexer.watch_retention_days)
             chain_reader, reconcile = reader, reconciliation
             if chain_reader is None:
-                client, evm = open_chain(config)
+                _, evm = open_chain(config)
                 resources.push_async_callback(evm.close)
                 chain_reader = evm
                 if reconcile is None:
+                    balances, state = open_chain_state(config)
+                    resources.push_async_callback(balances.close)
                     reconcile = Reconciliation(
                         chain,
-                        EvmChainState(client),
+                        state,
                         intents,
                         by_transaction=config.reconciled_identity == "transaction",
                     )

@@ -34,6 +34,7 @@ from uuid import UUID
 import orjson
 
 from intentd.intents import quotes
+from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.record import IntentRow
 from intentd.intents.validation import (
@@ -50,6 +51,7 @@ __all__ = [
     "IdempotencyConflict",
     "IntentRequest",
     "IntentRequestError",
+    "OpenIntentLimit",
     "create_intent",
     "plan_intent",
 ]
@@ -231,7 +233,14 @@ async def create_intent(
         existing = await _existing(writer.store, new)
         if existing is not None:
             return existing
-    row = await writer.insert(new)
+    try:
+        row = await writer.insert(new)
+    except OpenIntentLimit:
+        # A retry racing the create it repeats may be counted first: it gets that one.
+        existing = await _existing(writer.store, new) if idempotency_key is not None else None
+        if existing is None:
+            raise
+        return existing
     if row is None:  # a concurrent request with the same key won the race
         existing = await _existing(writer.store, new)
         assert existing is not None

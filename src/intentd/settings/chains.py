@@ -42,6 +42,10 @@ class ChainConfig(ConfigModel):
     max_log_range: int = Field(default=2000, ge=1, le=100_000)
     """Widest ``eth_getLogs`` block range tried before splitting."""
     rpc_timeout: float = Field(default=10.0, gt=0, le=300)
+    rpc_batch_limit: int = Field(default=100, ge=1, le=10_000)
+    """Most calls the provider accepts in one JSON-RPC batch (geth and Alchemy: 1000,
+    Erigon: 100). The balance reconciliation's reads (small answers) fill POSTs up to
+    it; full blocks go 50 to a POST whatever it says."""
     start_block: int | Literal["latest"] = "latest"
     """Where a chain with no stored cursor starts; ``latest`` is the confirmed head."""
     native: NativeTokenConfig = NativeTokenConfig()
