@@ -1,7 +1,8 @@
 """The ``intentd`` command: parse arguments, load settings, run a process of roles.
 
-Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
-names the key and value), 3 a request that cannot be served (for example an
+Exit codes: 0 done, 1 runtime failure (a bug; never an outage of PostgreSQL, Kafka or
+an RPC provider: the daemons wait those out), 2 usage or configuration error (the
+message names the key and value), 3 a request that cannot be served (for example an
 invalid intent, a rescan outside the confirmed blocks); ``intents show`` exits 4 when
 the intent does not exist.
 
@@ -161,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     checked = _token_checks(args, settings)
     if checked:
-        failed = _check_tokens(settings, checked)
+        failed = _check_tokens(settings, checked, daemon=args.command in DAEMONS)
         if failed:
             return failed
     if args.command == "api":
@@ -171,8 +172,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
+    except BaseExceptionGroup as group:  # the roles' task groups: a configuration error found
+        found = _config_error(group)  # while running (the database refused the credentials)
+        if found is None:
+            raise
+        print(f"intentd: {found}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
         return 130
+
+
+def _config_error(group: BaseExceptionGroup[BaseException]) -> ConfigError | None:
+    """The configuration error a group of errors ends with, if it is one (every other
+    leaf is the cancellation it caused)."""
+    configs = group.subgroup(ConfigError)
+    if configs is None:
+        return None
+    leaves: list[BaseException] = list(configs.exceptions)
+    while leaves and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions) + leaves[1:]
+    first = leaves[0] if leaves else None
+    return first if isinstance(first, ConfigError) else None
 
 
 def _derives_addresses(args: argparse.Namespace) -> bool:
@@ -197,16 +217,22 @@ def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
     return []
 
 
-def _check_tokens(settings: Settings, chains: list[str]) -> int:
-    from intentd.adapters.json_rpc import RpcError, RpcTransportError
-    from intentd.adapters.token_check import check_tokens
+ONE_SHOT_TOKEN_CHECKS = 3
+"""Tries of the token check by a one-shot command before it gives up (exit 1); a daemon
+waits for its chains' RPC as long as it takes (a signal ends the wait, exit 0)."""
 
+
+def _check_tokens(settings: Settings, chains: list[str], *, daemon: bool) -> int:
+    from intentd.adapters.token_check import check_tokens
+    from intentd.indexer.ports import ChainUnavailable
+
+    attempts = None if daemon else ONE_SHOT_TOKEN_CHECKS
     try:
-        asyncio.run(check_tokens(settings, chains))
+        asyncio.run(check_tokens(settings, chains, attempts=attempts))
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
-    except (RpcError, RpcTransportError) as exc:
+    except ChainUnavailable as exc:
         print(f"intentd: cannot check the tokens against their contracts: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -60,6 +60,34 @@ def configure_logging(level: str = "info") -> None:
     root.setLevel(numeric)
 
 
+# --- dependencies and supervision (every role; docs/operations.md, Outages) ----------
+DEPENDENCY_UP = Gauge(
+    "intentd_dependency_up",
+    "1 while the dependency answers this process, 0 during an outage"
+    " (dependency: postgresql, kafka, rpc; chain: the rpc's chain)",
+    ["dependency", "chain"],
+)
+DEPENDENCY_OUTAGE_SECONDS = Gauge(
+    "intentd_dependency_outage_seconds",
+    "How long the current outage of the dependency has lasted (0 while it answers)",
+    ["dependency", "chain"],
+)
+DEPENDENCY_OUTAGES = Counter(
+    "intentd_dependency_outages_total",
+    "Outages of a dependency this process rode out or rides out",
+    ["dependency", "chain"],
+)
+TASK_RESTARTS = Counter(
+    "intentd_task_restarts_total",
+    "Tasks of a role started again after a failure, by diagnosis (outage, transient)",
+    ["task", "reason"],
+)
+TASK_STALLED = Gauge(
+    "intentd_task_stalled",
+    "1 while a task has made no progress for longer than its bound (the process is not ready)",
+    ["task"],
+)
+
 # --- poller -------------------------------------------------------------------------
 POLLER_BLOCK = Gauge("intentd_poller_block", "Last block processed", ["chain"])
 BLOCKS_BEHIND = Gauge(

@@ -170,10 +170,7 @@ class JsonRpcClient:
         max_calls: int = 50,
         parallel_posts: int = 4,
         chain_id: int | None = None,
-        quiet: bool = False,
     ) -> None:
-        """``quiet``: failed attempts are logged at debug level, for a caller that logs
-        its own outages once (the price refresher) instead of every retry."""
         if not urls:
             raise ValueError("at least one RPC URL is needed")
         self.chain = chain
@@ -188,7 +185,6 @@ class JsonRpcClient:
         self._chain_id = chain_id
         self._verified: str | None = None
         """The URL whose ``eth_chainId`` answered our chain since the last failover."""
-        self._log_failure = log.debug if quiet else log.warning
 
     @property
     def url(self) -> str:
@@ -322,7 +318,10 @@ class JsonRpcClient:
             self._current = (self._current + 1) % len(self._urls)
             self._verified = None  # the next URL is checked before use, every time
             metrics.RPC_FAILOVERS.labels(self.chain).inc()
-        self._log_failure(
+        # debug: a caller that gives up reports the outage (``supervision``), told in a
+        # few lines however many retries it holds; the metrics count each failure and
+        # each failover
+        log.debug(
             "rpc call failed",
             chain=self.chain,
             method=method,

@@ -9,7 +9,8 @@ decode (no contract at the address: ``0x``) is recorded as such and refused by t
 judge; a failed request (RPC down, an error answer, a revert) is
 :class:`~intentd.pricing.refresh.FeedUnreadable` for the whole chain. The client is
 :class:`~intentd.adapters.json_rpc.JsonRpcClient` (chain id checked, failover), with
-few retries and quiet failures: the refresher retries and logs outages once.
+few retries (failed attempts are debug lines, as for every client): the refresher
+retries and logs outages once.
 
 :func:`running_prices` gives a role its price source: without feeds, the config's
 prices (:class:`~intentd.pricing.cache.FeedPrices` falls back to the static table);
@@ -146,7 +147,6 @@ async def running_prices(
             timeout=config.rpc_timeout,
             attempts=_READ_ATTEMPTS,
             chain_id=config.chain_id,
-            quiet=True,
         )
         readers.append(ChainlinkReader(client, wanted.feeds, sequencer=wanted.sequencer))
     if not readers:
