@@ -32,6 +32,7 @@ from intentd.adapters import chain as chain_adapter
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import create_pool
+from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent
@@ -189,7 +190,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 result["chain_build_seconds"] = round(time.perf_counter() - began, 1)
                 result["head"] = await rpc.block_number()
                 counted.reset()
-                processor = Processor(settings, pool)
+                processor = Processor(settings, Database.of(settings, pool))
                 try:
                     calls = 0
                     began = time.perf_counter()

@@ -47,6 +47,11 @@ class Readiness:
     def ready(self, name: str) -> None:
         self._ready.add(name)
 
+    def not_ready(self, name: str) -> None:
+        """``name`` cannot do its work for now (a dependency is away); ``ready`` again
+        once it can."""
+        self._ready.discard(name)
+
     def missing(self) -> list[str]:
         return sorted(self._expected - self._ready)
 

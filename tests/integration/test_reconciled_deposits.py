@@ -26,6 +26,7 @@ from tests.support import TopicReader, new_intent
 from intentd.adapters import intent_scans, intent_store
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.composition.roles import poller_role
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
@@ -173,7 +174,7 @@ async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str
 
 
 async def trigger(pool: Pool, chain: Chain, row: IntentRow) -> Any:
-    processor = Processor(chain.settings, pool)
+    processor = Processor(chain.settings, Database.of(chain.settings, pool))
     try:
         return await processor.trigger(row, now=datetime.now(UTC))
     finally:

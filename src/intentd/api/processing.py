@@ -62,8 +62,8 @@ from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import ScanProgress
 from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Connection, Pool
-from intentd.api.connections import bounded_connection
+from intentd.adapters.postgres import Connection
+from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
 from intentd.domain.deposits import DepositKey, RecordedDeposit
@@ -118,10 +118,10 @@ async def first_block_at_or_after(
 class Processor:
     """Holds one RPC client per chain; close it with :meth:`close`."""
 
-    def __init__(self, settings: Settings, pool: Pool) -> None:
+    def __init__(self, settings: Settings, database: Database) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
-        self._pool = pool
+        self._database = database
         self._reads: dict[str, ChainReads] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._gate = TriggerGate(
@@ -130,7 +130,7 @@ class Processor:
         )
 
     def _connection(self) -> AbstractAsyncContextManager[Connection]:
-        return bounded_connection(self._pool, self._settings.api.db_acquire_timeout)
+        return self._database.connection()
 
     async def close(self) -> None:
         for reads in self._reads.values():

@@ -149,7 +149,11 @@ _OWN_DESCRIPTIONS = {
     404: "No such endpoint (or delivery) for this key's client and mode",
     409: "The endpoint is disabled (code webhook_disabled)",
     422: "The URL is refused (webhook_url_*), or a value is unusable",
-    503: "Webhooks are not configured on this deployment (webhooks_disabled)",
+    503: (
+        "Webhooks are not configured on this deployment (webhooks_disabled), or the"
+        " database is unavailable or busy (database_unavailable, database_busy: retry"
+        " after Retry-After)"
+    ),
 }
 
 
@@ -159,7 +163,11 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     documented = errors(*shared)
     for status in (*statuses, 422):
         if status in _OWN_DESCRIPTIONS:
-            documented[status] = {"model": Problem, "description": _OWN_DESCRIPTIONS[status]}
+            documented[status] = {
+                **documented.get(status, {}),  # its headers (Retry-After of a 503)
+                "model": Problem,
+                "description": _OWN_DESCRIPTIONS[status],
+            }
     return documented
 
 

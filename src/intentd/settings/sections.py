@@ -203,6 +203,9 @@ class ApiConfig(ConfigModel):
     """Unknown keys remembered per process, apart from the verified ones."""
     db_acquire_timeout: float = Field(default=2.0, gt=0, le=60)
     """Seconds a request waits for a database connection before a 503."""
+    db_timeout: float = Field(default=10.0, gt=0, le=60)
+    """Seconds a request's work on one database connection may take (a stalled or
+    unreachable server) before a 503 ``database_unavailable``."""
     max_connections: int = Field(default=4096, ge=1, le=1_000_000)
     """Open connections per process; one more is answered 503 and closed."""
     max_requests_in_flight: int = Field(default=1024, ge=1, le=1_000_000)

@@ -100,10 +100,17 @@ class Api:
             return response.status, data, response
 
 
-async def serve(settings: Settings, pool: Pool) -> AsyncIterator[str]:
+async def serve(
+    settings: Settings,
+    pool: Pool | None,
+    *,
+    on_readiness: Callable[[bool], None] | None = None,
+) -> AsyncIterator[str]:
+    """Serve the API on a free port (``pool`` None: the app opens its own, from the
+    settings' database URL)."""
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(settings, pool=pool),
+        create_app(settings, pool=pool, on_readiness=on_readiness),
         http="httptools",
         lifespan="on",
         access_log=False,
