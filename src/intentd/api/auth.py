@@ -7,8 +7,9 @@ working on every replica within that time. Secrets are never logged or echoed.
 Limits (docs/api.md, "Rate limits"): a key's requests spend its bucket; a session
 token's spend a bucket of the session (``api.session_rate_limit``), never its key's.
 A request without a verified key in the cache (missing, malformed, unknown, not yet
-cached) first spends a bucket of its source address (``api.source_rate_limit``,
-``api.trusted_proxies``), so a flood of made-up keys gets 429s, not database reads.
+cached) first spends a bucket of its source (``api.source_rate_limit``,
+``api.trusted_proxies``; an IPv4 address or an IPv6 /64, ``sources.source_bucket``),
+so a flood of made-up keys gets 429s, not database reads.
 Verified keys and unknown ones are cached apart, each bounded and least recently
 used first out: made-up keys never push a valid key out. A lookup waits at most
 ``api.db_acquire_timeout`` for a connection, then answers 503 with ``Retry-After``;
@@ -35,7 +36,7 @@ from intentd.api.problems import ApiProblem
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.sessions import PREFIX as SESSION_PREFIX
 from intentd.api.sessions import Session, SessionError, verify_session
-from intentd.api.sources import source_address
+from intentd.api.sources import source_address, source_bucket
 from intentd.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.settings import ChainConfig, Settings
 
@@ -166,7 +167,7 @@ class Authenticator:
         if source is None:
             return
         limit = self._settings.api.source_rate_limit
-        wait = self._sources.check(source, limit, self._clock())
+        wait = self._sources.check(source_bucket(source), limit, self._clock())
         if wait:
             raise ApiProblem(
                 429,
