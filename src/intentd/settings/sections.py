@@ -173,10 +173,10 @@ class ApiConfig(ConfigModel):
     ``eth_getLogs`` (token intents); the next call continues."""
     trigger_cooldown: float = Field(default=10.0, ge=0, le=3600)
     """Seconds after a trigger-processing call starts during which another call for the
-    same intent is answered 429 (per process)."""
+    same intent is answered 429 (over every API process, through PostgreSQL)."""
     trigger_max_per_client: int = Field(default=4, ge=1, le=10_000)
-    """Trigger-processing calls one client may have running at once (per process);
-    one more is answered 429."""
+    """Trigger-processing calls one client, or one payment-modal session (its own slots),
+    may have running at once over every API process; one more is answered 429."""
     trigger_timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds one trigger-processing call may take (RPC reads, waits for the RPC
     client's connections, the database) before it stops with a 503; what it credited
