@@ -96,7 +96,11 @@ async def chain(
             base = make_settings().chains["BASE_TESTNET"].model_dump()
 
             def configure(**extra: Any) -> Settings:
-                return make_settings(chains={name: section | extra, "BASE_TESTNET": base})
+                # Tests trigger an intent again at once: the cooldown holds in PostgreSQL.
+                return make_settings(
+                    chains={name: section | extra, "BASE_TESTNET": base},
+                    api={"trigger_cooldown": 0},
+                )
 
             yield Chain(name, anvil, rpc, payer, forwarder, configure(), topic, configure)
     finally:

@@ -9,7 +9,8 @@ started in the last ``cooldown`` seconds (a compare-and-set on its
 advisory lock of the caller). Admitted, the call holds a row until :func:`finish`
 deletes it, or until ``lease`` seconds have passed (a process that died during the
 call). A refusal says which limit and the seconds until a retry may pass; nothing is
-written for it.
+written for it. Neither waits for a disk flush (a crash of the server may lose a
+limit's last moments, never money: see the migration).
 """
 
 from __future__ import annotations
@@ -47,4 +48,4 @@ async def admit(
 
 async def finish(conn: Connection, run_id: int) -> None:
     """The call ended: its slot is free."""
-    await conn.execute("DELETE FROM trigger_runs WHERE id = $1", run_id)
+    await conn.execute("SELECT intentd_trigger_done($1)", run_id)

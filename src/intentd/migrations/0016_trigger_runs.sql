@@ -28,6 +28,11 @@ CREATE INDEX trigger_runs_caller ON trigger_runs (caller, expires_at);
 -- transaction advisory lock, so two processes never both take the last slot), then
 -- the compare-and-set of the cooldown and the caller's row. Answers the run's id, or
 -- NULL with the refusal's code and the seconds until a retry may pass.
+--
+-- Both functions commit without waiting for the WAL flush (synchronous_commit off,
+-- for their own transaction only): what a crash of the server may lose is a limit's
+-- last moments (a cooldown forgotten, a slot not counted, or one given back late, at
+-- its lease), never money; and a call's admission costs no disk flush.
 CREATE FUNCTION intentd_trigger_admit(
     p_intent BIGINT,
     p_caller TEXT,
@@ -42,6 +47,7 @@ DECLARE
     last_start TIMESTAMPTZ;
     running INTEGER;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
     SELECT c.started_at INTO last_start FROM trigger_cooldowns c WHERE c.intent_id = p_intent;
     IF p_cooldown > 0 AND last_start > now() - make_interval(secs => p_cooldown) THEN
         refused := 'trigger_cooldown';
@@ -68,5 +74,13 @@ BEGIN
     INSERT INTO trigger_runs (caller, intent_id, expires_at)
     VALUES (p_caller, p_intent, now() + make_interval(secs => p_lease))
     RETURNING id INTO run_id;
+END
+$$;
+
+-- The call ended: its slot is free.
+CREATE FUNCTION intentd_trigger_done(p_run BIGINT) RETURNS VOID LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    DELETE FROM trigger_runs WHERE id = p_run;
 END
 $$;
