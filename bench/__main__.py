@@ -11,6 +11,8 @@ pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_se
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
+``api-database`` (the API's bounded database use, trigger admission, how soon an outage
+is told, see ``bench/api_database.py``),
 ``chaos`` (intents of every scenario paid under ``kill -9`` and reorgs, every balance
 checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
@@ -33,6 +35,7 @@ ENTRIES = {
     "watched-set": ("watched_set", "run"),
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
+    "api-database": ("api_database", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)

@@ -2,7 +2,9 @@
 
 Every failure is answered as ``application/problem+json`` (``api.problems``); an
 exception no handler expects is a bug, logged with its traceback and answered 500
-with code ``internal`` (never with its message).
+with code ``internal`` (never with its message). A database away is not one: every
+use of it goes through ``api.connections.Database``, which answers 503 problems,
+and the app runs the outage watch (``api.outage``) for as long as it serves.
 """
 
 from __future__ import annotations

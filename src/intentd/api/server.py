@@ -8,7 +8,8 @@ The workers of ``intentd api --workers N`` (``api.workers``) open the port with
 error, so two unrelated daemons never share one silently.
 
 Its bounds (``api.capacity``): connections, the time a request's headers may take,
-idle keep-alive connections.
+idle keep-alive connections. Its readiness (``/readyz``): ready once serving, not
+ready while the database is away (``api.outage``), ready again once it answers.
 """
 
 from __future__ import annotations
