@@ -33,7 +33,7 @@ from bench.intent_list import CONFIG
 from bench.poller_env import bench_database, infra_env
 from intentd.adapters import trigger_runs
 from intentd.adapters.postgres import create_pool
-from intentd.api.connections import Database
+from intentd.api.connections import Database, watch_of
 from intentd.api.outage import LibraryNoise
 from intentd.settings import load_settings
 from intentd_dev.fault_proxy import TcpFaultProxy
@@ -125,10 +125,10 @@ async def outages(url: str, count: int) -> dict[str, Any]:
             changed.clear()
             await changed.wait()
 
-    database = Database.of(settings, pool, on_change=hear)
-    noise = LibraryNoise(database.watch)  # as the app does
+    watch = watch_of(settings, on_change=hear)
+    noise = LibraryNoise(watch)  # as the app does
     noise.install()
-    watching = asyncio.create_task(database.watch.run())
+    watching = asyncio.create_task(watch.run())
     found: dict[str, list[float]] = {"cut": [], "stall": []}
     back: dict[str, list[float]] = {"cut": [], "stall": []}
     try:
@@ -149,7 +149,7 @@ async def outages(url: str, count: int) -> dict[str, Any]:
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
-        await database.watch.close()
+        await watch.close()
         noise.remove()
         await pool.close()
         await proxy.close()

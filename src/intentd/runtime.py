@@ -47,9 +47,8 @@ class Readiness:
     def ready(self, name: str) -> None:
         self._ready.add(name)
 
-    def not_ready(self, name: str) -> None:
-        """``name`` cannot do its work for now (a dependency is away); ``ready`` again
-        once it can."""
+    def unready(self, name: str) -> None:
+        """``name`` is expected again (a role starting over, or waiting for a dependency)."""
         self._ready.discard(name)
 
     def missing(self) -> list[str]:

@@ -41,7 +41,7 @@ from intentd.api import (
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.capacity import InFlightLimit
-from intentd.api.connections import Database
+from intentd.api.connections import Database, watch_of
 from intentd.api.context import API_PREFIX, Services
 from intentd.api.hot_path import HotPath
 from intentd.api.intent_writes import AnsweringWriter
@@ -86,9 +86,10 @@ def create_app(
                     session_reset=False,  # the API leaves no session state behind
                 )
                 stack.push_async_callback(db.close)
-            database = Database.of(settings, db, on_change=on_readiness)
-            stack.push_async_callback(database.watch.close)
-            noise = LibraryNoise(database.watch)
+            watch = watch_of(settings, on_change=on_readiness)
+            stack.push_async_callback(watch.close)
+            database = Database.of(settings, db, watch=watch)
+            noise = LibraryNoise(watch)
             noise.install()
             stack.callback(noise.remove)
             processor = Processor(settings, database)
@@ -109,7 +110,7 @@ def create_app(
                     database.connection, intent_store.get_many_by_address
                 ),
             )
-            watching = asyncio.create_task(database.watch.run(), name="database watch")
+            watching = asyncio.create_task(watch.run(), name="database watch")
             stack.push_async_callback(_cancelled, watching)
             if on_readiness is not None:
                 on_readiness(True)

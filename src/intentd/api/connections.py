@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 from intentd.adapters import db_failures
 from intentd.adapters.db_probe import ConnectionProbe
@@ -36,7 +37,21 @@ from intentd.api.outage import DatabaseWatch, describe
 from intentd.api.problems import ApiProblem, database_busy, database_unavailable
 from intentd.settings import Settings
 
-__all__ = ["Database", "database_away"]
+__all__ = ["Database", "Watch", "database_away", "watch_of"]
+
+
+class Watch(Protocol):
+    """What ``Database`` needs of the process's view of PostgreSQL
+    (:class:`~intentd.api.outage.DatabaseWatch`)."""
+
+    @property
+    def away(self) -> bool:
+        """The database is known away (a probe failed, none answered since)."""
+        ...
+
+    def failed(self, error: str | None) -> None:
+        """A request found it away (``error`` None: refused because known away)."""
+        ...
 
 
 def database_away(exc: BaseException) -> bool:
@@ -45,13 +60,23 @@ def database_away(exc: BaseException) -> bool:
     return not isinstance(exc, ApiProblem) and db_failures.unavailable(exc)
 
 
+def watch_of(
+    settings: Settings, *, on_change: Callable[[bool], None] | None = None
+) -> DatabaseWatch:
+    """A watch probing ``settings.database.url`` within ``api.db_timeout`` (run its
+    ``run()`` to probe; ``on_change`` hears the database go away and come back)."""
+    url = settings.database.url.get_secret_value()
+    probe = ConnectionProbe(url, within=settings.api.db_timeout)
+    return DatabaseWatch(probe, on_change=on_change)
+
+
 class Database:
     """The pool of the API process with its bounds and its watch."""
 
     def __init__(
         self,
         pool: Pool,
-        watch: DatabaseWatch,
+        watch: Watch,
         *,
         acquire_timeout: float,
         answer_timeout: float,
@@ -62,21 +87,15 @@ class Database:
         self.answer_timeout = answer_timeout
 
     @classmethod
-    def of(
-        cls,
-        settings: Settings,
-        pool: Pool,
-        *,
-        on_change: Callable[[bool], None] | None = None,
-    ) -> Database:
-        """``pool`` with the bounds of ``settings.api`` and a watch probing
-        ``settings.database.url`` (run ``watch.run()`` to probe; ``on_change`` hears
-        the database go away and come back)."""
+    def of(cls, settings: Settings, pool: Pool, *, watch: Watch | None = None) -> Database:
+        """``pool`` with the bounds of ``settings.api``, and ``watch`` (by default one
+        made by :func:`watch_of`, not running)."""
         api = settings.api
-        probe = ConnectionProbe(settings.database.url.get_secret_value(), within=api.db_timeout)
-        watch = DatabaseWatch(probe, on_change=on_change)
         return cls(
-            pool, watch, acquire_timeout=api.db_acquire_timeout, answer_timeout=api.db_timeout
+            pool,
+            watch if watch is not None else watch_of(settings),
+            acquire_timeout=api.db_acquire_timeout,
+            answer_timeout=api.db_timeout,
         )
 
     @asynccontextmanager

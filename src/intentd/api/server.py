@@ -79,7 +79,7 @@ def _readiness(ready: bool) -> None:
     if ready:
         READINESS.ready(READY_NAME)
     else:
-        READINESS.not_ready(READY_NAME)
+        READINESS.unready(READY_NAME)
     report_readiness(ready)  # to the parent of ``intentd api --workers N``, if any
 
 

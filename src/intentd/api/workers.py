@@ -236,7 +236,7 @@ def _report(readers: list[_WorkerReadiness], count: int) -> None:
     if len(readers) == count and all(r.started and r.ready for r in readers):
         READINESS.ready(READY_NAME)
     else:
-        READINESS.not_ready(READY_NAME)
+        READINESS.unready(READY_NAME)
 
 
 async def _all_ready(readers: list[_WorkerReadiness]) -> None:
