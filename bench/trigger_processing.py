@@ -189,7 +189,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 result["chain_build_seconds"] = round(time.perf_counter() - began, 1)
                 result["head"] = await rpc.block_number()
                 counted.reset()
-                processor = Processor(settings, pool)
+                processor = Processor(settings, _database(settings, pool))
                 try:
                     calls = 0
                     began = time.perf_counter()
@@ -240,3 +240,13 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--until-complete", action="store_true", help="call until scanned")
     args = parser.parse_args(argv)
     print(orjson.dumps(asyncio.run(main_async(args)), option=orjson.OPT_INDENT_2).decode())
+
+
+def _database(settings: Settings, pool: Any) -> Any:
+    """What ``Processor`` takes: the API's ``Database`` on ``pool``, or, on code older
+    than it, the pool itself."""
+    try:
+        from intentd.api.connections import Database
+    except ImportError:
+        return pool
+    return Database.of(settings, pool)

@@ -59,7 +59,7 @@ class Readiness:
         self._ready.add(name)
 
     def unready(self, name: str) -> None:
-        """``name`` is expected again (a role starting over)."""
+        """``name`` is expected again (a role starting over, or waiting for a dependency)."""
         self._ready.discard(name)
 
     def add_check(self, check: Callable[[], list[str]]) -> None:

@@ -86,10 +86,12 @@ async def stack(
             "lifecycle_group": f"{prefix}-lifecycle",
         },
     )
-    port = free_port()
+    port, shop_port = free_port(), free_port()
     env = daemon_env(
         settings,
         INTENTD__API__PORT=str(port),
+        # The shop's origin may frame the checkout (frame-ancestors; 'self' alone otherwise).
+        INTENTD__API__CORS_ORIGINS=f'["http://127.0.0.1:{shop_port}"]',
         INTENTD_SESSION_SECRET=secrets.token_urlsafe(32),
         INTENTD__INTENTS__MIN_EXPIRES_IN="10",
         INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
@@ -122,7 +124,6 @@ async def stack(
             shop = Shop(settings=settings, api_url=api, api_key=key, payer_key=payer_key)
             runner = web.AppRunner(merchant_app(shop, react_pages))
             await runner.setup()
-            shop_port = free_port()
             await web.TCPSite(runner, "127.0.0.1", shop_port).start()
             SCREENS.mkdir(parents=True, exist_ok=True)
             async with async_playwright() as playwright:

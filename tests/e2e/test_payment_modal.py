@@ -265,3 +265,42 @@ async def test_an_expired_session_says_so_and_starts_again(stack: Stack) -> None
     await page.wait_for_function("window.events.length > 0")
     assert await page.evaluate("window.events") == ["cancel"]
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+async def new_session(stack: Stack) -> str:
+    async with stack.http.post(
+        f"{stack.api}/api/v1/sessions",
+        json={
+            "recipient": stack.payer,
+            "destinationChain": "ARBITRUM_TESTNET",
+            "token": NATIVE_TOKEN,
+        },
+        headers={"Authorization": f"Bearer {stack.key}"},
+    ) as answer:
+        assert answer.status == 201
+        token: str = (await answer.json())["session_token"]
+        return token
+
+
+@pytest.mark.timeout(120)
+async def test_a_session_token_in_the_query_string_is_refused_with_a_clear_message(
+    stack: Stack,
+) -> None:
+    """A token in ``?session=`` has reached the server's logs (and the Referer of a
+    careless page): the page never uses it, says why and what to do, and takes it out
+    of the address bar. The same token in the fragment works."""
+    token = await new_session(stack)
+    page = await new_page(stack)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/v1/" in r.url else None)
+    await page.goto(f"{stack.api}/pay/checkout?session={token}&lang=en")
+    alert = page.get_by_role("alert")
+    await expect(alert).to_contain_text("#session=")
+    await expect(page.get_by_role("heading", name="This link cannot be used")).to_be_visible()
+    assert asked == [], "the page called the API with a token from the query string"
+    assert token not in page.url and "lang=en" in page.url
+    await shot(page, "hosted-query-token")
+
+    await page.goto(f"{stack.api}/pay/checkout#session={token}")
+    await expect(page.get_by_role("heading", name="Pay in ETH")).to_be_visible()
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from tests.support import TopicReader, new_intent
 from intentd.adapters import intent_scans, intent_store
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.composition.roles import poller_role
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
@@ -98,7 +99,11 @@ async def chain(
             base = make_settings().chains["BASE_TESTNET"].model_dump()
 
             def configure(**extra: Any) -> Settings:
-                return make_settings(chains={name: section | extra, "BASE_TESTNET": base})
+                # Tests trigger an intent again at once: the cooldown holds in PostgreSQL.
+                return make_settings(
+                    chains={name: section | extra, "BASE_TESTNET": base},
+                    api={"trigger_cooldown": 0},
+                )
 
             yield Chain(name, anvil, rpc, payer, forwarder, configure(), topic, configure)
     finally:
@@ -176,7 +181,7 @@ async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str
 
 
 async def trigger(pool: Pool, chain: Chain, row: IntentRow) -> Any:
-    processor = Processor(chain.settings, pool)
+    processor = Processor(chain.settings, Database.of(chain.settings, pool))
     try:
         return await processor.trigger(row, now=datetime.now(UTC))
     finally:

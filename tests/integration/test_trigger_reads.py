@@ -24,6 +24,7 @@ from tests.support import new_intent
 
 from intentd.adapters.json_rpc import HttpTransport
 from intentd.adapters.postgres import Pool
+from intentd.api.connections import Database
 from intentd.api.processing import ChainUnavailable, Processor
 from intentd.api.trigger_gate import TriggerRefused
 from intentd.domain.status import IntentStatus
@@ -95,7 +96,7 @@ async def chain(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, pool)
+    found = Processor(chain.settings, Database.of(chain.settings, pool))
     yield found
     await found.close()
 
@@ -210,7 +211,7 @@ async def test_a_call_whose_node_does_not_answer_ends_at_the_deadline(
         api={"trigger_timeout": 1},
     )
     row = await new_intent(pool, settings, chain=NAME)
-    processor = Processor(settings, pool)
+    processor = Processor(settings, Database.of(settings, pool))
     started = time.monotonic()
     try:
         with pytest.raises(ChainUnavailable):

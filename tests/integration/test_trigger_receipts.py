@@ -19,6 +19,7 @@ from tests.integration.test_poller import section
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
+from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import DevChain, tx
@@ -75,7 +76,7 @@ async def test_trigger_processing_records_native_value_only_with_a_successful_re
     assert status == 1
     await rpc.mine(1)
 
-    processor = Processor(settings, pool)
+    processor = Processor(settings, Database.of(settings, pool))
     try:
         outcome = await processor.trigger(row, now=datetime.now(UTC))
     finally:

@@ -23,6 +23,7 @@ from intentd.adapters import intent_store
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
 from intentd.adapters.verifier_chains import EvmVerifierChains
+from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.record import IntentRow
@@ -75,7 +76,7 @@ async def chain(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, pool)
+    found = Processor(chain.settings, Database.of(chain.settings, pool))
     yield found
     await found.close()
 

@@ -9,7 +9,8 @@ compare-and-set's) mapped to :class:`~intentd.lifecycle.failures.Failure`.
   :class:`~intentd.adapters.intent_store.ConcurrentUpdate`);
 - :attr:`Failure.PERMANENT`: anything else.
 
-:meth:`intentd.adapters.lifecycle_uow.PostgresStore.classify` answers with it.
+:meth:`intentd.adapters.lifecycle_uow.PostgresStore.classify` answers with it;
+:func:`unavailable` is the API's question (``api.connections``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import asyncpg
 from intentd.adapters.intent_store import ConcurrentUpdate
 from intentd.lifecycle.failures import Failure
 
-__all__ = ["classify"]
+__all__ = ["classify", "unavailable"]
 
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,  # connection failure, connection does not exist
@@ -46,3 +47,9 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, _UNAVAILABLE):
         return Failure.UNAVAILABLE
     return Failure.PERMANENT
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached, went away or did not
+    answer in time (:attr:`Failure.UNAVAILABLE`; the API answers it 503)."""
+    return classify(exc) is Failure.UNAVAILABLE

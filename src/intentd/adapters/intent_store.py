@@ -91,13 +91,13 @@ class PostgresIntentStore:
         self._indexes = indexes if indexes is not None else AddressIndexes(block=1)
 
     @asynccontextmanager
-    async def session(self, *, within: float | None = None) -> AsyncIterator[_Session]:
+    async def session(self, *, within: float | None = None) -> AsyncIterator[ConnectionSession]:
         try:
             conn = await self._pool.acquire(timeout=within)
         except TimeoutError:
             raise NoConnection(f"no connection within {within} s") from None
         try:
-            yield _Session(conn, self._indexes)
+            yield ConnectionSession(conn, self._indexes)
         finally:
             await self._pool.release(conn)
 
@@ -114,10 +114,21 @@ class PostgresIntentStore:
         return isinstance(error, asyncpg.PostgresError)
 
 
-class _Session:
-    def __init__(self, conn: Connection, indexes: AddressIndexes) -> None:
+class ConnectionSession:
+    """The writer's session (``intents.ports.IntentSession``) on one connection.
+
+    The transaction of :meth:`insert_within` holds its clients' locks to its commit;
+    the server ends it if it waits ``idle_limit`` seconds for our next statement (a
+    link that stalled mid-transaction would otherwise hold those clients' creates
+    until TCP gives up, hours later). It is rolled back then: the create was answered
+    with an error, and its retry with the same ``Idempotency-Key`` writes it."""
+
+    def __init__(
+        self, conn: Connection, indexes: AddressIndexes, *, idle_limit: float = 10.0
+    ) -> None:
         self._conn = conn
         self._indexes = indexes
+        self._idle_limit = str(max(1, round(idle_limit * 1000)))
 
     async def take_indexes(self, count: int) -> list[int]:
         return await self._indexes.take(self._conn, count)
@@ -133,7 +144,9 @@ class _Session:
             # One lock per client, taken in key order (no deadlock between two writes),
             # held to the commit; the count below is a statement of its own, so its
             # snapshot sees every create committed by the lock's previous holder.
-            await self._conn.execute(_LOCK_CLIENTS, _CREATE_LOCK, sorted(set(map(_key, clients))))
+            await self._conn.execute(
+                _LOCK_CLIENTS, _CREATE_LOCK, sorted(set(map(_key, clients))), self._idle_limit
+            )
             counted = await self._conn.fetch(_PENDING, sorted(set(clients)))
             over = refused(clients, {r["client_id"]: r["pending"] for r in counted}, max_pending)
             fitting = [item for item, no in zip(items, over, strict=True) if not no]
@@ -144,7 +157,12 @@ class _Session:
 _CREATE_LOCK = 0x1A7E_0C01
 """First key of the two-key advisory lock that serializes a client's creates; the
 second is :func:`_key` of the client."""
-_LOCK_CLIENTS = "SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int[]) AS k"
+_LOCK_CLIENTS = """
+    SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int[]) AS k
+     WHERE set_config('idle_in_transaction_session_timeout', $3, true) IS NOT NULL
+"""
+"""The clients' locks, and the transaction's idle limit (``SET LOCAL``: this
+transaction only), in one round trip."""
 _PENDING = """
     SELECT client_id, count(*) AS pending FROM intents
      WHERE client_id = ANY($1::uuid[]) AND status = 'PENDING'

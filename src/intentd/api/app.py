@@ -2,11 +2,15 @@
 
 Every failure is answered as ``application/problem+json`` (``api.problems``); an
 exception no handler expects is a bug, logged with its traceback and answered 500
-with code ``internal`` (never with its message).
+with code ``internal`` (never with its message). A database away is not one: every
+use of it goes through ``api.connections.Database``, which answers 503 problems,
+and the app runs the outage watch (``api.outage``) for as long as it serves.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -22,7 +26,6 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.price_feeds import running_prices
 from intentd.api import (
@@ -39,11 +42,14 @@ from intentd.api import (
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.capacity import InFlightLimit
-from intentd.api.context import API_PREFIX, AnsweringWriter, Services
+from intentd.api.connections import Database, watch_of
+from intentd.api.context import API_PREFIX, Services
 from intentd.api.hot_path import HotPath
+from intentd.api.intent_writes import AnsweringWriter
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
 from intentd.api.openapi_links import add_links
+from intentd.api.outage import LibraryNoise
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
@@ -63,11 +69,12 @@ def create_app(
     *,
     pool: Pool | None = None,
     prices: PriceSource | None = None,
-    on_ready: Callable[[], None] | None = None,
+    on_readiness: Callable[[bool], None] | None = None,
 ) -> FastAPI:
     """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
     (else the config's feeds are read in the background, ``adapters.price_feeds``).
-    ``on_ready`` is called once the services are up."""
+    ``on_readiness`` hears True once the services are up, then False while the
+    database is away and True again once it answers (``api.outage``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,7 +88,13 @@ def create_app(
                     session_reset=False,  # the API leaves no session state behind
                 )
                 stack.push_async_callback(db.close)
-            processor = Processor(settings, db)
+            watch = watch_of(settings, on_change=on_readiness)
+            stack.push_async_callback(watch.close)
+            database = Database.of(settings, db, watch=watch)
+            noise = LibraryNoise(watch)
+            noise.install()
+            stack.callback(noise.remove)
+            processor = Processor(settings, database)
             stack.push_async_callback(processor.close)
             if prices is None:  # feeds refreshed in the background (docs/pricing.md)
                 quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
@@ -89,30 +102,25 @@ def create_app(
                 quoting = prices
             app.state.services = Services(
                 settings=settings,
-                pool=db,
-                auth=Authenticator(settings, db),
+                database=database,
+                auth=Authenticator(settings, database),
                 processor=processor,
                 prices=quoting,
                 writer=AnsweringWriter(
-                    PostgresIntentStore(db, AddressIndexes(block=64)),
+                    database,
                     settings.intent_addresses(),
                     max_waiting=settings.api.max_waiting_creates,
-                    acquire_timeout=settings.api.db_acquire_timeout,
                     max_pending=settings.intents.max_open_per_client,
                 ),
-                intents_by_id=BatchedReads(
-                    db,
-                    intent_store.get_many_by_id,
-                    acquire_timeout=settings.api.db_acquire_timeout,
-                ),
+                intents_by_id=BatchedReads(database.connection, intent_store.get_many_by_id),
                 intents_by_address=BatchedReads(
-                    db,
-                    intent_store.get_many_by_address,
-                    acquire_timeout=settings.api.db_acquire_timeout,
+                    database.connection, intent_store.get_many_by_address
                 ),
             )
-            if on_ready is not None:
-                on_ready()
+            watching = asyncio.create_task(watch.run(), name="database watch")
+            stack.push_async_callback(_cancelled, watching)
+            if on_readiness is not None:
+                on_readiness(True)
             yield
 
     app = FastAPI(
@@ -152,6 +160,12 @@ def create_app(
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _install_handlers(app: FastAPI) -> None:

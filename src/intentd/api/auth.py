@@ -7,11 +7,14 @@ working on every replica within that time. Secrets are never logged or echoed.
 Limits (docs/api.md, "Rate limits"): a key's requests spend its bucket; a session
 token's spend a bucket of the session (``api.session_rate_limit``), never its key's.
 A request without a verified key in the cache (missing, malformed, unknown, not yet
-cached) first spends a bucket of its source address (``api.source_rate_limit``,
-``api.trusted_proxies``), so a flood of made-up keys gets 429s, not database reads.
+cached) first spends a bucket of its source (``api.source_rate_limit``,
+``api.trusted_proxies``; an IPv4 address or an IPv6 /64, ``sources.source_bucket``),
+so a flood of made-up keys gets 429s, not database reads.
 Verified keys and unknown ones are cached apart, each bounded and least recently
 used first out: made-up keys never push a valid key out. A lookup waits at most
-``api.db_acquire_timeout`` for a connection, then answers 503 with ``Retry-After``.
+``api.db_acquire_timeout`` for a connection, then answers 503 with ``Retry-After``;
+with the database away it answers 503 ``database_unavailable`` (never 401: a key
+is unknown only when the database said so).
 """
 
 from __future__ import annotations
@@ -26,14 +29,14 @@ from starlette.types import Scope
 
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.postgres import Connection, Pool
-from intentd.api.connections import bounded_connection
+from intentd.adapters.postgres import Connection
+from intentd.api.connections import Database
 from intentd.api.lru import Lru
 from intentd.api.problems import ApiProblem
 from intentd.api.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.sessions import PREFIX as SESSION_PREFIX
 from intentd.api.sessions import Session, SessionError, verify_session
-from intentd.api.sources import source_address
+from intentd.api.sources import source_address, source_bucket
 from intentd.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.settings import ChainConfig, Settings
 
@@ -86,13 +89,13 @@ class Authenticator:
     def __init__(
         self,
         settings: Settings,
-        pool: Pool,
+        database: Database,
         *,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
-        self._pool = pool
+        self._database = database
         self._clock = clock
         self._wall_clock = wall_clock
         api = settings.api
@@ -164,7 +167,7 @@ class Authenticator:
         if source is None:
             return
         limit = self._settings.api.source_rate_limit
-        wait = self._sources.check(source, limit, self._clock())
+        wait = self._sources.check(source_bucket(source), limit, self._clock())
         if wait:
             raise ApiProblem(
                 429,
@@ -222,5 +225,5 @@ class Authenticator:
     async def _lookup(
         self, lookup_key: _K, find: Callable[[Connection, _K], Awaitable[ApiKey | None]]
     ) -> ApiKey | None:
-        async with bounded_connection(self._pool, self._settings.api.db_acquire_timeout) as conn:
+        async with self._database.connection() as conn:
             return await find(conn, lookup_key)

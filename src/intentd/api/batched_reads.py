@@ -9,18 +9,19 @@ and 12,000/s eight per statement.
 
 Each request still sees a row at least as new as the moment it asked (the statement
 starts after it registered), so a client reads its own writes. A failed statement
-fails every request of its batch with the same exception; a batch that waits longer
-than ``acquire_timeout`` for a connection fails with a 503 ``database_busy`` problem.
+fails every request of its batch with the same exception; the connection comes from
+``connection`` (``api.connections.Database.connection``: a busy pool or a database
+away fails the batch with a 503 problem).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable
+from contextlib import AbstractAsyncContextManager
 from typing import Generic, TypeVar
 
-from intentd.adapters.postgres import Connection, Pool
-from intentd.api.connections import bounded_connection
+from intentd.adapters.postgres import Connection
 
 __all__ = ["BatchedReads"]
 
@@ -37,14 +38,12 @@ class BatchedReads(Generic[K, V]):
 
     def __init__(
         self,
-        pool: Pool,
+        connection: Callable[[], AbstractAsyncContextManager[Connection]],
         read_many: Callable[[Connection, list[K]], Awaitable[dict[K, V]]],
         *,
         max_batch: int = 256,
-        acquire_timeout: float,
     ) -> None:
-        self._pool = pool
-        self._acquire_timeout = acquire_timeout
+        self._connection = connection
         self._read_many = read_many
         self._max_batch = max_batch
         self._waiting: dict[K, list[asyncio.Future[V | None]]] = {}
@@ -72,7 +71,7 @@ class BatchedReads(Generic[K, V]):
 
     async def _read(self, batch: dict[K, list[asyncio.Future[V | None]]]) -> None:
         try:
-            async with bounded_connection(self._pool, self._acquire_timeout) as conn:
+            async with self._connection() as conn:
                 found = await self._read_many(conn, list(batch))
         except BaseException as exc:
             cancelled = isinstance(exc, asyncio.CancelledError)

@@ -21,15 +21,14 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
-from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres import Connection
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
-from intentd.api.connections import bounded_connection
+from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
-from intentd.intents.ports import NewIntent
 from intentd.intents.record import IntentRow
-from intentd.intents.writer import IntentWriter, WriterBusy
+from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
@@ -37,7 +36,6 @@ __all__ = [
     "API_PREFIX",
     "BODY_NAMES",
     "MAX_BODY_BYTES",
-    "AnsweringWriter",
     "Services",
     "idempotency_key",
     "json_response",
@@ -53,26 +51,10 @@ _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-class AnsweringWriter(IntentWriter):
-    """The intent writer of the API: a full writer is a 503 ``writer_busy`` problem with
-    ``Retry-After`` (nothing of that create was written)."""
-
-    async def insert(self, new: NewIntent) -> IntentRow | None:
-        try:
-            return await super().insert(new)
-        except WriterBusy as exc:
-            raise ApiProblem(
-                503,
-                "writer_busy",
-                f"the server is at capacity ({exc}); retry after Retry-After seconds",
-                headers={"Retry-After": "1"},
-            ) from None
-
-
 @dataclass(frozen=True, slots=True)
 class Services:
     settings: Settings
-    pool: Pool
+    database: Database
     auth: Authenticator
     processor: Processor
     prices: PriceSource
@@ -93,9 +75,9 @@ class Services:
         return datetime.now(UTC)
 
     def connection(self) -> AbstractAsyncContextManager[Connection]:
-        """A pooled connection, waited for at most ``api.db_acquire_timeout``; past it, a
-        503 ``database_busy`` problem (``api.connections``)."""
-        return bounded_connection(self.pool, self.settings.api.db_acquire_timeout)
+        """A pooled connection, its wait and its work bounded; 503 problems when the
+        database is busy or away (``api.connections``)."""
+        return self.database.connection()
 
 
 def json_response(body: Any, status: int = 200) -> Response:

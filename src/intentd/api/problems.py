@@ -20,6 +20,7 @@ __all__ = [
     "PROBLEM_JSON",
     "ApiProblem",
     "database_busy",
+    "database_unavailable",
     "from_request_error",
     "problem_response",
 ]
@@ -93,6 +94,23 @@ def database_busy() -> ApiProblem:
         "database_busy",
         "no database connection came free in time; retry after Retry-After seconds",
         headers={"Retry-After": "1"},
+    )
+
+
+UNAVAILABLE_RETRY_AFTER = 2
+"""Seconds a client is asked to wait after a ``database_unavailable`` answer."""
+
+
+def database_unavailable() -> ApiProblem:
+    """PostgreSQL could not be reached, went away mid-request or did not answer within
+    ``api.db_timeout``: a 503 with ``Retry-After``. A create may have been committed
+    all the same: retried with its ``Idempotency-Key`` it answers that intent."""
+    return ApiProblem(
+        503,
+        "database_unavailable",
+        "the database is unavailable; retry after Retry-After seconds"
+        " (a create with the same Idempotency-Key)",
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
 
 

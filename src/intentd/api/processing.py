@@ -7,7 +7,7 @@ For an intent on chain C, created at time T:
    its recorded deposits, with ``balance`` and ``progress`` None. Otherwise the call
    must pass the :class:`~intentd.api.trigger_gate.TriggerGate` (a per-intent cooldown
    of ``api.trigger_cooldown`` seconds and at most ``api.trigger_max_per_client``
-   calls of one client at once, per process), else
+   calls of one caller at once, a client or a session, over every process), else
    :class:`~intentd.api.trigger_gate.TriggerRefused` (a 429 with ``Retry-After``).
    The whole call has a deadline of ``api.trigger_timeout`` seconds (RPC reads, waits
    for the RPC client's connections, the database); past it, or when the node does
@@ -62,9 +62,9 @@ from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.intent_scans import ScanProgress
 from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Connection, Pool
-from intentd.api.connections import bounded_connection
-from intentd.api.trigger_gate import TriggerGate
+from intentd.adapters.postgres import Connection
+from intentd.api.connections import Database
+from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
 from intentd.domain.deposits import DepositKey, RecordedDeposit
 from intentd.domain.status import ALLOWED_MOVES
@@ -118,19 +118,16 @@ async def first_block_at_or_after(
 class Processor:
     """Holds one RPC client per chain; close it with :meth:`close`."""
 
-    def __init__(self, settings: Settings, pool: Pool) -> None:
+    def __init__(self, settings: Settings, database: Database) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
-        self._pool = pool
+        self._database = database
         self._reads: dict[str, ChainReads] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._gate = TriggerGate(
-            cooldown=settings.api.trigger_cooldown,
-            per_client=settings.api.trigger_max_per_client,
-        )
+        self._gate = TriggerGate(settings, database)
 
     def _connection(self) -> AbstractAsyncContextManager[Connection]:
-        return bounded_connection(self._pool, self._settings.api.db_acquire_timeout)
+        return self._database.connection()
 
     async def close(self) -> None:
         for reads in self._reads.values():
@@ -143,12 +140,15 @@ class Processor:
             found = self._reads[chain.name] = open_reads(chain)
         return found
 
-    async def trigger(self, row: IntentRow, *, now: datetime) -> TriggerOutcome:
-        """Scan and credit (see the module); raises ``TriggerRefused`` (not now) or
+    async def trigger(
+        self, row: IntentRow, *, now: datetime, session_id: str | None = None
+    ) -> TriggerOutcome:
+        """Scan and credit (see the module), for the intent's client or, with
+        ``session_id``, for that session's payer; raises ``TriggerRefused`` (not now) or
         :class:`ChainUnavailable`."""
         if not ALLOWED_MOVES[row.status]:
             return await self._from_store(row)
-        with self._gate.admit(row.id, row.client_id):
+        async with self._gate.admit(row.id, caller_of(row.client_id, session_id)):
             lock = self._locks.get(row.id)
             if lock is None:
                 lock = self._locks[row.id] = asyncio.Lock()

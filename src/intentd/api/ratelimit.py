@@ -7,8 +7,9 @@ left it is refused and told how long until the next token (``Retry-After``).
 Behind a load balancer that spreads a key's requests evenly, the replicas together
 admit about ``limit`` per second with no shared state (see docs/api.md).
 
-A limiter holds at most ``size`` buckets (keys, sessions or source addresses): past
-that the least recently used bucket is forgotten, and comes back full.
+A limiter holds at most ``size`` buckets (keys, sessions or sources: an IPv4 address
+or an IPv6 /64, ``sources.source_bucket``): past that the least recently used bucket
+is forgotten, and comes back full.
 """
 
 from __future__ import annotations

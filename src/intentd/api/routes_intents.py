@@ -71,9 +71,12 @@ async def load_intent(services: Services, caller: Caller, address: str) -> Inten
     return row
 
 
-async def trigger_response(services: Services, row: IntentRow) -> Response:
+async def trigger_response(services: Services, caller: Caller, row: IntentRow) -> Response:
+    """Trigger-processing of ``row`` for ``caller`` (a session's payer spends the
+    session's slots, ``api.trigger_gate``)."""
+    session_id = caller.session.id if caller.session is not None else None
     try:
-        outcome = await services.processor.trigger(row, now=services.now())
+        outcome = await services.processor.trigger(row, now=services.now(), session_id=session_id)
     except TriggerRefused as refused:
         raise ApiProblem(
             429, refused.code, refused.detail, headers={"Retry-After": str(refused.retry_after)}
@@ -185,4 +188,5 @@ async def by_address(
 )
 async def trigger(request: Request, caller: ApiCaller, intent_address: IntentAddress) -> Response:
     services = Services.of(request)
-    return await trigger_response(services, await load_intent(services, caller, intent_address))
+    row = await load_intent(services, caller, intent_address)
+    return await trigger_response(services, caller, row)

@@ -336,4 +336,5 @@ async def payment_made(
     request: Request, caller: SessionCaller, intent_address: IntentAddress
 ) -> Response:
     services = Services.of(request)
-    return await trigger_response(services, await load_intent(services, caller, intent_address))
+    row = await load_intent(services, caller, intent_address)
+    return await trigger_response(services, caller, row)

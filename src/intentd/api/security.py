@@ -76,20 +76,24 @@ _DESCRIPTIONS = {
         " address); retry after Retry-After seconds"
     ),
     503: (
-        "Sessions are not configured, the chain's RPC is unavailable, or the server is"
-        " at capacity (overloaded, database_busy, writer_busy: retry after Retry-After)"
+        "The database is unavailable (database_unavailable), the server is at capacity"
+        " (overloaded, database_busy, writer_busy), the chain's RPC is unavailable"
+        " (chain_unavailable): retry after Retry-After; or sessions are not configured"
+        " (sessions_disabled)"
     ),
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
     429: {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}},
+    503: {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}},
 }
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` of the problem answers an operation can give (plus the
-    ones every authenticated operation can give)."""
-    codes = sorted({400, 401, 429, *statuses})
+    ones every authenticated operation can give: its key lookup may find the database
+    away, a 503)."""
+    codes = sorted({400, 401, 429, 503, *statuses})
     return {
         code: {
             "model": Problem,

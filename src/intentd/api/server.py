@@ -8,7 +8,8 @@ The workers of ``intentd api --workers N`` (``api.workers``) open the port with
 error, so two unrelated daemons never share one silently.
 
 Its bounds (``api.capacity``): connections, the time a request's headers may take,
-idle keep-alive connections.
+idle keep-alive connections. Its readiness (``/readyz``): ready once serving, not
+ready while the database is away (``api.outage``), ready again once it answers.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import uvicorn
 from intentd.adapters.postgres import Pool
 from intentd.api.app import create_app
 from intentd.api.capacity import guarded_protocol
-from intentd.api.workers import notify_ready
+from intentd.api.workers import report_readiness
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
 
@@ -73,9 +74,13 @@ async def _abandon_requests(server: Server) -> None:
             await asyncio.wait_for(server.lifespan.shutdown(), _LIFESPAN_SHUTDOWN_SECONDS)
 
 
-def _ready() -> None:
-    READINESS.ready(READY_NAME)
-    notify_ready()  # the parent of ``intentd api --workers N``, if any
+def _readiness(ready: bool) -> None:
+    """Ready once serving; not ready while the database is away (``api.outage``)."""
+    if ready:
+        READINESS.ready(READY_NAME)
+    else:
+        READINESS.unready(READY_NAME)
+    report_readiness(ready)  # to the parent of ``intentd api --workers N``, if any
 
 
 def api_role(
@@ -90,7 +95,7 @@ def api_role(
         READINESS.expect(READY_NAME)
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
-            create_app(settings, pool=pool, on_ready=_ready),
+            create_app(settings, pool=pool, on_readiness=_readiness),
             http=guarded_protocol(settings.api.header_timeout, settings.api.max_connections),
             timeout_keep_alive=settings.api.keep_alive_timeout,
             lifespan="on",

@@ -1,30 +1,40 @@
-"""Who may start a trigger-processing call now: a per-intent cooldown and a per-client cap.
+"""Who may start a trigger-processing call now: a per-intent cooldown and a per-caller cap,
+shared by every API process and replica through PostgreSQL.
 
 Each call reads the chain, so repeated calls are an amplifier. :class:`TriggerGate`
-admits a call for intent ``i`` of client ``c`` only if
+admits a call for intent ``i`` by caller ``c`` only if
 
-- no call for ``i`` started in the last ``cooldown`` seconds (counted from the start of
-  the previous call, whether it succeeded or not), else
+- no call for ``i`` started in the last ``api.trigger_cooldown`` seconds (counted from
+  the start of the previous call, whether it succeeded or not, in any process), else
   ``TriggerRefused("trigger_cooldown")`` with the seconds left;
-- fewer than ``per_client`` calls of ``c`` are running, else
-  ``TriggerRefused("too_many_triggers")``.
+- fewer than ``api.trigger_max_per_client`` calls of ``c`` are running (in all
+  processes together), else ``TriggerRefused("too_many_triggers")``.
 
-The cooldown also refuses a second call for an intent while its first runs. The state
-is per process (each API worker and replica has its own): a client may get up to
-``workers * replicas`` times these allowances, never more. Memory is bounded by the
-intents triggered in the last ``cooldown`` seconds and the clients with a call running.
+A caller (:func:`caller_of`) is an API key's client, or a payment-modal session: a
+payer pressing "I have made payment" spends the session's slots, never its
+merchant's. The cooldown also refuses a second call for an intent while its first
+runs. The admission is one round trip (``adapters.trigger_runs``) on the API's
+``Database``: with the database away it is a 503 ``database_unavailable``, never
+admitted unchecked. The slot is given back when the call ends; a slot whose process
+died lapses ``LEASE_MARGIN`` seconds after the call's deadline (``api.trigger_timeout``).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from uuid import UUID
 
-__all__ = ["TriggerGate", "TriggerRefused"]
+from intentd.adapters import trigger_runs
+from intentd.api.connections import Database
+from intentd.api.problems import ApiProblem
+from intentd.settings import Settings
+
+__all__ = ["LEASE_MARGIN", "TriggerGate", "TriggerRefused", "caller_of"]
+
+LEASE_MARGIN = 10.0
+"""Seconds after a call's deadline until the slot of a process that died lapses."""
 
 
 class TriggerRefused(Exception):
@@ -37,56 +47,59 @@ class TriggerRefused(Exception):
         self.retry_after = retry_after
 
 
-class TriggerGate:
-    def __init__(
-        self,
-        *,
-        cooldown: float,
-        per_client: int,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._cooldown = cooldown
-        self._per_client = per_client
-        self._clock = clock
-        self._started: OrderedDict[int, float] = OrderedDict()
-        """Intent id -> when its last call started, oldest first."""
-        self._running: dict[UUID, int] = {}
+def caller_of(client_id: UUID, session_id: str | None) -> str:
+    """Whose slots a call spends: the session's, or else the client's."""
+    return f"session:{session_id}" if session_id is not None else f"client:{client_id}"
 
-    @contextmanager
-    def admit(self, intent_id: int, client_id: UUID) -> Iterator[None]:
-        """Hold a place for one call while the ``with`` body runs; raise
-        :class:`TriggerRefused` instead if the call may not start now."""
-        now = self._clock()
-        self._forget_before(now - self._cooldown)
-        started = self._started.get(intent_id)
-        if started is not None:
-            left = math.ceil(started + self._cooldown - now)
-            raise TriggerRefused(
-                "trigger_cooldown",
-                f"this intent was triggered less than {self._cooldown:g} s ago",
-                max(left, 1),
+
+class TriggerGate:
+    def __init__(self, settings: Settings, database: Database) -> None:
+        api = settings.api
+        self._cooldown = api.trigger_cooldown
+        self._cap = api.trigger_max_per_client
+        self._lease = api.trigger_timeout + LEASE_MARGIN
+        self._database = database
+
+    @asynccontextmanager
+    async def admit(self, intent_id: int, caller: str) -> AsyncIterator[None]:
+        """Hold a slot for one call while the ``with`` body runs; raise
+        :class:`TriggerRefused` instead if the call may not start now (an
+        ``ApiProblem`` 503 if the database cannot tell)."""
+        async with self._database.connection() as conn:
+            admission = await trigger_runs.admit(
+                conn,
+                intent_id,
+                caller,
+                cooldown=self._cooldown,
+                cap=self._cap,
+                lease=self._lease,
             )
-        running = self._running.get(client_id, 0)
-        if running >= self._per_client:
-            raise TriggerRefused(
-                "too_many_triggers",
-                f"{running} trigger-processing calls of this client are running",
-                1,
-            )
-        self._started[intent_id] = now
-        self._running[client_id] = running + 1
+        if admission.run_id is None:
+            raise self._refusal(admission)
         try:
             yield
         finally:
-            left_running = self._running[client_id] - 1
-            if left_running:
-                self._running[client_id] = left_running
-            else:
-                del self._running[client_id]
+            await self._give_back(admission.run_id)
 
-    def _forget_before(self, moment: float) -> None:
-        while self._started:
-            intent_id, started = next(iter(self._started.items()))
-            if started > moment:
-                return
-            del self._started[intent_id]
+    def _refusal(self, admission: trigger_runs.Admission) -> TriggerRefused:
+        wait = max(1, math.ceil(admission.retry_after))
+        if admission.refused == "trigger_cooldown":
+            return TriggerRefused(
+                "trigger_cooldown",
+                f"this intent was triggered less than {self._cooldown:g} s ago",
+                wait,
+            )
+        return TriggerRefused(
+            "too_many_triggers",
+            f"{self._cap} trigger-processing calls of this caller are running",
+            wait,
+        )
+
+    async def _give_back(self, run_id: int) -> None:
+        """Free the slot; with the database away it lapses at its lease instead (the
+        call's own answer stands)."""
+        try:
+            async with self._database.connection() as conn:
+                await trigger_runs.finish(conn, run_id)
+        except ApiProblem:
+            pass

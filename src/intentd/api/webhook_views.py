@@ -155,7 +155,11 @@ _OWN_DESCRIPTIONS = {
         " client has its maximum of endpoints in this mode (too_many_webhooks: create)"
     ),
     422: "The URL is refused (webhook_url_*), or a value is unusable",
-    503: "Webhooks are not configured on this deployment (webhooks_disabled)",
+    503: (
+        "Webhooks are not configured on this deployment (webhooks_disabled), or the"
+        " database is unavailable or busy (database_unavailable, database_busy: retry"
+        " after Retry-After)"
+    ),
 }
 _SENDS_LIMITED = (
     "; webhook_sends_rate_limited: the client's test, redeliver and recover calls"
@@ -170,7 +174,11 @@ def responses(*statuses: int, sends: bool = False) -> dict[int | str, dict[str, 
     documented = errors(*shared)
     for status in (*statuses, 422):
         if status in _OWN_DESCRIPTIONS:
-            documented[status] = {"model": Problem, "description": _OWN_DESCRIPTIONS[status]}
+            documented[status] = {
+                **documented.get(status, {}),  # its headers (Retry-After of a 503)
+                "model": Problem,
+                "description": _OWN_DESCRIPTIONS[status],
+            }
     if sends:
         limited = documented[429]
         documented[429] = {**limited, "description": limited["description"] + _SENDS_LIMITED}

@@ -10,8 +10,10 @@ serves the health endpoint on ``observability.metrics_port`` for all of them:
   Counters and histograms add up over workers; only the API's families are shown.
   The directory is removed when the parent exits (a parent killed with SIGKILL
   leaves it behind, in the system's temporary directory).
-- ``/readyz`` is 200 once every worker has said it is ready (one byte on a pipe
-  the parent gave it, ``INTENTD_READY_FD``). A worker not ready within
+- ``/readyz`` is 200 while every worker says it is ready. A worker writes one byte
+  on a pipe the parent gave it (``INTENTD_READY_FD``) each time its readiness
+  changes: ``r`` once it serves, ``n`` while the database is away (``api.outage``),
+  ``r`` again once it answers. A worker not ready for the first time within
   ``READY_TIMEOUT`` counts as dead: it would listen on the port without serving.
 
 A worker that exits while the parent is not stopping ends the parent too, with an
@@ -29,7 +31,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -45,7 +47,7 @@ __all__ = [
     "WorkerDied",
     "die_with_parent",
     "multiprocess_registry",
-    "notify_ready",
+    "report_readiness",
     "supervise_workers",
 ]
 
@@ -66,13 +68,30 @@ class WorkerDied(RuntimeError):
     """A worker exited while the parent was not stopping."""
 
 
-def notify_ready() -> None:
-    """In a worker: tell the parent this worker serves (no-op outside a worker)."""
-    fd = os.environ.pop(READY_FD_ENV, None)
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.write(int(fd), b"r")
-            os.close(int(fd))
+class _ParentPipe:
+    """The write end of the readiness pipe, taken from the environment at first use."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._taken = False
+
+    def write(self, ready: bool) -> None:
+        if not self._taken:
+            self._taken = True
+            fd = os.environ.pop(READY_FD_ENV, None)
+            self._fd = int(fd) if fd is not None else None
+        if self._fd is not None:
+            with contextlib.suppress(OSError):  # the parent is gone: it stops us anyway
+                os.write(self._fd, b"r" if ready else b"n")
+
+
+_PARENT = _ParentPipe()
+
+
+def report_readiness(ready: bool) -> None:
+    """In a worker: tell the parent whether this worker serves now (no-op outside a
+    worker)."""
+    _PARENT.write(ready)
 
 
 def multiprocess_registry(directory: str) -> CollectorRegistry:
@@ -110,12 +129,14 @@ def supervise_workers(
             PARENT_PID_ENV: str(os.getpid()),
         }
         workers: list[asyncio.subprocess.Process] = []
-        readers: list[asyncio.Future[bool]] = []
+        readers: list[_WorkerReadiness] = []
         try:
             for _ in range(count):
-                process, ready = await _start(command, environment)
+                process, reader = await _start(
+                    command, environment, lambda: _report(readers, count)
+                )
                 workers.append(process)
-                readers.append(ready)
+                readers.append(reader)
             waits: dict[asyncio.Future[Any], asyncio.subprocess.Process] = {
                 asyncio.ensure_future(p.wait()): p for p in workers
             }
@@ -142,15 +163,15 @@ def supervise_workers(
         finally:
             await _stop_all(workers)
             for reader in readers:
-                reader.cancel()
+                reader.close()
         log.info("api workers stopped", workers=count)
 
     return role
 
 
 async def _start(
-    command: Sequence[str], env: dict[str, str]
-) -> tuple[asyncio.subprocess.Process, asyncio.Future[bool]]:
+    command: Sequence[str], env: dict[str, str], changed: Callable[[], None]
+) -> tuple[asyncio.subprocess.Process, _WorkerReadiness]:
     read_end, write_end = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
@@ -162,41 +183,70 @@ async def _start(
     finally:
         os.close(write_end)
     log.info("api worker started", pid=process.pid)
-    return process, _read_ready(read_end)
+    return process, _WorkerReadiness(read_end, changed)
 
 
-def _read_ready(fd: int) -> asyncio.Future[bool]:
-    """True once the worker wrote its byte; False if it closed the pipe without.
-    Read on the event loop (no thread); the pipe is closed when the answer is in or
-    the future is cancelled."""
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[bool] = loop.create_future()
+class _WorkerReadiness:
+    """What one worker last said on its pipe, read on the event loop (no thread).
 
-    def readable() -> None:
+    ``first`` is True once the worker first said ``r``, False if it closed the pipe
+    before; ``ready`` is its last word; ``changed`` is called after each word."""
+
+    def __init__(self, fd: int, changed: Callable[[], None]) -> None:
+        self._fd = fd
+        self._changed = changed
+        self._loop = asyncio.get_running_loop()
+        self.first: asyncio.Future[bool] = self._loop.create_future()
+        self.ready = False
+        self._open = True
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
         try:
-            data = os.read(fd, 1)
+            data = os.read(self._fd, 64)
         except OSError:
             data = b""
-        if not answer.done():
-            answer.set_result(data == b"r")
+        if not data:  # the worker exited (its parent's wait sees it)
+            self.ready = False
+            if not self.first.done():
+                self.first.set_result(False)
+            self.close()
+            return
+        self.ready = data[-1:] == b"r"
+        if self.ready and not self.first.done():
+            self.first.set_result(True)
+        self._changed()
 
-    def close(_: asyncio.Future[bool]) -> None:
-        loop.remove_reader(fd)
-        os.close(fd)
+    @property
+    def started(self) -> bool:
+        """The worker said ``r`` once (it serves, or served)."""
+        return self.first.done() and not self.first.cancelled() and self.first.result()
 
-    loop.add_reader(fd, readable)
-    answer.add_done_callback(close)
-    return answer
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+        if not self.first.done():
+            self.first.cancel()
 
 
-async def _all_ready(readers: list[asyncio.Future[bool]]) -> None:
+def _report(readers: list[_WorkerReadiness], count: int) -> None:
+    """The parent is ready while all ``count`` workers have started and each is ready."""
+    if len(readers) == count and all(r.started and r.ready for r in readers):
+        READINESS.ready(READY_NAME)
+    else:
+        READINESS.unready(READY_NAME)
+
+
+async def _all_ready(readers: list[_WorkerReadiness]) -> None:
     try:
-        answers = await asyncio.wait_for(asyncio.gather(*readers), READY_TIMEOUT)
+        answers = await asyncio.wait_for(asyncio.gather(*(r.first for r in readers)), READY_TIMEOUT)
     except TimeoutError:
         raise WorkerDied(f"an api worker was not ready within {READY_TIMEOUT:.0f} s") from None
     if not all(answers):
         raise WorkerDied("an api worker exited before it was ready")
-    READINESS.ready(READY_NAME)
+    _report(readers, len(readers))
     log.info("api workers ready", workers=len(readers))
 
 

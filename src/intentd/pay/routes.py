@@ -1,7 +1,8 @@
 """``/pay``: the payment modal's scripts and the hosted checkout page (docs/payment-modal.md).
 
 What is served, all public and never secret (the session token travels in the URL
-fragment, which browsers do not send to servers):
+fragment, which browsers do not send to servers; the page refuses a token in the
+query string, which they do send):
 
 - ``/pay/modal.js``: the modal as an ES module (``export openPayment``), and
   ``/pay/pay.js``: the same code as a classic script (``window.IntentdPay``); both
@@ -72,8 +73,9 @@ def modal_scripts() -> dict[str, bytes]:
 
 def content_security_policy(frame_ancestors: list[str]) -> str:
     """The policy of everything under ``/pay``: only intentd's own scripts, styles and
-    API; embeddable by ``frame_ancestors`` (every site when empty)."""
-    ancestors = " ".join(frame_ancestors) if frame_ancestors else "*"
+    API; embeddable by ``frame_ancestors`` (``api.cors_origins``), by intentd's own
+    origin alone when empty (a site that frames the checkout must be named)."""
+    ancestors = " ".join(frame_ancestors) if frame_ancestors else "'self'"
     return (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "connect-src 'self'; base-uri 'none'; form-action 'none'; "

@@ -177,10 +177,10 @@ class ApiConfig(ConfigModel):
     ``eth_getLogs`` (token intents); the next call continues."""
     trigger_cooldown: float = Field(default=10.0, ge=0, le=3600)
     """Seconds after a trigger-processing call starts during which another call for the
-    same intent is answered 429 (per process)."""
+    same intent is answered 429 (over every API process, through PostgreSQL)."""
     trigger_max_per_client: int = Field(default=4, ge=1, le=10_000)
-    """Trigger-processing calls one client may have running at once (per process);
-    one more is answered 429."""
+    """Trigger-processing calls one client, or one payment-modal session (its own slots),
+    may have running at once over every API process; one more is answered 429."""
     trigger_timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds one trigger-processing call may take (RPC reads, waits for the RPC
     client's connections, the database) before it stops with a 503; what it credited
@@ -207,6 +207,9 @@ class ApiConfig(ConfigModel):
     """Unknown keys remembered per process, apart from the verified ones."""
     db_acquire_timeout: float = Field(default=2.0, gt=0, le=60)
     """Seconds a request waits for a database connection before a 503."""
+    db_timeout: float = Field(default=10.0, gt=0, le=60)
+    """Seconds a request's work on one database connection may take (a stalled or
+    unreachable server) before a 503 ``database_unavailable``."""
     max_connections: int = Field(default=4096, ge=1, le=1_000_000)
     """Open connections per process; one more is answered 503 and closed."""
     max_requests_in_flight: int = Field(default=1024, ge=1, le=1_000_000)

@@ -83,6 +83,8 @@ def main() -> int:
     args = parser.parse_args()
     env = dict(os.environ)
     env.setdefault("INTENTD_SESSION_SECRET", secrets.token_urlsafe(32))
+    # The shop's origin may frame intentd's checkout (its frame-ancestors).
+    env.setdefault("INTENTD__API__CORS_ORIGINS", json.dumps([f"http://127.0.0.1:{args.port}"]))
     settings = load_settings(Path(args.config), env)
     payer_key = Path(_payer_key_file(env)).read_text().strip()
     daemon = None

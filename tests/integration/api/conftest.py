@@ -108,11 +108,17 @@ class Api:
 
 
 async def serve(
-    settings: Settings, pool: Pool, prices: PriceSource | None = None
+    settings: Settings,
+    pool: Pool | None,
+    *,
+    prices: PriceSource | None = None,
+    on_readiness: Callable[[bool], None] | None = None,
 ) -> AsyncIterator[str]:
+    """Serve the API on a free port (``pool`` None: the app opens its own, from the
+    settings' database URL)."""
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(settings, pool=pool, prices=prices),
+        create_app(settings, pool=pool, prices=prices, on_readiness=on_readiness),
         http="httptools",
         lifespan="on",
         access_log=False,

@@ -1,16 +1,15 @@
-"""trigger-processing's narrow reads (a fake node) and its cooldown and per-client cap."""
+"""trigger-processing's narrow reads (a fake node); its limits are tested on PostgreSQL
+(tests/integration/api/test_api_trigger_limits.py)."""
 
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
 
 import pytest
 from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
 from tests.unit.indexer.rpc_fakes import FakeProvider, client
 
 from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
-from intentd.api.trigger_gate import TriggerGate, TriggerRefused
 from intentd.api.trigger_scan import token_deposits_of
 from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
 from intentd.indexer.decoding import (
@@ -139,53 +138,3 @@ def test_filtered_logs_must_cover_the_window_and_be_anchored_at_its_last_block()
         token_deposits_of(other, logs, headers, window, tokens={USDC}, watched=watched)
     with pytest.raises(InconsistentAnswer, match="not all read"):  # a hit block's logs missing
         token_deposits_of(whole, [], headers, window, tokens={USDC}, watched=watched)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_an_intent_is_admitted_again_only_after_the_cooldown() -> None:
-    clock = Clock()
-    gate = TriggerGate(cooldown=10, per_client=4, clock=clock)
-    merchant = uuid4()
-    with gate.admit(1, merchant):
-        pass
-    clock.now += 3.5
-    with pytest.raises(TriggerRefused) as refused, gate.admit(1, merchant):
-        pass
-    assert (refused.value.code, refused.value.retry_after) == ("trigger_cooldown", 7)
-    with gate.admit(2, merchant):  # another intent is not held up
-        pass
-    clock.now += 6.5
-    with gate.admit(1, merchant):
-        pass
-
-
-def test_a_client_runs_at_most_its_cap_of_calls_at_once() -> None:
-    gate = TriggerGate(cooldown=0, per_client=2, clock=Clock())
-    merchant, other = uuid4(), uuid4()
-    with gate.admit(1, merchant), gate.admit(2, merchant):
-        with pytest.raises(TriggerRefused) as refused, gate.admit(3, merchant):
-            pass
-        assert refused.value.code == "too_many_triggers" and refused.value.retry_after >= 1
-        with gate.admit(4, other):  # another client has its own cap
-            pass
-    with gate.admit(3, merchant):  # the places are given back
-        pass
-
-
-def test_a_call_that_fails_gives_its_place_back_and_keeps_its_cooldown() -> None:
-    clock = Clock()
-    gate = TriggerGate(cooldown=5, per_client=1, clock=clock)
-    merchant = uuid4()
-    with pytest.raises(RuntimeError), gate.admit(1, merchant):
-        raise RuntimeError("node down")
-    with gate.admit(2, merchant):
-        pass
-    with pytest.raises(TriggerRefused), gate.admit(1, merchant):
-        pass

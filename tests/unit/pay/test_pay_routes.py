@@ -109,7 +109,24 @@ def test_the_policy_allows_no_inline_code_and_names_the_embedders() -> None:
     assert "script-src 'self';" in policy and "unsafe-inline" not in policy
     assert "style-src 'self';" in policy
     assert policy.endswith("frame-ancestors https://shop.example")
-    assert content_security_policy([]).endswith("frame-ancestors *")
+    assert content_security_policy([]).endswith("frame-ancestors 'self'")
+
+
+async def test_without_cors_origins_only_intentd_itself_may_frame_the_checkout(app: Any) -> None:
+    """Issue 18 item 5: ``api.cors_origins`` empty (the default) is not "every site"."""
+    for path in ("/pay/checkout", "/pay/assets/checkout.js", "/pay/nothing"):
+        _, headers, _ = await get(app, path)
+        policy = headers["content-security-policy"]
+        assert policy.endswith("; frame-ancestors 'self'"), policy
+        assert "*" not in policy
+
+
+async def test_cors_origins_are_the_sites_that_may_frame_the_checkout() -> None:
+    settings = SETTINGS.model_copy(
+        update={"api": SETTINGS.api.model_copy(update={"cors_origins": ["https://shop.example"]})}
+    )
+    _, headers, _ = await get(create_app(settings), "/pay/checkout")
+    assert headers["content-security-policy"].endswith("; frame-ancestors https://shop.example")
 
 
 async def test_the_modal_scripts_may_be_loaded_from_any_site(app: Any) -> None:

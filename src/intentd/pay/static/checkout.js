@@ -15,7 +15,16 @@ const POLL_MS = 2000;
 const fragment = new URLSearchParams(window.location.hash.slice(1));
 const query = new URLSearchParams(window.location.search);
 const param = (name) => fragment.get(name) ?? query.get(name);
-const token = param('session');
+// The session token is read from the fragment only: browsers never send a fragment,
+// but a query string reaches the server's and every proxy's logs. A token given as
+// ?session= is never used (the payer is told why) and is taken out of the address bar.
+const tokenInQuery = query.has('session');
+if (tokenInQuery) {
+  query.delete('session');
+  const rest = query.toString();
+  window.history.replaceState(null, '', `${window.location.pathname}${rest ? `?${rest}` : ''}${window.location.hash}`);
+}
+const token = fragment.get('session');
 const embedded = param('embed') === '1' && window.parent !== window;
 const parentOrigin = param('origin');
 const excluded = (param('exclude') || '').split(',').filter(Boolean);
@@ -323,6 +332,10 @@ async function start() {
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && embedded) leave(app.dataset.screen);
   });
+  if (tokenInQuery && !token) {
+    tell('error', { error: { code: 'session_in_query', message: T.errorSessionInQuery } });
+    return show('error', h('h1', {}, T.headingLinkRefused), h('p', { role: 'alert' }, T.errorSessionInQuery));
+  }
   if (!token) return failure({ code: 'no_session', message: T.errorNoSession }, null);
   app.replaceChildren(h('p', { role: 'status' }, T.loading));
   try {

@@ -64,6 +64,8 @@ export const STRINGS = {
     headingError: 'Something went wrong',
     tryAgain: 'Try again',
     errorNoSession: 'This page needs a payment session. Ask the merchant for a new link.',
+    headingLinkRefused: 'This link cannot be used',
+    errorSessionInQuery: 'This payment link carries its session after “?session=”, where web servers record it, so it is not used. Ask the merchant for a link with “#session=” instead.',
     errorNetwork: 'The payment service cannot be reached. Check your connection and try again.',
   },
 };
