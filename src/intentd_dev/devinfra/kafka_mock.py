@@ -63,6 +63,14 @@ def create_topics(control_addr: str, topics: Sequence[str], partitions: int = PA
             raise KafkaMockError(f"create {topic}: {reply.removeprefix('error ')}")
 
 
+def set_brokers(control_addr: str, *, up: bool) -> None:
+    """Take the dev broker down (every connection closed, new ones refused: an outage a
+    TCP proxy cannot make, since clients learn broker addresses from metadata) or up."""
+    [reply] = _exchange(control_addr, ["up" if up else "down"])
+    if reply != "ok":
+        raise KafkaMockError(f"{'up' if up else 'down'}: {reply.removeprefix('error ')}")
+
+
 def ping(control_addr: str, timeout: float = 2.0) -> bool:
     """True if the control endpoint at `control_addr` answers."""
     try:

@@ -11,6 +11,9 @@ the client)::
 
     ping                          -> ok
     create <topic> <partitions>   -> ok | error <reason>
+    down                          -> ok   (every broker closes its connections and
+                                           refuses new ones: a broker outage)
+    up                            -> ok   (the brokers accept connections again)
 """
 
 import argparse
@@ -49,6 +52,17 @@ class Broker:
         self._topics[topic] = partitions
         return None
 
+    def set_brokers(self, *, up: bool) -> str:
+        """Every broker down (connections closed, new ones refused) or up again."""
+        for broker_id in range(1, self._cluster.brokers + 1):
+            if up:
+                code = self._cluster.set_broker_up(broker_id)
+            else:
+                code = self._cluster.set_broker_down(broker_id)
+            if code != ERR_NO_ERROR:
+                return f"error {self._cluster.error_text(code)}"
+        return "ok"
+
     def handle(self, line: str) -> str:
         """The reply (without newline) to one command line."""
         words = line.split()
@@ -60,6 +74,8 @@ class Broker:
                 return "ok" if reason is None else f"error {reason}"
             case ["create", *_]:
                 return "error usage: create <topic> <partitions>"
+            case ["down" | "up" as command]:
+                return self.set_brokers(up=command == "up")
             case _:
                 return f"error unknown command {line.strip()[:80]!r}"
 

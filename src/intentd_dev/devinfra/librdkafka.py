@@ -49,6 +49,8 @@ def _load(path: Path) -> ctypes.CDLL:
         "rd_kafka_mock_cluster_bootstraps": ([vp], cp),
         "rd_kafka_mock_topic_create": ([vp, cp, i, i], i),
         "rd_kafka_mock_group_initial_rebalance_delay_ms": ([vp, ctypes.c_int32], None),
+        "rd_kafka_mock_broker_set_down": ([vp, ctypes.c_int32], i),
+        "rd_kafka_mock_broker_set_up": ([vp, ctypes.c_int32], i),
     }
     for name, (argtypes, restype) in signatures.items():
         function = getattr(lib, name)
@@ -65,6 +67,7 @@ class MockCluster:
     """
 
     def __init__(self, brokers: int = 1, library: Path | None = None) -> None:
+        self.brokers = brokers
         self._lib = _load(library or library_path())
         errstr = ctypes.create_string_buffer(_ERRSTR_SIZE)
         conf = self._lib.rd_kafka_conf_new()
@@ -99,6 +102,17 @@ class MockCluster:
     def set_initial_rebalance_delay(self, milliseconds: int) -> None:
         """Like the broker's group.initial.rebalance.delay.ms (the mock's default is 3000)."""
         self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster, milliseconds)
+
+    def set_broker_down(self, broker_id: int) -> int:
+        """Close every connection of broker ``broker_id`` (1..brokers) and refuse new ones
+        until :meth:`set_broker_up`; librdkafka's error code (0: done)."""
+        code: int = self._lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id)
+        return code
+
+    def set_broker_up(self, broker_id: int) -> int:
+        """Let broker ``broker_id`` accept connections again; librdkafka's error code."""
+        code: int = self._lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id)
+        return code
 
     def error_text(self, code: int) -> str:
         raw: bytes = self._lib.rd_kafka_err2str(code)
