@@ -131,7 +131,7 @@ def _rewrite(
         if above == _NULL:
             return {"result": None}
         params[at] = hex(top)
-    elif params[at] in _HEAD_TAGS:
+    elif _is_head_tag(params[at]):
         params[at] = hex(top)
     return None
 
@@ -174,8 +174,12 @@ def _filter(call: dict[str, Any], result: Any, top: int, receipts_top: int) -> A
     return result
 
 
+def _is_head_tag(value: Any) -> bool:
+    return isinstance(value, str) and value in _HEAD_TAGS
+
+
 def _tag_or_number(value: Any, top: int) -> int | None:
-    if value in _HEAD_TAGS:
+    if _is_head_tag(value):
         return top
     if value == "earliest":
         return 0
@@ -193,7 +197,7 @@ def _number(value: Any, top: int, hashes: dict[str, int | None]) -> int | None:
             known = hashes.get(str(value["blockHash"]).lower())
             return known if known is not None else top + 1  # unknown: not on this node
         return None
-    if value in _HEAD_TAGS:
+    if _is_head_tag(value):
         return None
     return _tag_or_number(value, top)
 

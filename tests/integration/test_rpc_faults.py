@@ -287,3 +287,25 @@ async def test_a_burst_ends_by_itself(proxy: RpcFaultProxy) -> None:
         proxy.url, [{"jsonrpc": "2.0", "id": 0, "method": "eth_chainId"}]
     )
     assert status == 200 and answer[0]["result"] == hex(777_031)
+
+
+async def test_a_lagging_node_does_not_have_a_newer_block_named_by_its_hash(
+    node: tuple[AnvilProcess, DevChain, str, list[str]], proxy: RpcFaultProxy
+) -> None:
+    _, chain, _, _ = node
+    head = await chain.block_number()
+    newest = await chain.rpc("eth_getBlockByNumber", hex(head), False)
+    older = await chain.rpc("eth_getBlockByNumber", hex(head - 3), False)
+    deployer = dev_account(Role.DEPLOYER).address
+    proxy.burst("lag", 60, share=1.0, blocks=3)
+    at_newest, at_older, block = results(
+        await batch(
+            proxy.url,
+            ("eth_getBalance", [deployer, {"blockHash": newest["hash"]}]),
+            ("eth_getBalance", [deployer, {"blockHash": older["hash"]}]),
+            ("eth_getBlockByHash", [newest["hash"], False]),
+        )
+    )
+    assert at_newest == {"code": -32000, "message": "header not found"}
+    assert at_older == await chain.rpc("eth_getBalance", deployer, hex(head - 3))
+    assert block is None
