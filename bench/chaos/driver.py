@@ -362,12 +362,12 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         await asyncio.sleep(3)  # a few blocks above the provisioning: never reorged away
         figures = await Run(options, settings, pool, chains=chains, roles=roles, deps=deps).go()
         stopping = time.monotonic()
-        figures.stop_codes = {k: v for k, v in roles.stop().items() if v != 0}
+        figures.stop_codes = {k: v for k, v in (await roles.stop()).items() if v != 0}
         figures.stop_seconds = time.monotonic() - stopping
         return figures
     finally:
         if roles is not None and not roles.stopped:
-            codes = roles.stop()
+            codes = await roles.stop()
             if any(codes.values()):
                 print(f"  exit statuses at the end: {codes}")
         for chain in chains.values():

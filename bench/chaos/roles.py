@@ -146,7 +146,7 @@ class Roles:
         """``kill -9``: no cleanup of any kind; the restart is the caller's."""
         assert role.process is not None
         os.kill(role.process.pid, signal.SIGKILL)
-        role.process.wait(10)
+        role.process.wait(10)  # at once: SIGKILL is not handled
         role.kills += 1
 
     def pick(self, rng: random.Random, per_role: dict[str, int]) -> Role | None:
@@ -188,24 +188,28 @@ class Roles:
     def log(self, role: Role) -> Path:
         return self.logs / f"{role.name}.log"
 
-    def stop(self) -> dict[str, int | None]:
+    async def stop(self) -> dict[str, int | None]:
         """SIGTERM to every role; their exit statuses (0: a clean stop; None: still
-        running after :data:`STOP_TIMEOUT`, then killed)."""
+        running after :data:`STOP_TIMEOUT`, then killed). Waits without blocking the
+        event loop: the run's fault proxies live in it, and a role's last writes go
+        through them."""
         self.stopped = True
         deadline = time.monotonic() + STOP_TIMEOUT
-        for role in self.roles:
+        running = [r for r in self.roles if r.process is not None]
+        for role in running:
             if role.process is not None and role.process.poll() is None:
                 role.process.terminate()
+        while time.monotonic() < deadline:
+            if all(r.process is None or r.process.poll() is not None for r in running):
+                break
+            await asyncio.sleep(0.1)
         codes: dict[str, int | None] = {}
-        for role in self.roles:
-            if role.process is None:
-                continue
-            try:
-                codes[role.name] = role.process.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:  # None: still running; killed
+        for role in running:
+            assert role.process is not None
+            codes[role.name] = role.process.poll()
+            if codes[role.name] is None:
                 role.process.kill()
                 role.process.wait()
-                codes[role.name] = None
         return codes
 
 
