@@ -23,7 +23,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-$(NPM_STAMP): package.json package-lock.json
+# npm workspaces: clients/react (@intentd/react) and the React 18 and 19 its tests build against
+NPM_WORKSPACES := clients/react/package.json tests/react/react18/package.json tests/react/react19/package.json
+$(NPM_STAMP): package.json package-lock.json $(NPM_WORKSPACES)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
@@ -63,7 +65,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP) ops-tools
+unit: $(STAMP) $(NPM_STAMP) ops-tools
 	$(VENV)/bin/pytest tests/unit -q
 
 test: infra-up lint typecheck ops-tools
@@ -77,4 +79,4 @@ openapi: $(STAMP)
 	PYTHONPATH=src $(PY) -m intentd.api.openapi_dump docs/openapi.json
 
 clean:
-	rm -rf $(VENV) node_modules .local .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) node_modules clients/react/dist .local .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

@@ -6,13 +6,16 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
 (``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``watched-set`` (the
+Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``webhook-fairness`` (a
+healthy client's webhook latency with and without a tarpit client, see
+``bench/webhook_fairness.py``), ``watched-set`` (the
 pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``),
 ``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
-``chaos`` (intents of every scenario paid under ``kill -9`` and reorgs, every balance
-checked; not part of ``all``, see docs/chaos.md).
+``log-proof`` (what proving log answers whole costs the poller's reads, see
+``bench/log_proof.py``), ``chaos`` (intents of every scenario paid under ``kill -9`` and
+reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -30,9 +33,11 @@ ENTRIES = {
     "event-log": ("event_log", "run"),
     "intent-list": ("intent_list", "run"),
     "webhooks": ("webhooks", "run"),
+    "webhook-fairness": ("webhook_fairness", "run"),
     "watched-set": ("watched_set", "run"),
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
+    "log-proof": ("log_proof", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)

@@ -85,6 +85,12 @@ PREFILLS_UNCONFIRMED_OVERDUE = Counter(
     "Prefills whose deposits stayed unconfirmed by the second provider past the bound",
     ["chain"],
 )
+DEPOSITS_CONTRADICTED = Counter(
+    "intentd_deposits_contradicted_total",
+    "Credited deposits a second provider that has their block contradicts (a lying or"
+    " broken primary provider); their prefill is held",
+    ["chain"],
+)
 REORG_HOLDS_OVERDUE = Counter(
     "intentd_reorg_holds_overdue_total",
     "Deposits removed by a reorg, not undoable, and not back on chain within the bound",
@@ -95,6 +101,20 @@ RETRACTIONS = Counter(
 )
 RPC_ERRORS = Counter("intentd_rpc_errors_total", "Failed RPC calls", ["chain", "method"])
 RPC_FAILOVERS = Counter("intentd_rpc_failovers_total", "Switches to another RPC URL", ["chain"])
+RPC_LOG_REFUSALS = Counter(
+    "intentd_rpc_log_refusals_total",
+    "eth_getLogs refused by a provider's range or size limit, by what the reader did"
+    " (split: halved the range; alone: one range per request; from_receipts: read a"
+    " one-block range from the block's receipts)",
+    ["chain", "action"],
+)
+POLLER_READ_FAILURES = Counter(
+    "intentd_poller_read_failures_total",
+    "Poller reads that failed and are read again, by reason (unavailable: no usable"
+    " answer after the RPC client's retries; inconsistent: answers that do not fit"
+    " together or logs not proven whole; lagging: a walk-back node without our blocks)",
+    ["chain", "reason"],
+)
 RPC_WRONG_CHAIN = Counter(
     "intentd_rpc_wrong_chain_total", "RPC URLs refused: eth_chainId is another chain", ["chain"]
 )
@@ -106,7 +126,7 @@ RECONCILED_ADDRESSES = Gauge(
 )
 RECONCILIATION = Counter(
     "intentd_balance_reconciliation_total",
-    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease",
+    "Balance reconciliation findings: reconciled_deposit, unexplained_decrease, untraced",
     ["chain", "finding"],
 )
 
@@ -196,6 +216,13 @@ CHAIN_TRANSACTIONS = Counter(
 )
 SEND_REFUSALS = Counter(
     "intentd_send_refusals_total", "Broadcasts a node refused, by reason", ["chain", "reason"]
+)
+SETTLE_UNDECIDED = Counter(
+    "intentd_settle_undecided_total",
+    "Executor verdicts not taken for lack of proof: a node's view that disagrees with"
+    " itself (view), or a nonce used at depth with no receipt of ours and no transaction"
+    " found on it (nonce_unproven); nothing is signed on either",
+    ["chain", "reason"],
 )
 NONCE_GAPS = Counter(
     "intentd_nonce_gaps_total",

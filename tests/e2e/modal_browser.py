@@ -61,9 +61,18 @@ class Stack:
 
 @pytest.fixture(scope="module")
 async def stack(
-    infra: dict[str, str], make_settings: Callable[..., Settings], tmp_path_factory: Any
+    request: pytest.FixtureRequest,
+    infra: dict[str, str],
+    make_settings: Callable[..., Settings],
+    tmp_path_factory: Any,
 ) -> AsyncIterator[Stack]:
-    """``intentd run`` on a database and topics of its own, the demo shop, a browser."""
+    """``intentd run`` on a database and topics of its own, the demo shop, a browser. The
+    shop serves the React pages of a module's ``react_pages`` fixture, if it has one
+    (name to the folder of a build's ``shop.js``, tests/e2e/test_react_modal.py)."""
+    try:
+        react_pages: dict[str, Path] = request.getfixturevalue("react_pages")
+    except pytest.FixtureLookupError:
+        react_pages = {}
     if CHROMIUM is None:
         pytest.fail("chromium is missing: run `make ops-tools`", pytrace=False)
     name, url = await _fresh_database(infra)
@@ -111,7 +120,7 @@ async def stack(
             key = cli(env, "keys", "create", "--client", "demo-shop", "--mode", "test")["api_key"]
             payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
             shop = Shop(settings=settings, api_url=api, api_key=key, payer_key=payer_key)
-            runner = web.AppRunner(merchant_app(shop))
+            runner = web.AppRunner(merchant_app(shop, react_pages))
             await runner.setup()
             shop_port = free_port()
             await web.TCPSite(runner, "127.0.0.1", shop_port).start()

@@ -4,7 +4,8 @@ provisioned as devinfra provisions the dev chains: USDC at the real test network
 addresses, which the SDK's token table holds), ``tests/sdk/flows.mjs`` in Node
 running the merchant's calls (chains, quotes, create, the three reads, the list,
 trigger-processing of a real payment in the placed USDC, a session token) and the payment
-modal's with the session token (session quotes, create, read, "payment made"). Each call's
+modal's with the session token (its client, session quotes, create, read, "payment
+made"). Each call's
 answer is checked for what an SDK user reads of it (docs/api.md, "Chainrails SDK
 compatibility").
 """
@@ -204,6 +205,13 @@ def check_merchant_calls(calls: dict[str, dict[str, Any]], sender: str) -> None:
 
 
 def check_modal_calls(calls: dict[str, dict[str, Any]]) -> None:
+    client = value(calls, "client.getClientInfoForSession")  # the session's own client only
+    assert client == {
+        "id": value(calls, "intents.create")["client_id"],
+        "name": "sdk-shop",
+        "networks": ["main", "test"],  # environment "test": a test key may use both
+        "chains": ["ARBITRUM_TESTNET", "BASE_TESTNET"],
+    }, client
     quotes = value(calls, "quotes.getAllForSession")["quotes"]
     assert quotes and {q["source_chain"] for q in quotes} == {"BASE_TESTNET"}, quotes
     paid = value(calls, "intents.createForSession")

@@ -347,7 +347,8 @@ async def test_a_second_poller_of_the_same_chain_is_refused(chain: Chain, pool: 
 
 
 class LimitedProvider:
-    """A proxy in front of anvil that refuses ``eth_getLogs`` over more than ``limit`` blocks."""
+    """A proxy in front of anvil that refuses each ``eth_getLogs`` over more than ``limit``
+    blocks (the other calls of the batch are answered)."""
 
     def __init__(self, upstream: str, limit: int) -> None:
         self.upstream = upstream
@@ -357,22 +358,32 @@ class LimitedProvider:
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
-        calls = orjson.loads(body)
-        if isinstance(calls, list) and len(calls) == 1 and calls[0]["method"] == "eth_getLogs":
-            query = calls[0]["params"][0]
-            span = int(query["toBlock"], 16) - int(query["fromBlock"], 16) + 1
-            if span > self.limit:
-                self.refused += 1
-                error = {"code": -32005, "message": "query returned more than 10000 results"}
-                return web.json_response([{"jsonrpc": "2.0", "id": calls[0]["id"], "error": error}])
-            self.answered.append(span)
         async with (
             ClientSession() as session,
             session.post(
                 self.upstream, data=body, headers={"Content-Type": "application/json"}
             ) as upstream,
         ):
-            return web.Response(body=await upstream.read(), content_type="application/json")
+            answer = await upstream.read()
+        calls = orjson.loads(body)
+        if not isinstance(calls, list):
+            return web.Response(body=answer, content_type="application/json")
+        answers = orjson.loads(answer)
+        for call, item in zip(calls, answers, strict=True):
+            if call["method"] != "eth_getLogs":
+                continue
+            query = call["params"][0]
+            span = int(query["toBlock"], 16) - int(query["fromBlock"], 16) + 1
+            if span > self.limit:
+                self.refused += 1
+                item.pop("result", None)
+                item["error"] = {
+                    "code": -32005,
+                    "message": "query returned more than 10000 results",
+                }
+            else:
+                self.answered.append(span)
+        return web.json_response(answers)
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 Each test has its own database (``own_stack``) and its own anvils: the source chain,
 the destination chain the executor pays on, and, as the disagreeing second provider,
 a fork of the source taken before the deposit (it has the source's history, then a
-block of its own at the deposit's height, without the deposit).
+block of its own at the deposit's height, without the deposit). A lying primary is
+played by the deposit rows the test records: what it would have reported.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
 from intentd.composition.roles import executor_role
-from intentd.settings import Settings
+from intentd.indexer.balances import UNKNOWN_SENDER, reconciled_tx_hash
+from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
 from intentd_dev.devinfra.accounts import Role, dev_account
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
@@ -51,7 +53,9 @@ class Env:
     dst_usdc: str
     dst: DevChain
 
-    def settings(self, *, verify_above: str | None, verify_url: str) -> Settings:
+    def settings(
+        self, *, verify_above: str | None, verify_url: str, native_above: str | None = None
+    ) -> Settings:
         relayer = dev_account(Role.RELAYER).address
 
         def usdc(address: str, **extra: Any) -> dict[str, Any]:
@@ -59,6 +63,7 @@ class Env:
                     "decimals": 6, "category": "stablecoin", **extra}  # fmt: skip
 
         checked = {} if verify_above is None else {"verify_above": verify_above}
+        native = {} if native_above is None else {"native": {"verify_above": native_above}}
         return self.make_settings(
             hd_mnemonic=self.own.mnemonic(),
             database={"url": self.own.database.url.get_secret_value()},
@@ -67,7 +72,7 @@ class Env:
                 SOURCE: {
                     "chain_id": SRC_ID, "network": "test", "rpc_urls": [self.source.url],
                     "verify_rpc_urls": [verify_url], "confirmations": 1, "rpc_timeout": 5.0,
-                    "relayer": relayer, "tokens": [usdc(self.src_usdc, **checked)],
+                    "relayer": relayer, "tokens": [usdc(self.src_usdc, **checked)], **native,
                 },
                 DESTINATION: {
                     "chain_id": DST_ID, "network": "test", "rpc_urls": [self.destination.url],
@@ -226,6 +231,106 @@ async def test_a_second_provider_that_agrees_lets_the_prefill_out(env: Env) -> N
     # the source itself under another URL: an independent provider that sees the same chain
     settings = env.settings(verify_above="10", verify_url=env.source.url + "/?second")
     action_id = await deposit_and_prefill(env, settings)
+    row = await run_executor(env, settings, action_id, until=30.0)
+
+    assert row["status"] == "confirmed"
+    assert await recipient_balance(env) == PREFILL
+
+
+async def native_payment_and_prefill(env: Env, settings: Settings, *, lie: bool) -> int:
+    """A real top-level payment of 0.01 ETH to a native-coin intent on the source, the
+    deposits a primary reported for it (``lie``: also a reconciled deposit of 0.01 ETH in
+    the same block, as if a contract had paid it too) and the intent's ready prefill."""
+    intent = await new_intent(env.pool, settings, amount="50", chain=SOURCE)
+    address, paid = intent.intent_address.lower(), 10**16
+    await env.pool.execute(
+        "UPDATE intents SET token_in = $2 WHERE id = $1", intent.id, NATIVE_TOKEN.lower()
+    )
+    async with DevChain(env.source.url) as src:
+        payer = (await src.accounts())[1]
+        receipt = await src.receipt(await src.send(payer, address, value=paid))
+        await src.mine(1)
+    tx_hash, block_hash = receipt["transactionHash"], receipt["blockHash"]
+    reported = [(tx_hash, payer.lower())]
+    if lie:
+        reported.append((reconciled_tx_hash(address, block_hash), UNKNOWN_SENDER))
+    for reported_hash, sender in reported:
+        await env.pool.execute(
+            """
+            INSERT INTO deposits (chain, tx_hash, log_index, transfer_index, block_number,
+                                  block_hash, block_time, token, from_address, to_address,
+                                  amount, intent_id, disposition)
+            VALUES ($1, $2, -1, -1, $3, $4, $5, $6, $7, $8, $9, $10, 'credited')
+            """,
+            SOURCE, reported_hash, int(receipt["blockNumber"], 16), block_hash,
+            datetime.now(UTC), NATIVE_TOKEN.lower(), sender, address, paid, intent.id,
+        )  # fmt: skip
+    action_id = await env.pool.fetchval(
+        """
+        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
+                             signer_kind)
+        VALUES ($1, 'prefill', 1, $2, $3, $4, $5, 'ready', 'relayer') RETURNING id
+        """,
+        intent.id, DESTINATION, env.dst_usdc.lower(), PREFILL, RECIPIENT,
+    )  # fmt: skip
+    return int(action_id)
+
+
+async def run_executor_until(
+    env: Env, settings: Settings, action_id: int, done: Callable[[Any], bool], until: float
+) -> Any:
+    """Run the destination's executor until ``done(action row)`` or ``until`` s pass."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(executor_role(settings, DESTINATION, pool=env.pool)(stop))
+    deadline = time.monotonic() + until
+    try:
+        while time.monotonic() < deadline and not task.done():
+            row = await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+            if done(row):
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+    return await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+
+
+def contradicted() -> float:
+    labels = {"chain": SOURCE}
+    return REGISTRY.get_sample_value("intentd_deposits_contradicted_total", labels) or 0.0
+
+
+async def test_a_reconciled_claim_beside_a_real_payment_of_its_block_holds_the_prefill(
+    env: Env,
+) -> None:
+    """0.01 ETH arrived once; the primary reports it twice (the payment, and a reconciled
+    deposit in the same block): the honest second provider refuses the claim."""
+    settings = env.settings(
+        verify_above=None, verify_url=env.source.url + "/?second", native_above="0.001"
+    )
+    action_id = await native_payment_and_prefill(env, settings, lie=True)
+    before = contradicted()
+
+    def refused(row: Any) -> bool:
+        return row["status"] == "confirmed" or "unexplained" in (row["last_error"] or "")
+
+    row = await run_executor_until(env, settings, action_id, refused, until=30.0)
+
+    assert row["status"] == "ready"  # held, not paid, not failed
+    assert "reconciled in block" in row["last_error"]
+    assert contradicted() - before >= 1
+    txs = await env.pool.fetchval(
+        "SELECT count(*) FROM chain_transactions WHERE action_id = $1", action_id
+    )
+    assert txs == 0
+    assert await recipient_balance(env) == 0
+
+
+async def test_a_native_payment_the_second_provider_sees_lets_the_prefill_out(env: Env) -> None:
+    settings = env.settings(
+        verify_above=None, verify_url=env.source.url + "/?second", native_above="0.001"
+    )
+    action_id = await native_payment_and_prefill(env, settings, lie=False)
     row = await run_executor(env, settings, action_id, until=30.0)
 
     assert row["status"] == "confirmed"

@@ -1,6 +1,7 @@
 """ETH that reaches an intent address through a contract (an internal call) is credited,
 exactly once: by the poller, again after a crash that republishes the batch, and by
-trigger-processing, in any order; next to a direct payment, each is credited once.
+trigger-processing, in any order; next to a direct payment, each is credited once; a
+reorg that mines the paying transaction in another block changes no money.
 
 Each test runs its own automining anvil (it impersonates an intent address and
 switches automining off), with the ``Forwarder`` contract (``contracts/Forwarder.sol``)
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from eth_abi.abi import encode as abi_encode
 from eth_utils import keccak
-from tests.lifecycle_calls import apply_deposit, apply_retraction
+from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import TopicReader, new_intent
 
 from intentd.adapters import intent_scans, intent_store
@@ -33,8 +34,10 @@ from intentd.indexer.decoding import NATIVE
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.intents.record import IntentRow
 from intentd.messages import (
+    ActionResultMessage,
     DepositMessage,
     RetractionMessage,
+    action_result_id,
     decode_chain_message,
     deposits_topic,
 )
@@ -333,3 +336,88 @@ async def test_only_open_native_coin_intents_of_the_chain_are_reconciled(
     await watched.refresh()
     found = await source.reconciled(created, created + 10)
     assert {w.address for w in found} == {native.intent_address, later.intent_address}
+
+
+async def prefill_done(pool: Pool, chain: Chain, row: IntentRow) -> None:
+    """The executor sends and confirms the intent's prefill (the relayer has paid)."""
+    action = await pool.fetchrow(
+        "SELECT id, chain FROM actions WHERE intent_id = $1 AND kind = 'prefill'", row.id
+    )
+    assert action is not None, "no prefill owed"
+    await pool.execute("UPDATE actions SET status = 'confirmed' WHERE id = $1", action["id"])
+    async with pool.acquire() as conn:
+        for event in ("sent", "confirmed"):
+            message = ActionResultMessage(
+                id=action_result_id(action["id"], event), action_id=action["id"],
+                intent_id=row.id, action_kind="prefill", event=event, chain=action["chain"],
+                tx_hash="0x" + f"{action['id']:064x}",
+                block_number=1 if event == "confirmed" else None,
+                **({"amount_sent": 1, "gas_cost": 0} if event == "confirmed" else {}),
+            )  # fmt: skip
+            await apply_action_result(conn, chain.settings, message, now=datetime.now(UTC))
+
+
+async def money_of(pool: Pool, row: IntentRow) -> dict[str, Any]:
+    """What the intent's record says about money: received, its deposits, its actions."""
+    async with pool.acquire() as conn:
+        fresh = await intent_store.get_by_id(conn, row.id)
+        deposits = await conn.fetch(
+            "SELECT tx_hash, block_number, amount, disposition, orphaned_at IS NOT NULL AS orphaned"
+            " FROM deposits WHERE intent_id = $1 ORDER BY id",
+            row.id,
+        )
+        actions = await conn.fetch(
+            "SELECT kind, status FROM actions WHERE intent_id = $1 ORDER BY id", row.id
+        )
+    assert fresh is not None
+    return {
+        "received": fresh.received,
+        "deposits": [
+            (d["tx_hash"], d["block_number"], int(d["amount"]), d["disposition"], d["orphaned"])
+            for d in deposits
+        ],
+        "actions": [(a["kind"], a["status"]) for a in actions],
+    }
+
+
+async def test_a_reorg_that_mines_a_forwarded_payment_elsewhere_changes_no_money(
+    chain: Chain, pool: Pool
+) -> None:
+    """The forwarded payment funds the intent and the relayer prefills it; a reorg mines
+    the same transaction one block later. The deposit keeps its id and is relocated:
+    nothing is retracted, held or refunded, and the relayer's repayment stays owed."""
+    row = await native_intent(pool, chain)
+    address, rpc = row.intent_address, chain.rpc
+    await rpc.mine(3)
+    paid = await rpc.send(
+        chain.payer, chain.forwarder, value=row.total_due, data=forward_data(address)
+    )
+    receipt = await rpc.receipt(paid)
+    raw = await rpc.rpc("eth_getRawTransactionByHash", paid)
+    await rpc.mine(1)
+    await poll_until(chain, pool)
+    [first] = await messages_to(chain, address)
+    await apply_all(pool, chain, [first])
+    await prefill_done(pool, chain, row)
+    before = await money_of(pool, row)
+
+    # blocks n and n+1 replaced; the payment mined again in the second of them
+    await rpc.rpc("anvil_reorg", 2, [[raw, 1]])
+    await rpc.mine(2)
+    await poll_until(chain, pool)
+    messages = await messages_to(chain, address)
+    await apply_all(pool, chain, messages[1:])
+    after = await money_of(pool, row)
+
+    moved = await rpc.rpc("eth_getTransactionReceipt", paid)
+    assert int(moved["blockNumber"], 16) == int(receipt["blockNumber"], 16) + 1
+    assert [m.kind for m in messages] == ["deposit", "deposit"]  # no retraction
+    assert messages[1].id == first.id and messages[1].block_hash == moved["blockHash"].lower()
+    assert (first.amount, messages[1].amount) == (row.total_due, row.total_due)
+    assert after["received"] == before["received"] == row.total_due
+    [(tx_hash, block_number, amount, disposition, orphaned)] = after["deposits"]
+    assert (tx_hash, amount, disposition, orphaned) == (first.tx_hash, row.total_due,
+                                                        "credited", False)  # fmt: skip
+    assert block_number == int(moved["blockNumber"], 16)  # relocated
+    assert after["actions"] == before["actions"]  # nothing held, no refund owed
+    assert all(status != "held" for _, status in after["actions"])

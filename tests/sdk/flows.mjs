@@ -112,6 +112,7 @@ const session = await call("auth.getSessionToken", () =>
 // --- the payment modal, with the session token only ----------------------------------
 if (session) {
   await Chainrails.config({ api_key: "", seesion_token: session.sessionToken });
+  await call("client.getClientInfoForSession", () => crapi.client.getClientInfoForSession());
   await call("quotes.getAllForSession", () =>
     crapi.quotes.getAllForSession({ amount: "2", excludeChains: "ARBITRUM_TESTNET" }),
   );

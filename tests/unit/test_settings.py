@@ -188,3 +188,13 @@ def test_the_watch_window_must_outlast_the_longest_intent(tmp_path: Path) -> Non
     }
     with pytest.raises(ConfigError, match=r"indexer\.watch_retention_days = 6 .*max_expires_in"):
         load_settings(write(tmp_path, MINIMAL), env)
+
+
+def test_a_clients_webhook_share_is_at_most_a_process(tmp_path: Path) -> None:
+    env = {**ENV, "INTENTD__WEBHOOKS__MAX_IN_FLIGHT": "16"}
+    with pytest.raises(ConfigError, match=r"webhooks.*per_client_in_flight \(32\) .*max_in_flight"):
+        load_settings(write(tmp_path, MINIMAL), env)
+    env["INTENTD__WEBHOOKS__PER_CLIENT_IN_FLIGHT"] = "4"
+    webhooks = load_settings(write(tmp_path, MINIMAL), env).webhooks
+    assert (webhooks.per_client_in_flight, webhooks.max_endpoints_per_client) == (4, 16)
+    assert webhooks.send_calls_per_minute == 60

@@ -1,12 +1,12 @@
 """The poller's view of an EVM chain over JSON-RPC (the client is ``adapters.json_rpc``).
 
 :class:`EvmChainReader` is the poller's :class:`~intentd.indexer.ports.ChainReader`:
-full blocks, ``Transfer`` logs of the chain's tokens with adaptive ``eth_getLogs``
-ranges (a provider's range or size refusal splits the range in halves and the
-narrower width is remembered, see ``indexer.planning.LogRangeSizer``), block hashes
-for the reorg walk-back, and the receipts of the few transactions that carry native
-value to a watched address (one batch). :func:`open_chain` builds a configured
-chain's client and reader.
+full blocks, ``Transfer`` logs of the chain's tokens (``adapters.log_reads``: each
+answer anchored at the range's last block, so ``indexer.range_deposits.scan_range``
+can prove it whole; adaptive ranges; a one-block refusal read from the block's
+receipts), block hashes for the reorg walk-back, and the receipts of the few
+transactions that carry native value to a watched address (one batch).
+:func:`open_chain` builds a configured chain's client and reader.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from intentd.adapters.json_rpc import JsonRpcClient, RangeLimitError
-from intentd.indexer.decoding import TRANSFER_TOPIC
+from intentd.adapters.json_rpc import JsonRpcClient
+from intentd.adapters.log_reads import LogReader
 from intentd.indexer.planning import BlockRange, LogRangeSizer
 from intentd.indexer.ports import RawRange
 
@@ -26,8 +24,6 @@ if TYPE_CHECKING:
     from intentd.settings import ChainConfig
 
 __all__ = ["EvmChainReader", "open_chain"]
-
-log = structlog.get_logger()
 
 
 class EvmChainReader:
@@ -43,8 +39,13 @@ class EvmChainReader:
     ) -> None:
         self._client = client
         self._head = head
-        self._tokens = sorted({token.lower() for token in tokens})
-        self.log_ranges = LogRangeSizer(max_log_range)
+        self._any_token = bool(tokens)
+        self._logs = LogReader(client, tokens, max_log_range=max_log_range)
+
+    @property
+    def log_ranges(self) -> LogRangeSizer:
+        """The adaptive ``eth_getLogs`` width."""
+        return self._logs.log_ranges
 
     async def latest_block(self) -> int:
         """The number of the head the chain's config trusts (``ChainConfig.head``)."""
@@ -55,10 +56,12 @@ class EvmChainReader:
 
     async def read_range(self, blocks: BlockRange) -> RawRange:
         calls = [("eth_getBlockByNumber", [hex(n), True]) for n in blocks]
-        if not self._tokens:
+        if not self._any_token:
             return RawRange(await self._client.batch(calls), [])
-        full, logs = await asyncio.gather(self._client.batch(calls), self._transfer_logs(blocks))
-        return RawRange(full, logs)
+        full, answers = await asyncio.gather(
+            self._client.batch(calls), self._logs.read([blocks], anchor=blocks.last)
+        )
+        return RawRange(full, answers)
 
     async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
         calls = [("eth_getBlockByNumber", [hex(n), False]) for n in numbers]
@@ -75,36 +78,6 @@ class EvmChainReader:
 
     async def close(self) -> None:
         await self._client.close()
-
-    async def _transfer_logs(self, blocks: BlockRange) -> list[dict[str, Any]]:
-        logs: list[dict[str, Any]] = []
-        first = blocks.first
-        while first <= blocks.last:
-            part = BlockRange(first, min(first + self.log_ranges.width - 1, blocks.last))
-            query = {
-                "fromBlock": hex(part.first),
-                "toBlock": hex(part.last),
-                "address": self._tokens,
-                "topics": [TRANSFER_TOPIC],
-            }
-            try:
-                found = await self._client.call("eth_getLogs", [query])
-            except RangeLimitError as exc:
-                if len(part) == 1:
-                    raise
-                self.log_ranges.refused(len(part))  # halves the width below this range
-                log.info(
-                    "eth_getLogs range refused; splitting",
-                    chain=self._client.chain,
-                    blocks=str(part),
-                    width=self.log_ranges.width,
-                    error=exc.message,
-                )
-                continue
-            self.log_ranges.succeeded(len(part))
-            logs.extend(found)
-            first = part.last + 1
-        return logs
 
 
 def open_chain(

@@ -3,17 +3,37 @@
 
 Balances are read at a block hash (EIP-1898 ``{"blockHash": ...}``), so they belong to
 the blocks the caller decoded; a node that no longer has that block answers with an
-error, which the client retries and then raises.
+error, which the client retries and then raises. Traces
+(``debug_traceBlockByHash``, for the identity of reconciled deposits) likewise, except
+that a provider without that method answers None for every block: the deposits keep
+their block identity (one error log per process naming
+``chains.<NAME>.reconciled_identity``; ``intentd_reconciliation_total{finding="untraced"}``
+counts them; the method is not asked again for 10 minutes). Polling goes on: a
+provider that cannot trace must not stop deposits being found.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from intentd.adapters.json_rpc import JsonRpcClient
+import structlog
+
+from intentd.adapters.json_rpc import JsonRpcClient, RpcError
+from intentd.indexer.reconciled_ids import TRACER
 
 __all__ = ["EvmChainState"]
+
+log = structlog.get_logger()
+_NO_METHOD = frozenset({-32601, -32604})
+"""JSON-RPC "method not found", and "method not supported" as some providers answer."""
+_ASK_AGAIN_AFTER = 600.0
+"""Seconds before a provider that refused the method is asked for traces again."""
+_UNSUPPORTED = re.compile(
+    r"method .*(not (found|supported|available|exist))|unsupported method", re.I
+)
 
 
 class EvmChainState:
@@ -24,6 +44,8 @@ class EvmChainState:
 
     def __init__(self, client: JsonRpcClient) -> None:
         self._client = client
+        self._untraced_until = 0.0
+        """Until when (monotonic) traces are not asked: the provider refused the method."""
 
     async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
         calls = [
@@ -36,3 +58,26 @@ class EvmChainState:
         calls = [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in tx_hashes]
         receipts: list[Mapping[str, Any]] = await self._client.batch(calls)
         return receipts
+
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
+        if time.monotonic() < self._untraced_until:
+            return [None for _ in block_hashes]
+        calls = [("debug_traceBlockByHash", [block_hash, TRACER]) for block_hash in block_hashes]
+        try:
+            traces: list[Sequence[Any] | None] = await self._client.batch(calls)
+        except RpcError as exc:
+            if exc.code not in _NO_METHOD and not _UNSUPPORTED.search(exc.message):
+                raise
+            refusal = str(exc)
+        else:
+            return traces
+        if self._untraced_until == 0.0:
+            log.error(
+                "the provider does not trace blocks (debug_traceBlockByHash): reconciled"
+                " deposits are identified by their blocks (a reorg that moves one"
+                " retracts it); use a provider that traces, or set"
+                f' chains.{self._client.chain}.reconciled_identity = "block"',
+                error=refusal,
+            )
+        self._untraced_until = time.monotonic() + _ASK_AGAIN_AFTER
+        return [None for _ in block_hashes]

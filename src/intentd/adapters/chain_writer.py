@@ -1,11 +1,19 @@
 """The executor's JSON-RPC: fee inputs, gas estimates, nonces, broadcast, receipts.
 
 Reads go through :class:`~intentd.adapters.json_rpc.JsonRpcClient` with its retries
-and failover. Broadcasts use a client of their own that does not retry: a node's
-refusal is an answer to classify (:class:`SendOutcome`), and a broadcast that got
-no answer is simply repeated on the next tick; re-sending the same signed bytes
-is harmless. The answer types (:class:`~intentd.execution.ports.SendOutcome`,
-``FeeInputs``, ``EstimateReverted``) belong to the port.
+and failover. What the executor judges transactions by is asked with ``together``
+(one POST to one URL, so one backend of a load balancer answers it all): a
+:meth:`EvmChainWriter.view` (``eth_blockNumber``, counts at a block, receipts), and the
+answer that proves who used a nonce (the counts before and at a block, the block with
+its transactions, our receipts). The search for that block reads single counts at
+block numbers at or below the depth block; any node that has the block answers them
+alike, and a wrong one only fails the proof.
+
+Broadcasts use a client of their own that does not retry: a node's refusal is an
+answer to classify (:class:`SendOutcome`), and a broadcast that got no answer is
+simply repeated on the next tick; re-sending the same signed bytes is harmless. The
+answer types (:class:`~intentd.execution.ports.SendOutcome`, ``FeeInputs``,
+``EstimateReverted``) belong to the port.
 """
 
 from __future__ import annotations
@@ -14,9 +22,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from intentd.adapters.json_rpc import JsonRpcClient, RpcError
+from intentd.adapters.json_rpc import Call, JsonRpcClient, MissingResult, RpcError
+from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, merge_views, prove_use
 from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
-from intentd.execution.tracking import Receipt
+from intentd.execution.tracking import NonceUse, Receipt
 
 __all__ = ["EvmChainWriter", "classify_send_error"]
 
@@ -85,11 +94,68 @@ class EvmChainWriter:
         )
         return {s: int(c, 16) for s, c in zip(signers, counts, strict=True)}
 
-    async def receipts(self, hashes: Sequence[str]) -> dict[str, Receipt | None]:
-        answers = await self._reads.batch(
-            [("eth_getTransactionReceipt", [h]) for h in hashes], allow_null=True
+    @property
+    def view_size(self) -> int:
+        return self._reads.max_calls
+
+    async def view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
+        """One POST to one URL: the node's head, counts at ``block``, receipts. More
+        receipts than one POST holds (a group with many replacements) go in several,
+        each with the head and counts, merged on the safe side (``merge_views``)."""
+        room = max(self._reads.max_calls - 1 - len(signers), 1)
+        chunks = [hashes[i : i + room] for i in range(0, len(hashes), room)] or [[]]
+        views = [await self._view(signers, chunk, block) for chunk in chunks]
+        return views[0] if len(views) == 1 else merge_views(views)
+
+    async def _view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
+        calls: list[Call] = [("eth_blockNumber", [])]
+        calls += [("eth_getTransactionCount", [s, hex(block)]) for s in signers]
+        calls += [("eth_getTransactionReceipt", [h]) for h in hashes]
+        answers = await self._reads.together(calls, allow_null=True)
+        counts, receipts = answers[1 : 1 + len(signers)], answers[1 + len(signers) :]
+        return ChainView(
+            head=_quantity("eth_blockNumber", answers[0]),
+            nonces={
+                s: _quantity("eth_getTransactionCount", c)
+                for s, c in zip(signers, counts, strict=True)
+            },
+            receipts={h: _receipt(a) for h, a in zip(hashes, receipts, strict=True)},
         )
-        return {h: _receipt(a) for h, a in zip(hashes, answers, strict=True)}
+
+    async def nonce_use(
+        self, signer: str, nonce: int, through: int, ours: Sequence[str]
+    ) -> NonceUse | None:
+        search = NonceSearch(nonce, through)
+        while (probe := search.probe()) is not None:
+            count = await self._reads.call("eth_getTransactionCount", [signer, hex(probe)])
+            search.answer(probe, _quantity("eth_getTransactionCount", count))
+        block = search.found
+        if block is None:
+            return None
+        calls: list[Call] = [
+            ("eth_getTransactionCount", [signer, hex(block - 1)]),
+            ("eth_getTransactionCount", [signer, hex(block)]),
+            ("eth_getBlockByNumber", [hex(block), True]),
+        ]
+        receipt_calls: list[Call] = [("eth_getTransactionReceipt", [h]) for h in ours]
+        fits = len(calls) + len(receipt_calls) <= self._reads.max_calls
+        before, after, found, *receipts = await self._reads.together(
+            calls + receipt_calls if fits else calls, allow_null=True
+        )
+        if not fits:  # each receipt is checked against the block's hash (prove_use)
+            receipts = await self._reads.batch(receipt_calls, allow_null=True)
+        if found is None or _quantity("eth_getBlockByNumber", found.get("number")) != block:
+            return None
+        return prove_use(
+            signer,
+            nonce,
+            block,
+            before=_quantity("eth_getTransactionCount", before),
+            after=_quantity("eth_getTransactionCount", after),
+            block_hash=found.get("hash"),
+            txs=_block_txs(found),
+            receipts={h.lower(): _receipt(r) for h, r in zip(ours, receipts, strict=True)},
+        )
 
     async def known(self, hashes: Sequence[str]) -> dict[str, bool]:
         """Whether the node knows each transaction (in its pool or in a block)."""
@@ -106,6 +172,24 @@ class EvmChainWriter:
         except RpcError as exc:
             return classify_send_error(exc.message), exc.message
         return SendOutcome.ACCEPTED, ""
+
+
+def _quantity(method: str, answer: Any) -> int:
+    try:
+        return int(answer, 16)
+    except (TypeError, ValueError):
+        raise MissingResult(f"{method} answered {answer!r}, not a quantity") from None
+
+
+def _block_txs(block: dict[str, Any]) -> list[BlockTx]:
+    """The transactions of a block read with ``eth_getBlockByNumber(n, true)``."""
+    try:
+        return [
+            BlockTx(str(tx["from"]), _quantity("nonce", tx["nonce"]), str(tx["hash"]))
+            for tx in block["transactions"]
+        ]
+    except (KeyError, TypeError) as exc:
+        raise MissingResult(f"eth_getBlockByNumber: malformed transactions: {exc!r}") from None
 
 
 def _receipt(answer: Any) -> Receipt | None:

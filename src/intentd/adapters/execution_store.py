@@ -237,8 +237,9 @@ class PostgresExecutionTransaction(TransactionRows):
 
     async def credited_deposits(self, intent_id: int, chain: str) -> list[Credited]:
         rows = await self._conn.fetch(
-            "SELECT tx_hash, token, transfer_index, to_address, amount, block_number, block_hash"
-            " FROM deposits WHERE intent_id = $1 AND chain = $2 AND disposition = 'credited'"
+            "SELECT tx_hash, token, transfer_index, to_address, amount, block_number, block_hash,"
+            " from_address FROM deposits"
+            " WHERE intent_id = $1 AND chain = $2 AND disposition = 'credited'"
             " ORDER BY id",
             intent_id,
             chain,
@@ -252,6 +253,7 @@ class PostgresExecutionTransaction(TransactionRows):
                 amount=int(r["amount"]),
                 block_number=r["block_number"],
                 block_hash=r["block_hash"].lower(),
+                from_address=r["from_address"].lower(),
             )
             for r in rows
         ]

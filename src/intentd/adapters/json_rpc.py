@@ -69,10 +69,17 @@ _RANGE_LIMIT = re.compile(
     re.IGNORECASE,
 )
 _LIMIT_CODES = frozenset({-32005})
+_RATE_LIMIT = re.compile(
+    r"rate|request count|too many requests|capacity|credits|throughput", re.IGNORECASE
+)
+"""-32005 is also the code of rate limits ("request rate exceeded"): those are retried
+with backoff like any failure, not answered by asking for a narrower range."""
 
 
 def is_range_limit(code: int, message: str) -> bool:
     """Whether a JSON-RPC error is a provider refusing an ``eth_getLogs`` range as too big."""
+    if _RATE_LIMIT.search(message) is not None:
+        return False
     return code in _LIMIT_CODES or _RANGE_LIMIT.search(message) is not None
 
 
@@ -264,8 +271,9 @@ class JsonRpcClient:
             raise RpcTransportError(f"HTTP {status}, body is not JSON: {raw[:200]!r}") from None
         if isinstance(answer, dict):  # the whole batch was refused
             error = answer.get("error")
-            if isinstance(error, dict):
-                raise _rpc_error(calls[0][0], error)
+            if isinstance(error, dict):  # for its log queries, if it has any
+                logs = any(method == "eth_getLogs" for method, _ in calls)
+                raise _rpc_error("eth_getLogs" if logs else calls[0][0], error)
             raise RpcTransportError(f"HTTP {status}, batch answered with {raw[:200]!r}")
         if status != 200 or not isinstance(answer, list):
             raise RpcTransportError(f"HTTP {status}: {raw[:200]!r}")

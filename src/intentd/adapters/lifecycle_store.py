@@ -70,6 +70,26 @@ async def find_published(conn: Connection, retraction: Retraction) -> RecordedDe
     return None if record is None else recorded(record)
 
 
+async def reconciled_in_block(
+    conn: Connection, intent_id: int, deposit: Deposit
+) -> list[RecordedDeposit]:
+    """The reconciled deposits (``deposit``'s token, no sender) of the intent recorded in
+    ``deposit``'s block for its recipient."""
+    records = await conn.fetch(
+        f"""SELECT {RECORDED} FROM deposits d
+         WHERE intent_id = $1 AND chain = $2 AND block_hash = $3 AND to_address = $4
+           AND token = $5 AND from_address = $6
+         ORDER BY id""",
+        intent_id,
+        deposit.chain,
+        deposit.block_hash,
+        deposit.to_address,
+        deposit.token,
+        deposit.from_address,
+    )
+    return [recorded(r) for r in records]
+
+
 async def record_deposit(
     conn: Connection,
     deposit: Deposit,

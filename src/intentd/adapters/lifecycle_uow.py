@@ -60,6 +60,9 @@ class PostgresUnitOfWork:
     async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
         return await lifecycle_store.find_published(self.conn, retraction)
 
+    async def reconciled_in_block(self, intent_id: int, deposit: Deposit) -> list[RecordedDeposit]:
+        return await lifecycle_store.reconciled_in_block(self.conn, intent_id, deposit)
+
     async def record_deposit(
         self,
         deposit: Deposit,

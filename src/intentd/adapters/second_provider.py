@@ -3,13 +3,17 @@
 
 Each URL of ``verify_rpc_urls`` is checked to answer the configured ``eth_chainId``;
 errors are the RPC errors of ``adapters.chain`` (``indexer.ports.ChainUnavailable``).
+The head and the block at a height are asked in one POST (``JsonRpcClient.together``):
+one node answers both, so a load balancer cannot pair one node's head with another's
+block. Balances are read at block hashes; a node without that block answers an error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from intentd.adapters.json_rpc import JsonRpcClient
+from intentd.adapters.json_rpc import JsonRpcClient, MissingResult
 from intentd.settings import ChainConfig
 
 __all__ = ["RpcSecondProvider"]
@@ -27,32 +31,24 @@ class RpcSecondProvider:
             chain_id=chain.chain_id,
         )
 
-    async def head(self, tag: str) -> int:
-        block = await self._rpc.call("eth_getBlockByNumber", [tag, False])
-        return int(block["number"], 16)
-
-    async def block_hash(self, number: int) -> str | None:
-        block = await self._rpc.call("eth_getBlockByNumber", [hex(number), False], allow_null=True)
-        return None if block is None else str(block["hash"]).lower()
-
-    async def parent_hash(self, block_hash: str) -> str | None:
-        block = await self._rpc.call("eth_getBlockByHash", [block_hash, False], allow_null=True)
-        return None if block is None else str(block["parentHash"]).lower()
-
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._rpc.call(
-            "eth_getTransactionReceipt", [tx_hash], allow_null=True
+    async def view(self, tag: str, number: int, *, full: bool) -> tuple[int, dict[str, Any] | None]:
+        head, block = await self._rpc.together(
+            [("eth_getBlockByNumber", [tag, False]), ("eth_getBlockByNumber", [hex(number), full])],
+            allow_null=True,
         )
+        if head is None:
+            raise MissingResult(f"eth_getBlockByNumber[{tag!r}] answered null")
+        found: dict[str, Any] | None = block
+        return int(head["number"], 16), found
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> list[dict[str, Any] | None]:
+        calls = [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in tx_hashes]
+        found: list[dict[str, Any] | None] = await self._rpc.batch(calls, allow_null=True)
         return found
 
-    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._rpc.call(
-            "eth_getTransactionByHash", [tx_hash], allow_null=True
-        )
-        return found
-
-    async def balance(self, address: str, block_hash: str) -> int:
-        return int(await self._rpc.call("eth_getBalance", [address, {"blockHash": block_hash}]), 16)
+    async def balances(self, address: str, block_hashes: Sequence[str]) -> list[int]:
+        calls = [("eth_getBalance", [address, {"blockHash": h}]) for h in block_hashes]
+        return [int(answer, 16) for answer in await self._rpc.batch(calls)]
 
     async def close(self) -> None:
         await self._rpc.close()

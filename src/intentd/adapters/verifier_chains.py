@@ -2,7 +2,10 @@
 
 One :class:`~intentd.adapters.chain.EvmChainReader` per chain, opened on first use
 with a few attempts per read (a failed read only postpones a decision to the next
-round), plus the transaction receipt lookup the verifier needs. Failed reads are the
+round), plus the transaction receipt lookup the verifier needs, asked together with
+the node's block at the orphaned height (one POST, one node; no receipt decides nothing
+by itself), and the balances and traces of its balance reconciliation
+(``adapters.chain_state``), on the same client. Failed reads are the
 RPC errors of ``adapters.chain`` and the node's contradictory answers
 (:class:`~intentd.indexer.decoding.InconsistentAnswer`).
 """
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intentd.adapters.chain import EvmChainReader, open_chain
+from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.json_rpc import JsonRpcClient, MissingResult, RpcError, RpcTransportError
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange
@@ -44,11 +48,18 @@ class EvmDepositChain:
     async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
         return await self._reader.receipts(tx_hashes)
 
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = await self._client.call(
-            "eth_getTransactionReceipt", [tx_hash], allow_null=True
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        block, receipt = await self._client.together(
+            [
+                ("eth_getBlockByNumber", [hex(number), False]),
+                ("eth_getTransactionReceipt", [tx_hash]),
+            ],
+            allow_null=True,
         )
-        return found
+        return (str(block["hash"]).lower() if block is not None else None), receipt
+
+    def state(self) -> EvmChainState:
+        return EvmChainState(self._client)
 
     async def close(self) -> None:
         await self._reader.close()

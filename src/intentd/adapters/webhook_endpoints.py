@@ -3,7 +3,9 @@ delete, rotate the secret, send a test event, list attempts, redeliver, recover.
 
 Every function is scoped to one client and mode: an endpoint of another client or
 mode is reported as absent. Secrets are stored sealed (``webhooks.secret_box``) and
-returned only by :func:`create` and :func:`rotate_secret`, once.
+returned only by :func:`create` and :func:`rotate_secret`, once. :func:`create` keeps a
+client under its maximum of endpoints per mode even when several creates run at once
+(they take the client's lock in turn).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from intentd.webhooks.signing import new_secret
 __all__ = [
     "AttemptRow",
     "Endpoint",
+    "TooManyEndpoints",
     "create",
     "delete",
     "get",
@@ -38,6 +41,8 @@ __all__ = [
     "update",
 ]
 
+_CREATE_LOCK = 0x1A7E_0E10
+"""First key of the two-key advisory lock a create holds; the second is the client's."""
 _COLUMNS = (
     "id, client_id, mode, url, description, event_types, enabled, disabled_reason,"
     " disabled_at, failing_since, previous_secret_expires_at, created_at, updated_at"
@@ -77,6 +82,14 @@ class AttemptRow:
     next_attempt_at: datetime | None
 
 
+class TooManyEndpoints(Exception):
+    """The client already has its maximum of endpoints in this mode."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a client may have {limit} webhook endpoints in each mode")
+        self.limit = limit
+
+
 def _endpoint(record: asyncpg.Record) -> Endpoint:
     data = dict(record)
     data["event_types"] = list(data["event_types"]) if data["event_types"] is not None else None
@@ -92,25 +105,41 @@ async def create(
     url: str,
     event_types: list[str] | None,
     description: str,
+    max_endpoints: int | None = None,
 ) -> tuple[Endpoint, str]:
-    """The new endpoint and its secret (shown once)."""
+    """The new endpoint and its secret (shown once); :class:`TooManyEndpoints` if the
+    client has ``max_endpoints`` in ``mode`` already (enabled or not; None: no limit)."""
     endpoint_id = uuid.uuid4()
     secret = new_secret()
-    record = await conn.fetchrow(
-        f"""
-        INSERT INTO webhook_endpoints
-               (id, client_id, mode, url, description, event_types, secret_sealed)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)
-        RETURNING {_COLUMNS}
-        """,
-        endpoint_id,
-        client_id,
-        mode,
-        url,
-        description,
-        event_types,
-        box.seal(secret, endpoint_id),
-    )
+    async with conn.transaction():
+        if max_endpoints is not None:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2::uuid::text))",
+                _CREATE_LOCK,
+                client_id,
+            )
+            count = await conn.fetchval(
+                "SELECT count(*) FROM webhook_endpoints WHERE client_id = $1 AND mode = $2",
+                client_id,
+                mode,
+            )
+            if count >= max_endpoints:
+                raise TooManyEndpoints(max_endpoints)
+        record = await conn.fetchrow(
+            f"""
+            INSERT INTO webhook_endpoints
+                   (id, client_id, mode, url, description, event_types, secret_sealed)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            RETURNING {_COLUMNS}
+            """,
+            endpoint_id,
+            client_id,
+            mode,
+            url,
+            description,
+            event_types,
+            box.seal(secret, endpoint_id),
+        )
     assert record is not None
     return _endpoint(record), secret
 

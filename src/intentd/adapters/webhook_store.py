@@ -6,9 +6,11 @@
   ``NOTIFY``s :data:`CHANNEL`. The consumer commits its offsets only after it returns.
 - :meth:`claim_due` leases due deliveries (``FOR UPDATE SKIP LOCKED`` on the rows
   picked, re-checked under the lock), at most ``per_endpoint`` in flight per endpoint
-  counting every process's leases, and never a first attempt of an intent's event
-  while an earlier event of that intent to that endpoint is unsent. A lease that
-  expires (its process died) makes the delivery due again.
+  counting every process's leases, a fair share per client (``webhooks.fairness``:
+  a cap per client in this process, least loaded clients first, in turn), and never
+  a first attempt of an intent's event while an earlier event of that intent to that
+  endpoint is unsent. A lease that expires (its process died) makes the delivery due
+  again.
 - :meth:`record_attempt` stores the attempt and applies the schedule's decision to the
   delivery and its endpoint (failing since, disabled; a disabled endpoint's pending
   deliveries become ``failed``, to be recovered) in one transaction.
@@ -16,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -33,16 +35,21 @@ CHANNEL = "intentd_webhooks"
 RESPONSE_HEAD_BYTES = 4096
 
 _CLAIM = """
-WITH picked AS (
-    SELECT d.id
+WITH running AS (
+    SELECT * FROM unnest($5::uuid[], $6::int[]) AS r (client_id, n)
+), candidates AS (
+    SELECT d.id, d.next_attempt_at, d.endpoint_turn, e.client_id, coalesce(r.n, 0) AS running
       FROM webhook_endpoints e
+      LEFT JOIN running r ON r.client_id = e.client_id
       CROSS JOIN LATERAL (
             SELECT count(*) AS n FROM webhook_deliveries x
              WHERE x.endpoint_id = e.id AND x.lease_until IS NOT NULL
                AND x.lease_until > $1 AND x.status = 'pending'
       ) busy
       CROSS JOIN LATERAL (
-            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            SELECT d.id, d.next_attempt_at,
+                   row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS endpoint_turn
+              FROM webhook_deliveries d
              WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $1
                AND (d.lease_until IS NULL OR d.lease_until <= $1)
                AND (d.attempts > 0 OR d.intent_id IS NULL OR NOT EXISTS (
@@ -51,21 +58,29 @@ WITH picked AS (
                        AND p.sequence < d.sequence AND p.status = 'pending'
                        AND p.attempts = 0))
              ORDER BY d.next_attempt_at, d.id
-             LIMIT greatest($3 - busy.n, 0)
+             LIMIT greatest(least($3 - busy.n, $7 - coalesce(r.n, 0)), 0)
       ) d
-     WHERE e.enabled
-     ORDER BY d.next_attempt_at, d.id
+     WHERE e.enabled AND coalesce(r.n, 0) < $7
+), ranked AS (
+    SELECT id, next_attempt_at, running,
+           row_number() OVER (PARTITION BY client_id
+                              ORDER BY endpoint_turn, next_attempt_at, id) AS client_turn
+      FROM candidates
+), picked AS (
+    SELECT id FROM ranked
+     WHERE client_turn <= $7 - running
+     ORDER BY running + client_turn, next_attempt_at, id
      LIMIT $2
 ), leased AS (
     UPDATE webhook_deliveries w SET lease_until = $4
-     WHERE w.id IN (
+     WHERE w.id = ANY(ARRAY(
             SELECT id FROM webhook_deliveries
-             WHERE id IN (SELECT id FROM picked) AND status = 'pending'
+             WHERE id = ANY(ARRAY(SELECT id FROM picked)) AND status = 'pending'
                AND (lease_until IS NULL OR lease_until <= $1)
-             FOR UPDATE SKIP LOCKED)
+             FOR UPDATE SKIP LOCKED))
     RETURNING w.id, w.endpoint_id, w.event_id, w.round_attempts, w.next_attempt_at
 )
-SELECT l.id, l.endpoint_id, l.event_id, l.round_attempts, ev.body, e.url,
+SELECT l.id, l.endpoint_id, e.client_id, l.event_id, l.round_attempts, ev.body, e.url,
        e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
        e.failing_since
   FROM leased l
@@ -73,6 +88,13 @@ SELECT l.id, l.endpoint_id, l.event_id, l.round_attempts, ev.body, e.url,
   JOIN webhook_endpoints e ON e.id = l.endpoint_id
  ORDER BY l.next_attempt_at, l.id
 """
+"""The rule of :func:`webhooks.fairness.fair_share`: each endpoint's due deliveries
+within its room (``$3`` less its leases, every process's), numbered in turn; each
+client's numbered in turn over its endpoints; at most ``$7`` (the per-client cap) less
+what runs here (``$5``/``$6``); least loaded client first. The endpoints of a client at
+its cap are not read at all, so a capped client's backlog costs a claim nothing; rows
+are locked and leased by id (``= ANY(ARRAY(...))``: index lookups whatever the
+planner's estimates)."""
 
 
 def outcome_of(decision: Decision) -> str:
@@ -210,10 +232,27 @@ class PostgresWebhookStore:
             return added
 
     async def claim_due(
-        self, now: datetime, limit: int, per_endpoint: int, lease: timedelta
+        self,
+        now: datetime,
+        limit: int,
+        per_endpoint: int,
+        lease: timedelta,
+        *,
+        per_client: int,
+        busy: Mapping[UUID, int],
     ) -> list[DueDelivery]:
+        clients = list(busy)
         async with self._pool.acquire() as conn:
-            rows = await conn.fetch(_CLAIM, now, limit, per_endpoint, now + lease)
+            rows = await conn.fetch(
+                _CLAIM,
+                now,
+                limit,
+                per_endpoint,
+                now + lease,
+                clients,
+                [busy[c] for c in clients],
+                per_client,
+            )
         claimed = []
         for r in rows:
             sealed = [bytes(r["secret_sealed"])]
@@ -224,6 +263,7 @@ class PostgresWebhookStore:
                 DueDelivery(
                     id=r["id"],
                     endpoint_id=r["endpoint_id"],
+                    client_id=r["client_id"],
                     url=r["url"],
                     event_id=r["event_id"],
                     body=bytes(r["body"]),

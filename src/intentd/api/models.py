@@ -290,3 +290,12 @@ class SessionInfo(BaseModel):
 
 class SessionCreated(SessionInfo):
     session_token: str
+
+
+class SessionClient(BaseModel):
+    """The client a session belongs to, as its payer may see it: no secret, no key."""
+
+    id: str
+    name: str
+    networks: list[str]
+    chains: list[str]

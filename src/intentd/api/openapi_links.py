@@ -87,6 +87,14 @@ LINKS: tuple[Link, ...] = (
         "Read the session with its token (payment modal).",
     ),
     Link(
+        "GetSessionClient",
+        _CREATE_SESSION,
+        "201",
+        ("get", "/session/client"),
+        _SESSION_TOKEN,
+        "Read what the session may see of its client (payment modal).",
+    ),
+    Link(
         "GetSessionQuotes",
         _CREATE_SESSION,
         "201",

@@ -265,7 +265,11 @@ class Processor:
             chain,
             row.intent_address,
             blocks,
-            reconciliation=Reconciliation(chain.name, EvmChainState(reads.client)),
+            reconciliation=Reconciliation(
+                chain.name,
+                EvmChainState(reads.client),
+                by_transaction=chain.reconciled_identity == "transaction",
+            ),
             reconciled=Reconciled.of_intent(
                 row.intent_address,
                 int(row.created_at.timestamp()),

@@ -3,10 +3,10 @@
 
 The merchant backend fixes recipient, destination chain, token, optionally the
 amount and excluded source chains; the modal (holding only the session token) can
-read the session, get quotes for it, create intents within it and say "I have made
-payment" (trigger processing) for intents it created. The session endpoints accept
-session tokens only, and the API-key endpoints API keys only.
-A session's cap of intents is ``session_cap``'s.
+read the session and what it may see of its client, get quotes for it, create
+intents within it and say "I have made payment" (trigger processing) for intents it
+created. The session endpoints accept session tokens only, and the API-key endpoints
+API keys only. A session's cap of intents is ``session_cap``'s.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import (
     IntentRecord,
     QuoteList,
+    SessionClient,
     SessionCreate,
     SessionCreated,
     SessionInfo,
@@ -153,6 +154,30 @@ def _session(caller: Caller) -> Session:
 )
 async def session_info(request: Request, caller: SessionCaller) -> Response:
     return json_response(_session_json(Services.of(request), _session(caller)))
+
+
+@router.get(
+    "/session/client",
+    response_model=SessionClient,
+    responses=errors(503),
+    summary="The merchant the session pays, as the payer may see it (payment modal)",
+)
+async def session_client(request: Request, caller: SessionCaller) -> Response:
+    """The session's client: its id and name (the name the key was created for, which
+    is the client's: clients are never renamed), the network classes its key may use,
+    and the chains the payer may pay from (those, less the session's excluded ones).
+    Nothing else: no key, no secret, nothing of another client."""
+    session = _session(caller)
+    chains = Services.of(request).settings.chains.values()
+    usable = [c.name for c in chains if caller.may_use(c) and c.name not in session.exclude_chains]
+    return json_response(
+        {
+            "id": str(caller.client_id),
+            "name": caller.key.client_name,
+            "networks": sorted(caller.networks),
+            "chains": sorted(usable),
+        }
+    )
 
 
 def _amount(session: Session, given: str | None, decimals: int) -> str:

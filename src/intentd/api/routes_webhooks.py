@@ -47,6 +47,7 @@ from intentd.api.webhook_views import (
     require_enabled,
     responses,
     sealing_box,
+    spend_send_call,
 )
 
 __all__ = ["router"]
@@ -82,7 +83,7 @@ Cursor = Annotated[
     "/webhooks",
     status_code=201,
     response_model=WebhookCreated,
-    responses=responses(413, 415, 422, 503),
+    responses=responses(409, 413, 415, 422, 503),
     summary="Register a webhook endpoint (the answer holds its secret, shown once)",
     openapi_extra=body_schema(WebhookCreate),
 )
@@ -91,16 +92,20 @@ async def create(request: Request, caller: ApiCaller) -> Response:
     body = await read_body(request, WebhookCreate)
     box = sealing_box(services)
     url = await checked_url(services, caller, body.url)
-    async with services.connection() as conn:
-        endpoint, secret = await store.create(
-            conn,
-            box,
-            client_id=caller.client_id,
-            mode=caller.key.mode,
-            url=url,
-            event_types=list(body.event_types) if body.event_types is not None else None,
-            description=body.description,
-        )
+    try:
+        async with services.connection() as conn:
+            endpoint, secret = await store.create(
+                conn,
+                box,
+                client_id=caller.client_id,
+                mode=caller.key.mode,
+                url=url,
+                event_types=list(body.event_types) if body.event_types is not None else None,
+                description=body.description,
+                max_endpoints=services.settings.webhooks.max_endpoints_per_client,
+            )
+    except store.TooManyEndpoints as exc:
+        raise ApiProblem(409, "too_many_webhooks", f"{exc}; delete one first") from None
     return json_response({**render(endpoint), "secret": secret}, 201)
 
 
@@ -214,13 +219,14 @@ async def rotate(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
 @router.post(
     "/webhooks/{endpoint_id}/test",
     status_code=202,
-    responses=responses(409, 404),
+    responses=responses(409, 404, sends=True),
     summary="Send a signed webhook_test event to this endpoint",
 )
 async def send_test(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -> Response:
     services = Services.of(request)
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
+    await spend_send_call(services, caller)
     async with services.connection() as conn:
         event_id, delivery_id = await store.send_test(conn, endpoint, services.now())
     return json_response({"event_id": event_id, "delivery_id": delivery_id}, 202)
@@ -257,7 +263,7 @@ async def attempts(
 @router.post(
     "/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver",
     status_code=202,
-    responses=responses(409, 404),
+    responses=responses(409, 404, sends=True),
     summary="Send a delivery again now, with a fresh round of retries",
 )
 async def redeliver(
@@ -269,6 +275,7 @@ async def redeliver(
     services = Services.of(request)
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
+    await spend_send_call(services, caller)
     async with services.connection() as conn:
         found = await store.redeliver(conn, endpoint_id, delivery_id, services.now())
     if not found:
@@ -282,7 +289,7 @@ async def redeliver(
     "/webhooks/{endpoint_id}/recover",
     status_code=202,
     response_model=Recovered,
-    responses=responses(409, 413, 415, 422, 404),
+    responses=responses(409, 413, 415, 422, 404, sends=True),
     summary="Send again every failed delivery of events created in [since, until)",
     openapi_extra=body_schema(RecoverRequest),
 )
@@ -297,6 +304,7 @@ async def recover(request: Request, caller: ApiCaller, endpoint_id: EndpointId) 
         raise ApiProblem(422, "empty_window", "since must be before until", field="since")
     endpoint = await endpoint_of(services, caller, endpoint_id)
     require_enabled(endpoint)
+    await spend_send_call(services, caller)
     async with services.connection() as conn:
         count = await store.recover(conn, endpoint_id, body.since, until, now)
     return json_response({"recovered": count}, 202)

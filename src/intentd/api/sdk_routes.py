@@ -112,6 +112,7 @@ _ALIASES: list[tuple[str, str, Callable[..., Any], dict[str, Any]]] = [
         "body_names": {"tokenOut": "token"},
         "answer": _session_answer,
     }),
+    ("GET", "/modal/sessions/client", routes_sessions.session_client, {}),
     ("GET", "/modal/sessions/quotes", routes_sessions.session_quotes, {}),
     ("POST", "/modal/sessions/intents", routes_sessions.session_intent, {
         "body_names": {

@@ -14,8 +14,13 @@
   successful receipt, and the balance reconciliation finds the coin that arrived
   through a contract, over the same full blocks as the poller.
 
-Both read the range again when the node's answers do not fit together (two forks),
-at most :data:`READ_ATTEMPTS` times, then raise ``InconsistentAnswer``.
+Every log answer is proven whole (``indexer.coverage``): asked with the answering
+node's hash of ``blocks.last`` in the same POST, accepted only if it is the hash read
+there, so a node that lags (and cuts ``eth_getLogs`` at its head) or follows another
+fork is never read as "no transfer". Both read the range again when the answers do
+not fit together, at most :data:`READ_ATTEMPTS` times, then raise
+``InconsistentAnswer``; a node without the anchor block is no answer (retried by the
+client, then ``ChainUnavailable``): the scan's progress does not move.
 """
 
 from __future__ import annotations
@@ -23,17 +28,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from intentd.adapters.chain import EvmChainReader, open_chain
 from intentd.adapters.intent_window import IntentWindowReader
 from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.indexer.balances import Reconciled
+from intentd.indexer.coverage import LogsAnswer, proven_logs
 from intentd.indexer.decoding import (
     BlockHeader,
     ChainTransfer,
     InconsistentAnswer,
     chain_order,
+    decode_headers,
     token_deposits,
 )
 from intentd.indexer.planning import BlockRange
@@ -77,22 +83,27 @@ def open_reads(chain: ChainConfig) -> ChainReads:
 
 
 def token_deposits_of(
-    hits: Sequence[Mapping[str, Any]],
-    logs: Mapping[int, Sequence[Mapping[str, Any]]],
+    hits: Sequence[LogsAnswer],
+    logs: Sequence[LogsAnswer],
     headers: Mapping[int, BlockHeader],
+    blocks: BlockRange,
+    *,
     tokens: Collection[str],
     watched: WatchedAddresses,
 ) -> list[ChainTransfer]:
-    """The token deposits found by the recipient-filtered logs ``hits``, decoded from
-    ``logs`` (every token ``Transfer`` log of each hit's block, by block) with the blocks'
-    ``headers``, in chain order. Raises ``InconsistentAnswer`` if a hit is not in the
-    block whose header was read (another fork)."""
-    for hit in hits:
-        number = int(hit["blockNumber"], 16)
-        header = headers.get(number)
-        if header is None or hit["blockHash"].lower() != header.hash or number not in logs:
-            raise InconsistentAnswer(f"log of block {number} is from another fork")
-    ordered = [log for number in sorted(logs) for log in logs[number]]
+    """The token deposits in ``blocks`` found by the recipient-filtered answers ``hits``,
+    decoded from ``logs`` (every token ``Transfer`` log of each hit's block, one answer
+    per block) with the blocks' ``headers`` (each hit's block and ``blocks.last``), in
+    chain order. Every answer must be proven against the headers
+    (``indexer.coverage.proven_logs``: the hits cover ``blocks``, their node's block
+    ``blocks.last`` is the one read, each hit is in the block read at its height), else
+    ``InconsistentAnswer``: read again."""
+    hashes = {number: header.hash for number, header in headers.items()}
+    found = proven_logs(hits, hashes, covering=blocks)
+    numbers = sorted({int(hit["blockNumber"], 16) for hit in found})
+    if [answer.blocks.first for answer in logs] != numbers:
+        raise InconsistentAnswer(f"the logs of blocks {numbers} were not all read")
+    ordered = proven_logs(logs, hashes)
     return sorted(token_deposits(ordered, headers, tokens, watched), key=chain_order)
 
 
@@ -104,13 +115,14 @@ async def token_range(
     watched = WatchedAddresses([address])
     for attempt in range(1, READ_ATTEMPTS + 1):
         hits = await reads.window.transfers_to(address, blocks)
-        numbers = sorted({int(hit["blockNumber"], 16) for hit in hits})
+        numbers = sorted({int(log["blockNumber"], 16) for a in hits for log in a.logs})
         logs, headers = await asyncio.gather(
-            reads.window.token_logs(numbers), reads.window.headers(sorted({*numbers, blocks.last}))
+            reads.window.token_logs(numbers, anchor=blocks.last),
+            reads.window.headers(sorted({*numbers, blocks.last})),
         )
         try:
             return (
-                token_deposits_of(hits, logs, headers, tokens, watched),
+                token_deposits_of(hits, logs, headers, blocks, tokens=tokens, watched=watched),
                 headers[blocks.last].hash,
             )
         except InconsistentAnswer:
@@ -129,17 +141,19 @@ async def native_range(
     reconciled: Reconciled,
 ) -> tuple[list[ChainTransfer], str]:
     """Native and token deposits to ``address`` in ``blocks`` (read in full), and the
-    hash of ``blocks.last``."""
+    hash of ``blocks.last``. The recipient-filtered answers must cover ``blocks`` and
+    be proven against the full blocks, as must the token logs of their blocks."""
     tokens = frozenset(t.address.lower() for t in chain.tokens)
     calls = [("eth_getBlockByNumber", [hex(n), True]) for n in blocks]
     for attempt in range(1, READ_ATTEMPTS + 1):
         full, hits = await asyncio.gather(
             reads.client.batch(calls), reads.window.transfers_to(address, blocks)
         )
-        numbers = sorted({int(hit["blockNumber"], 16) for hit in hits})
-        logs = await reads.window.token_logs(numbers)
-        raw = RawRange(full, [log for number in numbers for log in logs[number]])
+        numbers = sorted({int(log["blockNumber"], 16) for a in hits for log in a.logs})
+        raw = RawRange(full, await reads.window.token_logs(numbers, anchor=blocks.last))
         try:
+            read = decode_headers(full, blocks)
+            proven_logs(hits, {h.number: h.hash for h in read}, covering=blocks if tokens else None)
             headers, found = await scan_range(
                 chain.name,
                 reads.reader,

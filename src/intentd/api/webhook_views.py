@@ -12,12 +12,14 @@ from uuid import UUID
 
 from intentd.adapters import webhook_endpoints as store
 from intentd.adapters.webhook_endpoints import AttemptRow, Endpoint
+from intentd.adapters.webhook_send_budgets import take_send_call
 from intentd.api.auth import Caller
 from intentd.api.context import Services
 from intentd.api.models import Problem
 from intentd.api.problems import ApiProblem
 from intentd.api.security import errors
 from intentd.settings import ConfigError
+from intentd.webhooks import send_budget
 from intentd.webhooks.secret_box import SecretBox, secret_box
 from intentd.webhooks.targets import TargetRefused, check_url, refusal
 
@@ -33,6 +35,7 @@ __all__ = [
     "require_enabled",
     "responses",
     "sealing_box",
+    "spend_send_call",
 ]
 
 _RESOLVE_SECONDS = 5.0
@@ -147,20 +150,48 @@ def bad_cursor() -> ApiProblem:
 
 _OWN_DESCRIPTIONS = {
     404: "No such endpoint (or delivery) for this key's client and mode",
-    409: "The endpoint is disabled (code webhook_disabled)",
+    409: (
+        "The endpoint is disabled (webhook_disabled: test, redeliver, recover), or the"
+        " client has its maximum of endpoints in this mode (too_many_webhooks: create)"
+    ),
     422: "The URL is refused (webhook_url_*), or a value is unusable",
     503: "Webhooks are not configured on this deployment (webhooks_disabled)",
 }
+_SENDS_LIMITED = (
+    "; webhook_sends_rate_limited: the client's test, redeliver and recover calls"
+    " (webhooks.send_calls_per_minute)"
+)
 
 
-def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI answers of an operation: the common ones plus ``statuses``."""
+def responses(*statuses: int, sends: bool = False) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI answers of an operation: the common ones plus ``statuses`` (``sends``:
+    the operation spends the client's send calls, its 429 says so)."""
     shared = [s for s in statuses if s not in _OWN_DESCRIPTIONS]
     documented = errors(*shared)
     for status in (*statuses, 422):
         if status in _OWN_DESCRIPTIONS:
             documented[status] = {"model": Problem, "description": _OWN_DESCRIPTIONS[status]}
+    if sends:
+        limited = documented[429]
+        documented[429] = {**limited, "description": limited["description"] + _SENDS_LIMITED}
     return documented
+
+
+async def spend_send_call(services: Services, caller: Caller) -> None:
+    """Count a test, redeliver or recover call against the client's budget; a 429
+    ``webhook_sends_rate_limited`` with ``Retry-After`` when it is spent."""
+    per_minute = services.settings.webhooks.send_calls_per_minute
+    async with services.connection() as conn:
+        wait = await take_send_call(conn, caller.client_id, per_minute)
+    if wait > 0:
+        seconds = send_budget.retry_after(wait)
+        raise ApiProblem(
+            429,
+            "webhook_sends_rate_limited",
+            f"this client's test, redeliver and recover calls are limited to {per_minute}"
+            f" a minute; retry after {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
 
 
 def require_enabled(endpoint: Endpoint) -> None:

@@ -131,7 +131,12 @@ def poller_role(
                     resources.push_async_callback(evm.close)
                     chain_reader = evm
                     if reconcile is None:
-                        reconcile = Reconciliation(chain, EvmChainState(client), intents)
+                        reconcile = Reconciliation(
+                            chain,
+                            EvmChainState(client),
+                            intents,
+                            by_transaction=config.reconciled_identity == "transaction",
+                        )
                 poller = Poller(
                     config,
                     reader=chain_reader,

@@ -148,6 +148,7 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
             lambda: datetime.now(UTC),
             max_in_flight=config.max_in_flight,
             per_endpoint=config.per_endpoint_concurrency,
+            per_client=config.per_client_in_flight,
             lease=timedelta(seconds=2 * config.total_timeout + 5),
             idle_poll=config.poll_interval,
         )

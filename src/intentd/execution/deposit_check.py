@@ -14,14 +14,21 @@ chain's ``confirmations``:
   (ERC-20) the ``transfer_index``-th ``Transfer`` log of the token contract in the
   receipt pays the intent address the same amount, or (native) the transaction sends
   the same value to the intent address;
-- for a reconciled deposit (a synthetic ``tx_hash``, ``indexer.balances``): the
-  intent address's balance rose by at least the amount across that block (balance at
-  the block hash minus balance at its parent hash).
+- for the reconciled deposits of a block (ETH that arrived through a contract, found by
+  balance reconciliation, ``indexer.balances``; recorded with no sender): together, per
+  intent address, at most what the second provider's own reconciliation of that block
+  leaves unexplained: the balance at the block hash minus the balance at its parent
+  hash, minus what the block's top-level transactions to and from the address explain
+  by their receipts (the same arithmetic as the poller's, :func:`check_reconciled`). A
+  top-level payment is credited on its own, so it cannot also stand for a claim.
 
-Anything else (missing, other block, other amount, not deep enough) is *unconfirmed*:
-the prefill waits (:func:`retry_delay`), and after ``execution.unconfirmed_alert_after``
-an operator alert is raised (the executor). Nothing is ever paid on an unconfirmed
-deposit, nor dropped.
+Anything else (missing, other block, other amount, not deep enough) is *unconfirmed*
+(:class:`Unconfirmed`): the prefill waits (:func:`retry_delay`), and after
+``execution.unconfirmed_alert_after`` an operator alert is raised (the executor).
+Nothing is ever paid on an unconfirmed deposit, nor dropped. A provider that lags (no
+block at that height, no receipt yet, an error) only makes the prefill wait; when it
+has everything and still says otherwise, the deposit is *contradicted*: evidence that
+the provider that reported it lied or is broken, alerted at once.
 """
 
 from __future__ import annotations
@@ -32,12 +39,15 @@ from typing import Any
 
 from intentd.backoff import Backoff
 from intentd.domain.actions import NATIVE
+from intentd.indexer.balances import explained, is_reconciled, movements, unexplained
+from intentd.indexer.decoding import InconsistentAnswer
 
 __all__ = [
     "TRANSFER_TOPIC",
     "Credited",
-    "check_balance",
+    "Unconfirmed",
     "check_receipt",
+    "check_reconciled",
     "deep_enough",
     "needs_check",
     "retry_delay",
@@ -61,6 +71,23 @@ class Credited:
     amount: int
     block_number: int
     block_hash: str
+    from_address: str = ""
+    """The sender as recorded; the zero address for a reconciled deposit."""
+
+    @property
+    def reconciled(self) -> bool:
+        """Found by balance reconciliation (no transaction to the address pays it)."""
+        return is_reconciled(self.token, self.from_address)
+
+
+@dataclass(frozen=True, slots=True)
+class Unconfirmed:
+    """Why the second provider does not confirm a deposit."""
+
+    reason: str
+    contradicted: bool = False
+    """The provider has the block and everything it needs, and the chain does not pay
+    what was credited: evidence against the provider that reported it, not a lag."""
 
 
 def needs_check(deposits: Sequence[Credited], threshold: int | None) -> bool:
@@ -119,11 +146,46 @@ def _paid(log: Mapping[str, Any]) -> tuple[str, int]:
     return to, int(data, 16) if data != "0x" else 0
 
 
-def check_balance(deposit: Credited, before: int, after: int) -> str | None:
-    """Why a balance change across the deposit's block does not confirm a reconciled
-    deposit, or None when it does (it rose by at least the amount)."""
-    if after - before < deposit.amount:
-        return f"balance rose by {after - before} across the block, not {deposit.amount}"
+def reconciled_movements(address: str, block: Mapping[str, Any]) -> list[str]:
+    """The transactions of ``block`` (full) whose receipts :func:`check_reconciled` needs
+    for ``address``: those to it with value, or from it."""
+    return sorted({m.tx_hash for m in movements([block], {address})})
+
+
+def check_reconciled(
+    claims: Sequence[Credited],
+    block: Mapping[str, Any],
+    receipts: Mapping[str, Mapping[str, Any] | None],
+    before: int,
+    after: int,
+) -> Unconfirmed | None:
+    """Why the reconciled deposits ``claims`` (to one address, in ``block``) are not
+    confirmed, or None when they are.
+
+    ``block`` is the second provider's block (full transactions), ``receipts`` its
+    receipts of :func:`reconciled_movements`, ``before`` and ``after`` the address's
+    balance at the block's parent and at the block. The claims must fit, together, in
+    what the block's top-level transactions leave unexplained.
+    """
+    [address] = {c.to_address for c in claims}
+    number, block_hash = int(str(block["number"]), 16), str(block["hash"]).lower()
+    moved = movements([block], {address})
+    missing = sorted({m.tx_hash for m in moved if receipts.get(m.tx_hash) is None})
+    if missing:
+        return Unconfirmed(f"no receipt of {missing[0]}")
+    found = {m.tx_hash: receipts[m.tx_hash] or {} for m in moved}
+    try:
+        by_tx = explained(moved, found, {number: block_hash})
+    except InconsistentAnswer as exc:
+        return Unconfirmed(str(exc))
+    rise = unexplained(before, after, sum(by_tx.get(address, {}).get(number, {}).values()))
+    claimed = sum(c.amount for c in claims)
+    if claimed > rise:
+        return Unconfirmed(
+            f"{claimed} reconciled in block {number}, but only {rise} is unexplained by its"
+            " transactions",
+            contradicted=True,
+        )
     return None
 
 

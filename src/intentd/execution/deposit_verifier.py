@@ -5,28 +5,41 @@ chain (through the caller's store transaction) and, when the source token's ``ve
 exceeded, asks that chain's second provider (``verify_rpc_urls``) about each of them;
 the rules are in :mod:`intentd.execution.deposit_check`. It answers the reasons the
 deposits are not confirmed (empty: the prefill may be signed). A provider that fails
-to answer is a reason too: the check fails closed.
+to answer, or answers null (it lags), is a reason too: the check fails closed.
+
+Per block height of the deposits: the provider's head and its block at that height in
+one request (so both come from one node behind a load balancer), then the receipts
+the check needs and, for reconciled deposits, the address's balances at the block's
+parent and at the block, all keyed by hash. A deposit the provider *contradicts*
+(:attr:`~intentd.execution.deposit_check.Unconfirmed.contradicted`) is counted in
+``intentd_deposits_contradicted_total{chain}`` with an error log, at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+import structlog
+
+from intentd import observability as metrics
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     Credited,
-    check_balance,
+    Unconfirmed,
     check_receipt,
+    check_reconciled,
     deep_enough,
     needs_check,
+    reconciled_movements,
 )
 from intentd.execution.ports import StoreTransaction
-from intentd.indexer.balances import reconciled_tx_hash
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, Settings
 
 __all__ = ["DepositVerifier", "SecondProvider"]
+
+log = structlog.get_logger()
 
 
 class SecondProvider(Protocol):
@@ -34,12 +47,20 @@ class SecondProvider(Protocol):
     (``adapters.second_provider.RpcSecondProvider``); a node that gives no usable
     answer raises :class:`~intentd.indexer.ports.ChainUnavailable`."""
 
-    async def head(self, tag: str) -> int: ...
-    async def block_hash(self, number: int) -> str | None: ...
-    async def parent_hash(self, block_hash: str) -> str | None: ...
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None: ...
-    async def transaction(self, tx_hash: str) -> dict[str, Any] | None: ...
-    async def balance(self, address: str, block_hash: str) -> int: ...
+    async def view(self, tag: str, number: int, *, full: bool) -> tuple[int, dict[str, Any] | None]:
+        """The number of the head block at ``tag`` and the block at height ``number``
+        (None if the node has none; with its transactions in full when ``full``),
+        answered together by one node."""
+        ...
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> list[dict[str, Any] | None]:
+        """The receipt of each transaction, in order (None: the node has none)."""
+        ...
+
+    async def balances(self, address: str, block_hashes: Sequence[str]) -> list[int]:
+        """The native balance of ``address`` at each block hash, in order."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -93,38 +114,103 @@ class DepositVerifier:
             return [f"chains.{chain.name}.verify_rpc_urls is not configured"]
         try:
             return await confirm(deposits, provider, chain)
-        except (ChainUnavailable, KeyError, ValueError) as exc:
-            return [f"second provider of {chain.name} did not answer: {exc}"]
+        except (ChainUnavailable, KeyError, ValueError, TypeError, AttributeError) as exc:
+            # an error, or an answer of the wrong shape: the prefill waits
+            return [f"second provider of {chain.name} did not answer: {exc!r}"]
 
 
 async def confirm(
-    deposits: list[Credited], provider: SecondProvider, chain: ChainConfig
+    deposits: Sequence[Credited], provider: SecondProvider, chain: ChainConfig
 ) -> list[str]:
     """The reasons ``provider`` does not confirm ``deposits`` (one per deposit)."""
-    head = await provider.head(chain.head)
+    refused: dict[Credited, Unconfirmed] = {}
+    for number in sorted({d.block_number for d in deposits}):
+        at = [d for d in deposits if d.block_number == number]
+        refused.update(await _confirm_block(number, at, provider, chain))
     reasons = []
     for deposit in deposits:
-        reason = await _confirm_one(deposit, provider, head, chain.confirmations)
-        if reason is not None:
-            reasons.append(f"{deposit.tx_hash}: {reason}")
+        found = refused.get(deposit)
+        if found is None:
+            continue
+        if found.contradicted:
+            metrics.DEPOSITS_CONTRADICTED.labels(chain.name).inc()
+            log.error(
+                "the second provider contradicts a credited deposit: the provider that"
+                " reported it lied or is broken; the prefill stays unsent; operator action"
+                " needed",
+                chain=chain.name,
+                tx_hash=deposit.tx_hash,
+                to_address=deposit.to_address,
+                amount=str(deposit.amount),
+                block_number=deposit.block_number,
+                reason=found.reason,
+            )
+        reasons.append(f"{deposit.tx_hash}: {found.reason}")
     return reasons
 
 
-async def _confirm_one(
-    deposit: Credited, provider: SecondProvider, head: int, confirmations: int
-) -> str | None:
+async def _confirm_block(
+    number: int, deposits: Sequence[Credited], provider: SecondProvider, chain: ChainConfig
+) -> dict[Credited, Unconfirmed]:
+    """What ``provider`` does not confirm of ``deposits`` (all recorded at height ``number``)."""
+    full = any(d.token == NATIVE for d in deposits)
+    head, block = await provider.view(chain.head, number, full=full)
+    found = None if block is None else str(block["hash"]).lower()
+    refused = {
+        d: Unconfirmed(why)
+        for d in deposits
+        if (why := _misplaced(d, head, found, chain.confirmations)) is not None
+    }
+    rest = [d for d in deposits if d not in refused]
+    if block is None or found is None or not rest:
+        return refused
+    claims: dict[str, list[Credited]] = {}
+    for deposit in rest:
+        if deposit.reconciled:
+            claims.setdefault(deposit.to_address, []).append(deposit)
+    wanted = {d.tx_hash for d in rest if not d.reconciled}
+    for address in claims:
+        wanted.update(reconciled_movements(address, block))
+    hashes = sorted(wanted)
+    receipts = dict(zip(hashes, await provider.receipts(hashes), strict=True))
+    txs = {str(t["hash"]).lower(): t for t in block["transactions"] if isinstance(t, dict)}
+    for deposit in rest:
+        if not deposit.reconciled:
+            unconfirmed = _by_receipt(deposit, receipts[deposit.tx_hash], txs, found)
+            if unconfirmed is not None:
+                refused[deposit] = unconfirmed
+    for address, of_address in claims.items():
+        before, after = await provider.balances(address, [str(block["parentHash"]).lower(), found])
+        unconfirmed = check_reconciled(of_address, block, receipts, before, after)
+        if unconfirmed is not None:
+            refused.update(dict.fromkeys(of_address, unconfirmed))
+    return refused
+
+
+def _misplaced(deposit: Credited, head: int, found: str | None, confirmations: int) -> str | None:
+    """Why the provider's block at the deposit's height (hash ``found``, None: it has
+    none) and its ``head`` do not hold the deposit's block deep enough, or None."""
+    number = deposit.block_number
     if not deep_enough(deposit, head, confirmations):
-        return f"block {deposit.block_number} not {confirmations} deep at {head}"
-    found = await provider.block_hash(deposit.block_number)
+        return f"block {number} not {confirmations} deep at {head}"
+    if found is None:
+        return f"no block at {number}"
     if found != deposit.block_hash:
-        return f"block {deposit.block_number} is {found}, not {deposit.block_hash}"
-    if deposit.tx_hash == reconciled_tx_hash(deposit.to_address, deposit.block_hash):
-        parent = await provider.parent_hash(deposit.block_hash)
-        if parent is None:
-            return "no parent block"
-        before = await provider.balance(deposit.to_address, parent)
-        after = await provider.balance(deposit.to_address, deposit.block_hash)
-        return check_balance(deposit, before, after)
-    receipt = await provider.receipt(deposit.tx_hash)
-    tx = await provider.transaction(deposit.tx_hash) if deposit.token == NATIVE else None
-    return check_receipt(deposit, receipt, tx)
+        return f"block {number} is {found}, not {deposit.block_hash}"
+    return None
+
+
+def _by_receipt(
+    deposit: Credited,
+    receipt: dict[str, Any] | None,
+    txs: Mapping[str, Mapping[str, Any]],
+    block_hash: str,
+) -> Unconfirmed | None:
+    """Why a transaction deposit is not confirmed by its receipt (and, native, by the
+    transaction in the block), or None. Contradicted when both are there and disagree."""
+    why_not = check_receipt(deposit, receipt, txs.get(deposit.tx_hash))
+    if why_not is None:
+        return None
+    in_block = receipt is not None and str(receipt.get("blockHash", "")).lower() == block_hash
+    seen = deposit.token != NATIVE or deposit.tx_hash in txs
+    return Unconfirmed(why_not, contradicted=in_block and seen)

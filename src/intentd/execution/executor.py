@@ -11,10 +11,12 @@ A thin loop over the ports of ``execution.ports``; the steps live in
   leaves a ``signed`` row that the next tick (or the next process) broadcasts; a
   crash after it leaves a ``signed`` row whose bytes the node already has:
   re-sending them is harmless. New transactions are signed only for new work.
-- Each tick reads every open nonce group's receipts; a group is final at the chain's
-  confirmation depth. A stuck transaction is re-broadcast if the node forgot it, or
-  else replaced by one with the same nonce and higher fees; whichever of them is
-  mined wins, the others are dropped.
+- Each tick judges every open nonce group from one node's view (head, count at the
+  depth block, receipts, in one request); a group is final at the chain's
+  confirmation depth. A nonce used by another transaction is decided only on proof
+  (that transaction found in a block), never on an absent receipt. A stuck
+  transaction is re-broadcast if the node forgot it, or else replaced by one with the
+  same nonce and higher fees; whichever of them is mined wins, the others are dropped.
 - Results (``sent`` once per action, then ``confirmed`` or ``failed``) go through the
   outbox in the transaction of the change they report.
 - A prefill whose intent's deposits are above the source token's ``verify_above`` is

@@ -13,7 +13,11 @@ Contracts the executor relies on:
   handed out by :meth:`StoreTransaction.allocate_nonce` is never handed out again once
   its transaction commits.
 - :class:`ChainWriter`: reads may raise :class:`~intentd.indexer.ports.ChainUnavailable`
-  (the adapters' RPC errors; the loop retries the tick); :meth:`ChainWriter.send_raw`
+  (the adapters' RPC errors; the loop retries the tick). :meth:`ChainWriter.view` is
+  one request answered by one node (a load balancer routes a request to one backend),
+  so its answers can be checked against each other (``execution.evidence``);
+  :meth:`ChainWriter.nonce_use` answers only what one node's answer proves.
+  :meth:`ChainWriter.send_raw`
   answers a node's refusal as a :class:`SendOutcome` and raises only when no node
   answered (:class:`~intentd.indexer.ports.NoAnswer`).
 - :class:`Lease`: :meth:`Lease.check` raises when this process may no longer lead the
@@ -38,9 +42,10 @@ from typing import Protocol
 
 from intentd.domain.actions import Action, ActionStatus, SignerKind
 from intentd.execution.deposit_check import Credited
+from intentd.execution.evidence import ChainView
 from intentd.execution.gas import Fees
 from intentd.execution.planning import Purpose, TxPlan
-from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
+from intentd.execution.tracking import OPEN_STATUSES, NonceUse, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
 __all__ = [
@@ -117,8 +122,25 @@ class ChainWriter(Protocol):
         """Transaction counts at ``block`` (``latest``, ``pending`` or a hex number)."""
         ...
 
-    async def receipts(self, hashes: Sequence[str]) -> dict[str, Receipt | None]:
-        """Each hash's receipt on the chain as it is now (None: not in a block)."""
+    @property
+    def view_size(self) -> int:
+        """The most calls one :meth:`view` carries: the head, a count per signer, a
+        receipt per hash (the provider's batch limit)."""
+        ...
+
+    async def view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
+        """In one request to one node: its head, the signers' transaction counts at
+        ``block`` and each hash's receipt (None: not in a block that node shows)."""
+        ...
+
+    async def nonce_use(
+        self, signer: str, nonce: int, through: int, ours: Sequence[str]
+    ) -> NonceUse | None:
+        """The transaction that used ``signer``'s ``nonce`` in a block at or below
+        ``through`` (where the signer's count is past it), with its receipt if it is one
+        of ``ours``: found by counts at block numbers (``execution.evidence.NonceSearch``)
+        and proven by one node's answer about that block
+        (``execution.evidence.prove_use``); None when nothing proves it."""
         ...
 
     async def known(self, hashes: Sequence[str]) -> dict[str, bool]:

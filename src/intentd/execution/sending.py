@@ -12,7 +12,11 @@ Guarantees:
   the action's first transfer, puts the ``sent`` result in the outbox in the same
   store transaction (under the action's row lock: once per action). A refusal or no
   answer leaves the row ``signed``: the next tick broadcasts the same bytes again,
-  which is harmless. "Nonce too low" is left to the receipts (ours mined, or not).
+  which is harmless. "Nonce too low" is left to the settler: ours mined, or another
+  transaction proven in a block (``execution.settling``); it is never read as either.
+- Reconciling a signer never lowers its next nonce: it is the highest of the stored
+  one, the chain's pending count and every recorded nonce + 1, so a node that lags
+  (a low pending count) cannot make a used nonce be handed out again.
 """
 
 from __future__ import annotations
@@ -151,7 +155,7 @@ class Sender:
                 metrics.CHAIN_TRANSACTIONS.labels(self._name, purpose.value, "sent").inc()
                 log.info("transaction sent", outcome=outcome.value)
             elif outcome is SendOutcome.NONCE_TOO_LOW:
-                log.info("nonce already used; receipts will tell by whom", error=message)
+                log.info("nonce already used; the settler will prove by whom", error=message)
             else:
                 metrics.SEND_REFUSALS.labels(self._name, outcome.value).inc()
                 log.warning(

@@ -2,18 +2,26 @@
 
 Guarantees:
 
-- Each tick reads the head, then every open signer's nonce count at the newest block
-  at confirmation depth, then the receipts of every open transaction (nonces before
-  receipts: a transaction mined in between shows as mined, never as consumed).
+- Each tick reads a head, then, in one request answered by one node
+  (``ChainWriter.view``), that node's head, every open signer's transaction count at
+  the newest block at confirmation depth, and the receipts of every open transaction
+  (in packs that fit one request; a group is judged from the view that carried its
+  receipts and its signer's count). A view from a node below that block, or showing a
+  receipt above its own head, decides nothing this tick (``execution.evidence``).
 - A group is final at the chain's confirmation depth: the winner ``confirmed`` (the
   action confirmed, the ``confirmed`` result in the outbox) or ``reverted`` (a failed
   attempt), the others ``dropped``, all in one store transaction under the action's
   row lock (compare-and-set: done once even if two executors run).
 - Mined above depth: recorded ``mined`` and waited on; a reorg that takes it out sends
   it back to ``sent`` (the same bytes go out again when it is stuck).
-- None mined but the nonce used at depth by a transaction that is not ours: the group
-  is ``dropped``, the attempt failed, the signer reconciled again before its next nonce.
-  A foreign transaction above depth may still be reorged out for ours: not acted on.
+- The nonce used at depth and no receipt of ours read: an absent receipt is no
+  evidence. The transaction that used the nonce is looked for in a block
+  (``ChainWriter.nonce_use``). Ours: final once its receipt is read with the block.
+  Another one: the group is ``dropped``, the attempt failed (its hash and block in
+  the error), the signer reconciled again before its next nonce. Not found, or the
+  answers disagree: nothing is decided, signed, replaced or re-broadcast for the
+  group (``intentd_settle_undecided_total``); the next tick looks again. A foreign
+  transaction above depth may still be reorged out for ours: not acted on.
 - Signed, never sent (a crash between record and broadcast): broadcast, never signed
   anew. A confirmed gas top-up is followed by the transfer (``execution.starting``).
 """
@@ -24,6 +32,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
+from intentd.execution.evidence import ChainView, pack_groups, view_problem
 from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
 from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
@@ -34,13 +43,16 @@ from intentd.execution.tracking import (
     Consumed,
     Final,
     Included,
+    NonceUse,
     Pending,
     Receipt,
     Tx,
     TxStatus,
+    Unexplained,
     Verdict,
     depth_block,
     judge_group,
+    judge_use,
     newly_included,
     next_transfer_due,
     nonce_groups,
@@ -48,6 +60,7 @@ from intentd.execution.tracking import (
 from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
+from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
 
 __all__ = ["Settler"]
@@ -82,39 +95,60 @@ class Settler:
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
 
     async def track(self) -> None:
-        """Advance every action in flight by what its receipts say."""
+        """Advance every action in flight by what one node's view of the chain proves."""
         async with self._store.transaction() as work:
             inflight = await work.submitted_actions()
         if not inflight:
             return
-        groups = {action.id: nonce_groups(txs) for action, txs in inflight}
-        open_txs = [tx for gs in groups.values() for g in gs for tx in g]
-        signers = sorted({tx.signer for tx in open_txs})
+        for action, txs in inflight:
+            if not nonce_groups(txs) and next_transfer_due(txs):
+                with structlog.contextvars.bound_contextvars(
+                    intent_id=action.intent_id, action_id=action.id
+                ):
+                    await self._starter.sign_transfer(action)
+        grouped = [(action, group) for action, txs in inflight for group in nonce_groups(txs)]
+        if not grouped:
+            return
         # A nonce counts as used by another transaction only at confirmation depth: a
         # shallower one may be reorged out, and ours (dropped, its action retried with a
         # new nonce) mined in its place.
-        head = await self._writer.head()
-        deep = hex(depth_block(head, self._chain.confirmations))
-        mined_nonces = await self._writer.nonces(signers, deep) if signers else {}
-        receipts = await self._writer.receipts([tx.tx_hash for tx in open_txs]) if open_txs else {}
-        for action, txs in inflight:
-            with structlog.contextvars.bound_contextvars(
-                intent_id=action.intent_id, action_id=action.id
-            ):
-                if not groups[action.id]:
-                    if next_transfer_due(txs):
-                        await self._starter.sign_transfer(action)
-                    continue
-                for group in groups[action.id]:
+        deep = depth_block(await self._writer.head(), self._chain.confirmations)
+        for pack in pack_groups(grouped, self._writer.view_size):
+            signers = sorted({group[0].signer for _, group in pack})
+            hashes = [tx.tx_hash for _, group in pack for tx in group]
+            view = await self._writer.view(signers, hashes, deep)
+            problem = view_problem(view, asked=deep)
+            if problem is not None:
+                metrics.SETTLE_UNDECIDED.labels(self._name, "view").inc()
+                log.warning("chain view inconsistent; no verdict this tick", problem=problem)
+                continue
+            for action, group in pack:
+                with structlog.contextvars.bound_contextvars(
+                    intent_id=action.intent_id, action_id=action.id
+                ):
                     verdict = judge_group(
                         group,
-                        receipts,
-                        head=head,
+                        view.receipts,
+                        head=view.head,
                         confirmations=self._chain.confirmations,
-                        mined_nonces=mined_nonces.get(group[0].signer),
+                        mined_nonces=view.nonces.get(group[0].signer),
                         stuck_after=self._config.stuck_after,
                     )
+                    if isinstance(verdict, Unexplained):
+                        verdict = await self._prove(verdict, view, deep)
                     await self._apply(action, verdict)
+
+    async def _prove(self, unexplained: Unexplained, view: ChainView, deep: int) -> Verdict:
+        """Look for the transaction that used the group's nonce and judge on what is found."""
+        first = unexplained.txs[0]
+        ours = [tx.tx_hash for tx in unexplained.txs]
+        try:
+            use = await self._writer.nonce_use(first.signer, first.nonce, deep, ours)
+        except ChainUnavailable as exc:
+            return Unexplained(unexplained.txs, f"looking for the nonce's transaction: {exc}")
+        return judge_use(
+            unexplained.txs, use, head=view.head, confirmations=self._chain.confirmations
+        )
 
     async def _apply(self, action: Action, verdict: Verdict) -> None:
         match verdict:
@@ -130,8 +164,17 @@ class Settler:
                     log.info(
                         "transaction mined", tx_hash=winner.tx_hash, block=receipt.block_number
                     )
-            case Consumed(txs):
-                await self._consumed(action, txs)
+            case Consumed(txs, use):
+                await self._consumed(action, txs, use)
+            case Unexplained(txs, reason):
+                metrics.SETTLE_UNDECIDED.labels(self._name, "nonce_unproven").inc()
+                log.warning(
+                    "nonce used with no receipt of ours and no proof of who used it;"
+                    " waiting, nothing signed",
+                    signer=txs[0].signer,
+                    nonce=txs[0].nonce,
+                    reason=reason,
+                )
             case Pending(unsent, unmined, stale, newest):
                 if newest.status is TxStatus.SENT:
                     crash_point("executor.awaiting_receipt")
@@ -196,8 +239,9 @@ class Settler:
         if sign_transfer:
             await self._starter.sign_transfer(action)
 
-    async def _consumed(self, action: Action, txs: tuple[Tx, ...]) -> None:
-        """Our nonce was used by a transaction that is not ours: this attempt failed."""
+    async def _consumed(self, action: Action, txs: tuple[Tx, ...], use: NonceUse) -> None:
+        """Our nonce was used by a transaction that is not ours (``use``, found in a block
+        at depth): this attempt failed."""
         first = txs[0]
         async with self._store.transaction() as work:
             locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
@@ -205,9 +249,18 @@ class Settler:
                 return
             for tx in txs:
                 await work.set_tx_status(tx.id, TxStatus.DROPPED)
-            error = f"nonce {first.nonce} of {first.signer} used by another transaction"
+            error = (
+                f"nonce {first.nonce} of {first.signer} used by another transaction:"
+                f" {use.tx_hash} in block {use.block_number} ({use.block_hash})"
+            )
             await failed_attempt(work, locked, error, policy=self._policy, chain=self._name)
         self._sender.forget(first.signer)
         for tx in txs:
             metrics.CHAIN_TRANSACTIONS.labels(self._name, tx.purpose.value, "dropped").inc()
-        log.warning("nonce consumed by another transaction", signer=first.signer, nonce=first.nonce)
+        log.warning(
+            "nonce consumed by another transaction",
+            signer=first.signer,
+            nonce=first.nonce,
+            by=use.tx_hash,
+            block=use.block_number,
+        )

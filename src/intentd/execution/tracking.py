@@ -2,19 +2,25 @@
 
 All transactions an action's signer signed with one nonce form a *group*: the
 first one and its same-nonce replacements. At most one of them can be mined, and
-every one may be until one is. Each tick the executor reads the receipts of every
-hash of every open group (and the signer's mined nonce count), and
+every one may be until one is. Each tick the executor reads, from one node in one
+request (``execution.evidence``), the receipts of every hash of every open group and
+the signer's transaction count at the newest block at confirmation depth, and
 :func:`judge_group` says what follows:
 
 - :class:`Final`: one of them is mined at the chain's confirmation depth; the
   others are dropped; it either succeeded or reverted.
 - :class:`Included`: one is mined, not yet deep enough: wait (a reorg may undo it).
-- :class:`Consumed`: none of ours is mined yet the signer's nonce moved past it at
-  confirmation depth: something else used the nonce; every hash of the group is dropped.
+- :class:`Unexplained`: none of ours has a receipt, yet the signer's count passed the
+  nonce at confirmation depth. An absent receipt proves nothing (a node whose receipt
+  index lags, a backend behind the others): the transaction that used the nonce must be
+  found in a block (:class:`NonceUse`), and :func:`judge_use` decides on that proof:
+  ours (then final, once its receipt is read) or another one (:class:`Consumed`, every
+  hash of the group dropped, its hash the evidence). Without proof: no verdict, the
+  group waits; nothing is signed again, replaced or re-broadcast.
 - :class:`Pending`: nothing mined. Broadcast what was signed and never sent
   (a crash between record and send), and say whether the newest transaction has
   waited longer than ``stuck_after`` (then it is re-broadcast if the node forgot it,
-  else replaced with higher fees).
+  else replaced with higher fees: the same nonce, so at most one is ever mined).
 """
 
 from __future__ import annotations
@@ -31,14 +37,17 @@ __all__ = [
     "Consumed",
     "Final",
     "Included",
+    "NonceUse",
     "Pending",
     "Receipt",
     "Tx",
     "TxStatus",
+    "Unexplained",
     "Verdict",
     "at_depth",
     "depth_block",
     "judge_group",
+    "judge_use",
     "newly_included",
     "next_transfer_due",
     "nonce_groups",
@@ -113,8 +122,31 @@ class Included:
 
 
 @dataclass(frozen=True, slots=True)
+class NonceUse:
+    """The transaction that used a signer's nonce, found in a block (the proof)."""
+
+    block_number: int
+    block_hash: str
+    tx_hash: str
+    receipt: Receipt | None
+    """Its receipt, read with the block from the same node, when that node has it."""
+
+
+@dataclass(frozen=True, slots=True)
 class Consumed:
+    """Another transaction used the nonce, at confirmation depth: ``use`` is the proof."""
+
     txs: tuple[Tx, ...]
+    use: NonceUse
+
+
+@dataclass(frozen=True, slots=True)
+class Unexplained:
+    """No verdict this tick: the nonce is used at depth and no receipt of ours was read,
+    and nothing yet proves who used it (``reason``). The group waits as it is."""
+
+    txs: tuple[Tx, ...]
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +160,7 @@ class Pending:
     newest: Tx
 
 
-Verdict = Final | Included | Consumed | Pending
+Verdict = Final | Included | Consumed | Unexplained | Pending
 
 
 def at_depth(block_number: int, head: int, confirmations: int) -> bool:
@@ -168,10 +200,12 @@ def judge_group(
 ) -> Verdict:
     """The verdict on one nonce group (``txs`` ordered oldest first, same signer and nonce).
 
+    ``receipts`` and ``head`` come from one node's answer (``execution.evidence``);
     ``mined_nonces`` is the signer's transaction count at the newest block at
     confirmation depth (a shallower transaction that used the nonce may yet be reorged
-    out for one of ours), read *before* the receipts (so a transaction mined in between
-    is seen as mined, never as consumed); None if unknown.
+    out for one of ours) from the same answer; None if unknown. A count past the nonce
+    with no receipt is :class:`Unexplained`, never :class:`Consumed`: the proof is
+    :func:`judge_use`'s.
     """
     if not txs:
         raise ValueError("a nonce group has at least one transaction")
@@ -185,15 +219,46 @@ def judge_group(
             return Final(winner, receipt, tuple(tx for tx in txs if tx is not winner))
         return Included(winner, receipt)
     if mined_nonces is not None and mined_nonces > nonce:
-        return Consumed(tuple(txs))
+        return Unexplained(tuple(txs), f"nonce {nonce} used at depth; no receipt of ours read")
     newest = txs[-1]
     stale = newest if newest.status is TxStatus.SENT and newest.age >= stuck_after else None
     return Pending(
         unsent=tuple(tx for tx in txs if tx.status is TxStatus.SIGNED),
-        unmined=tuple(tx for tx in txs if tx.status is TxStatus.MINED),
+        # recorded mined in a block this node has, and no receipt there now: a reorg
+        # (a node that has not reached that block yet proves nothing)
+        unmined=tuple(
+            tx
+            for tx in txs
+            if tx.status is TxStatus.MINED and (tx.block_number is None or tx.block_number <= head)
+        ),
         stale=stale,
         newest=newest,
     )
+
+
+def judge_use(
+    txs: Sequence[Tx], use: NonceUse | None, *, head: int, confirmations: int
+) -> Final | Consumed | Unexplained:
+    """The verdict on an :class:`Unexplained` group once the transaction that used its
+    nonce was looked for (``use``; None: not found, or the answers disagreed).
+
+    Ours found: :class:`Final` with its receipt (read from the node that showed the
+    block), or still :class:`Unexplained` while no receipt of it can be read. Another
+    one found at depth: :class:`Consumed`. Anything else proves nothing.
+    """
+    group = tuple(txs)
+    if use is None:
+        return Unexplained(group, "no transaction found in a block on the nonce")
+    if not at_depth(use.block_number, head, confirmations):
+        return Unexplained(group, f"the nonce was used in block {use.block_number}, above depth")
+    for winner in group:
+        if winner.tx_hash == use.tx_hash:
+            if use.receipt is None or use.receipt.tx_hash != winner.tx_hash:
+                return Unexplained(
+                    group, f"ours ({winner.tx_hash}) is in block {use.block_number}; no receipt yet"
+                )
+            return Final(winner, use.receipt, tuple(tx for tx in group if tx is not winner))
+    return Consumed(group, use)
 
 
 def next_transfer_due(history: Sequence[Tx]) -> bool:

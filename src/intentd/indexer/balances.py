@@ -12,19 +12,23 @@ address is an externally owned account without code, so its balance changes only
   system credit): money that really arrived.
 
 So over any block, ``balance after - balance before - what the block's top-level
-transactions explain`` is the value that arrived by other means. This module computes
-that remainder per block and makes each positive one a *reconciled deposit*:
+transactions explain`` (:func:`unexplained`) is the value that arrived by other means.
+This module computes that remainder per block and makes each positive one a
+*reconciled deposit*:
 
-- its id is stable and deterministic: the synthetic transaction hash
-  :func:`reconciled_tx_hash` of (address, block hash), ``log_index`` -1. The same block
-  always gives the same deposit with the same amount, whatever batch it was read in, by
-  the poller or by trigger-processing; a block orphaned by a reorg takes its deposit
-  with it (the poller's retraction mechanism retracts it like any other);
 - it never counts a top-level payment twice: those are explained, so subtracted;
 - fee components a receipt does not show are not subtracted, which can only make a
   remainder smaller (an under-credit, never an over-credit): the fee of a transaction
   is ``gasUsed * effectiveGasPrice`` plus the OP-stack ``l1Fee`` and the blob fee when
-  the receipt has them.
+  the receipt has them;
+- here it is identified by its block: the synthetic transaction hash
+  :func:`reconciled_tx_hash` of (address, block hash), ``log_index`` -1. The same block
+  always gives the same deposit with the same amount, whatever batch it was read in.
+  :mod:`intentd.indexer.reconciled_ids` then identifies it by the transaction(s) that
+  caused it, so that a reorg that mines them again elsewhere keeps its identity.
+
+The same arithmetic (:func:`explained`, :func:`unexplained`) is what the executor's
+second provider recomputes before a prefill (``execution.deposit_verifier``).
 
 Only the addresses of intents whose ``tokenIn`` is the native coin of the chain are
 reconciled, and only in blocks inside :class:`Reconciled` windows (from a little before
@@ -38,7 +42,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from intentd.indexer.decoding import NATIVE, BlockHeader, ChainTransfer
+from intentd.indexer.decoding import NATIVE, BlockHeader, ChainTransfer, InconsistentAnswer
 from intentd.messages import NATIVE_LOG_INDEX
 
 __all__ = [
@@ -48,11 +52,14 @@ __all__ = [
     "UNKNOWN_SENDER",
     "Movement",
     "Reconciled",
+    "explained",
     "explained_change",
     "fee",
+    "is_reconciled",
     "movements",
     "reconciled_deposits",
     "reconciled_tx_hash",
+    "unexplained",
 ]
 
 BEFORE_CREATION = 300
@@ -150,8 +157,50 @@ def explained_change(movement: Movement, receipt: Mapping[str, Any]) -> int:
     return change
 
 
+def explained(
+    moved: Sequence[Movement],
+    receipts: Mapping[str, Mapping[str, Any]],
+    block_hashes: Mapping[int, str],
+) -> dict[str, dict[int, dict[str, int]]]:
+    """What each of the ``moved`` transactions explains of its address's balance change:
+    ``{address: {block number: {tx hash: wei}}}``.
+
+    ``receipts`` by transaction hash; ``block_hashes`` the hash of each block read, by
+    number. A receipt from another block than the transaction's raises
+    :class:`~intentd.indexer.decoding.InconsistentAnswer` (the node reorganised between
+    the reads, or answered from another fork).
+    """
+    found: dict[str, dict[int, dict[str, int]]] = {}
+    for movement in moved:
+        receipt = receipts[movement.tx_hash]
+        if str(receipt.get("blockHash", "")).lower() != block_hashes.get(movement.block_number):
+            raise InconsistentAnswer(
+                f"receipt of {movement.tx_hash} is not from block {movement.block_number}"
+            )
+        by_tx = found.setdefault(movement.address, {}).setdefault(movement.block_number, {})
+        by_tx[movement.tx_hash] = by_tx.get(movement.tx_hash, 0) + explained_change(
+            movement, receipt
+        )
+    return found
+
+
+def unexplained(before: int, after: int, explained_total: int) -> int:
+    """What arrived otherwise than by the top-level transactions: the balance change
+    minus what those transactions explain (``explained_total``, wei; positive: value
+    arrived by internal calls)."""
+    return after - before - explained_total
+
+
+def is_reconciled(token: str, from_address: str) -> bool:
+    """Whether a deposit as recorded is a reconciled one (found by its address's
+    balance, not by a transaction to it): native, with no sender."""
+    return token.lower() == NATIVE and from_address.lower() == UNKNOWN_SENDER
+
+
 def reconciled_tx_hash(address: str, block_hash: str) -> str:
-    """The synthetic transaction hash of the reconciled deposit to ``address`` in a block.
+    """The synthetic transaction hash of the reconciled deposit to ``address`` in a block,
+    identified by the block (when no transaction accounts for it, see
+    :mod:`intentd.indexer.reconciled_ids`, and for the deposits recorded before).
 
     Not a transaction on chain: an identity, the same for the same block on every read.
     """
@@ -165,7 +214,8 @@ def reconciled_deposits(
     balances: Sequence[int],
     explained: Mapping[int, int],
 ) -> list[ChainTransfer]:
-    """The reconciled deposits to ``reconciled.address`` in ``headers``.
+    """The reconciled deposits to ``reconciled.address`` in ``headers``, identified by
+    their blocks.
 
     ``balances[0]`` is the address's balance before the first block, ``balances[i + 1]``
     after block ``headers[i]``; ``explained`` is what the block's top-level transactions
@@ -175,7 +225,7 @@ def reconciled_deposits(
         raise ValueError(f"{len(headers)} blocks need {len(headers) + 1} balances")
     found = []
     for i, header in enumerate(headers):
-        amount = balances[i + 1] - balances[i] - explained.get(header.number, 0)
+        amount = unexplained(balances[i], balances[i + 1], explained.get(header.number, 0))
         if amount > 0 and reconciled.covers(header.timestamp):
             found.append(
                 ChainTransfer(

@@ -253,9 +253,13 @@ def find_deposits(
     blocks_range: BlockRange,
     tokens: Collection[str],
     watched: WatchedAddresses,
+    *,
+    headers: list[BlockHeader] | None = None,
 ) -> Found:
-    """Headers of the range, its token deposits and its native candidates."""
-    headers = decode_headers(blocks, blocks_range)
+    """Headers of the range, its token deposits and its native candidates
+    (``headers``: the blocks' headers if the caller decoded them already)."""
+    if headers is None:
+        headers = decode_headers(blocks, blocks_range)
     natives: list[NativeCandidate] = []
     for block, header in zip(blocks, headers, strict=True):
         if block["transactions"]:

@@ -7,13 +7,14 @@ at that height, until the block is ``final_depth`` blocks below the head.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from typing import Any
 
 from intentd.domain.deposits import Deposit
-from intentd.indexer.decoding import ChainTransfer
+from intentd.indexer.decoding import NATIVE, TRANSFER_TOPIC, ChainTransfer
 
-__all__ = ["Verdict", "find_again", "judge"]
+__all__ = ["Verdict", "find_again", "judge", "shows_transfer"]
 
 
 class Verdict(StrEnum):
@@ -74,3 +75,25 @@ def find_again(found: Sequence[ChainTransfer], recorded: Deposit) -> ChainTransf
         ):
             return deposit
     return None
+
+
+def shows_transfer(receipt: Mapping[str, Any], recorded: Deposit) -> bool:
+    """Whether ``receipt`` (a token transfer's transaction, mined again) still makes the
+    recorded transfer: the ``transfer_index``-th ``Transfer`` log of its token (for a
+    record made before identities existed, any one of them) pays its recipient its
+    amount. Always False for the native coin, which no log shows."""
+    if recorded.token == NATIVE:
+        return False
+    paid = []
+    for log in receipt.get("logs") or []:
+        topics = log.get("topics") or []
+        if str(log.get("address", "")).lower() != recorded.token or len(topics) < 3:
+            continue
+        if str(topics[0]).lower() != TRANSFER_TOPIC:
+            continue
+        data = str(log.get("data") or "0x")
+        paid.append(("0x" + str(topics[2])[-40:].lower(), int(data, 16) if data != "0x" else 0))
+    wanted = (recorded.to_address, recorded.amount)
+    if recorded.transfer_index is None:
+        return wanted in paid
+    return 0 <= recorded.transfer_index < len(paid) and paid[recorded.transfer_index] == wanted

@@ -15,7 +15,13 @@ Guarantees (see ``docs/indexer.md``):
 - A batch that does not extend the cursor makes the poller walk back to the common
   ancestor, rewind, and retract the published deposits the new chain lacks (before
   publishing the new chain's deposits). A reorg deeper than the remembered window
-  stops the poller with :class:`~intentd.indexer.reorg.DeepReorgError`.
+  stops the poller with :class:`~intentd.indexer.reorg.DeepReorgError`. A walk-back
+  node without a block at a remembered height lags: no reorg is decided on its word.
+- A read that fails (no usable answer: :class:`~intentd.indexer.ports.ChainUnavailable`
+  after the RPC client's retries) or does not fit together (answers from two forks,
+  logs not proven whole, see ``indexer.coverage``) is read again after a backoff, for
+  as long as it takes (``indexer.read_failures``): the cursor neither moves past blocks
+  not proven nor back on a lagging node's word, and the poller does not exit for it.
 """
 
 from __future__ import annotations
@@ -28,13 +34,13 @@ from datetime import UTC, datetime
 import structlog
 
 from intentd import observability as metrics
-from intentd.backoff import Backoff
 from intentd.faults import crash_point
 from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
-from intentd.indexer.ports import ChainReader, PollerStore, Publisher, RawRange
+from intentd.indexer.ports import ChainReader, ChainUnavailable, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
 from intentd.indexer.range_deposits import scan_range
+from intentd.indexer.read_failures import ReadFailures
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -42,19 +48,12 @@ from intentd.messages import OutgoingMessage, encode
 from intentd.settings import ChainConfig
 from intentd.wait import wait_any
 
-__all__ = ["Poller", "TornReads"]
+__all__ = ["Poller"]
 
 log = structlog.get_logger()
 
 IDLE_REFRESH = 0.25
 """Seconds between watched-set refreshes while caught up."""
-MAX_TORN_READS = 10
-"""Consecutive self-contradicting reads of a range before the poller gives up."""
-
-
-class TornReads(Exception):
-    """The node kept answering a range from different forks; something is wrong with it."""
-
 
 _Fetch = tuple[BlockRange, "asyncio.Task[RawRange]"]
 
@@ -78,6 +77,7 @@ class Poller:
         reconciliation: Reconciliation | None = None,
         idle_refresh: float = IDLE_REFRESH,
         torn_backoff: float = 0.05,
+        read_backoff_cap: float = 5.0,
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
         self._config = config
@@ -90,14 +90,14 @@ class Poller:
         self._reconciliation = reconciliation
         self._tokens = frozenset(token.address.lower() for token in config.tokens)
         self._idle_refresh = idle_refresh
-        self._torn_backoff = torn_backoff
+        self._failures = ReadFailures(self._chain, base=torn_backoff, cap=read_backoff_cap)
+        self._stop = asyncio.Event()  # run's, once it runs
         self._wall_clock_ms = wall_clock_ms
         self._cursor = Cursor(-1, None)
         self._chain_time: datetime | None = None  # of the newest block read (the window's)
         self._head = -1  # confirmed head, as last read
         self._head_behind = False
         self._orphans_pending = False
-        self._torn_reads = 0
         self._started = False
 
     @property
@@ -125,26 +125,36 @@ class Poller:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process blocks until ``stop`` is set; the batch in hand is finished first."""
+        """Process blocks until ``stop`` is set; the batch in hand is finished first.
+
+        A chain read that fails is read again after a backoff (see the module)."""
+        self._stop = stop
         if not self._started:
             await self.start()
         pending: _Fetch | None = None
         try:
             while not stop.is_set():
-                if pending is None:
-                    blocks = await self._plan()
-                    if blocks is None:
-                        await self._idle(stop)
-                        continue
-                    pending = self._fetch(blocks)
-                blocks, task = pending
-                raw = await task
-                # Read ahead while this batch is matched and published; dropped if it fails.
-                ahead = next_range(blocks.last, self._head, self._config.batch_size)
-                pending = self._fetch(ahead) if ahead is not None else None
-                if not await self._apply(blocks, raw):
+                try:
+                    if pending is None:
+                        blocks = await self._plan()
+                        if blocks is None:
+                            await self._idle(stop)
+                            continue
+                        pending = self._fetch(blocks)
+                    blocks, task = pending
+                    raw = await task
+                    # Read ahead while this batch is matched and published; dropped if it fails.
+                    ahead = next_range(blocks.last, self._head, self._config.batch_size)
+                    pending = self._fetch(ahead) if ahead is not None else None
+                    if await self._apply(blocks, raw):
+                        self._failures.succeeded()
+                    else:
+                        await _cancel(pending)
+                        pending = None
+                except ChainUnavailable as exc:  # nothing was published: read again
                     await _cancel(pending)
                     pending = None
+                    await self._read_again("unavailable", repr(exc))
         finally:
             await _cancel(pending)
 
@@ -222,7 +232,6 @@ class Poller:
         if linkage is Linkage.FORKED:
             await self._rewind()
             return False
-        self._torn_reads = 0
         await self._publish_and_advance(headers, deposits)
         log.debug("batch done", blocks=str(blocks), deposits=len(deposits))
         return True
@@ -271,17 +280,26 @@ class Poller:
             )
 
     async def _torn(self, blocks: BlockRange, reason: str) -> None:
-        """Count a self-contradicting read; wait a moment (the node is mid-reorg) or give up."""
-        self._torn_reads += 1
-        log.warning("inconsistent read; reading again", blocks=str(blocks), reason=reason)
-        if self._torn_reads > MAX_TORN_READS:
-            raise TornReads(f"{self._chain}: blocks {blocks} read inconsistently: {reason}")
-        await asyncio.sleep(Backoff(self._torn_backoff, cap=2.0).delay(self._torn_reads))
+        """A self-contradicting read (a node mid-reorg, two nodes apart): wait, read again."""
+        await self._read_again("inconsistent", f"blocks {blocks}: {reason}")
+
+    async def _read_again(self, reason: str, error: str) -> None:
+        """Count a failed read and wait its backoff (or until stop) before the next."""
+        delay = self._failures.failed(reason, error, f"{self._cursor.number + 1}..")
+        await wait_any(self._stop, within=delay)
 
     async def _rewind(self) -> None:
         """Walk back to the common ancestor and rewind the cursor there."""
         remembered = await self._store.remembered_blocks()
         canonical = await self._reader.block_hashes(sorted(remembered))
+        lacking = sorted(n for n in remembered if canonical.get(n) is None)
+        if lacking:
+            # A node behind our cursor says nothing of a reorg: only another block does.
+            await self._read_again(
+                "lagging",
+                f"the node has no block at remembered heights {lacking[0]}..{lacking[-1]}",
+            )
+            return
         ancestor = common_ancestor(remembered, canonical)  # raises DeepReorgError
         if ancestor == self._cursor:
             # The node's answers disagree with each other (e.g. a lagging failover node).
@@ -298,7 +316,6 @@ class Poller:
         )
         self._cursor = ancestor
         self._orphans_pending = True
-        self._torn_reads = 0
 
 
 async def _cancel(pending: _Fetch | None) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
+from intentd.indexer.coverage import LogsAnswer
 from intentd.indexer.decoding import BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.reorg import Cursor, PublishedDeposit
@@ -49,8 +50,14 @@ class RawRange:
 
     blocks: list[dict[str, Any]]
     """``eth_getBlockByNumber(n, true)`` for each block of the range, in height order."""
-    logs: list[dict[str, Any]]
-    """``Transfer`` logs of the chain's configured tokens over the range."""
+    answers: list[LogsAnswer]
+    """``Transfer`` logs of the chain's configured tokens over the range, as answered,
+    each with its proof (``indexer.coverage``); none when the chain lists no token."""
+
+    @property
+    def logs(self) -> list[dict[str, Any]]:
+        """The logs of every answer, in order (not yet proven)."""
+        return [log for answer in self.answers for log in answer.logs]
 
 
 class ChainReader(Protocol):
@@ -59,9 +66,11 @@ class ChainReader(Protocol):
         ...
 
     async def read_range(self, blocks: BlockRange) -> RawRange:
-        """Full blocks and token ``Transfer`` logs of ``blocks``; every block present.
+        """Full blocks and token ``Transfer`` logs of ``blocks``; every block present, the
+        log answers covering ``blocks`` in order, each anchored at ``blocks.last``.
 
-        Raises if any block or log query fails after the reader's retries.
+        Raises if any block or log query fails after the reader's retries; the answers'
+        proof is checked by the caller (``indexer.range_deposits.scan_range``).
         """
         ...
 

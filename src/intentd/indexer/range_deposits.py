@@ -1,8 +1,11 @@
-"""The deposits of a block range as read: decode, settle native candidates by receipt,
-reconcile native balances.
+"""The deposits of a block range as read: prove the logs whole, decode, settle native
+candidates by receipt, reconcile native balances.
 
 :func:`scan_range` is the one path from a :class:`~intentd.indexer.ports.RawRange` to
-deposits, used by the poller, by trigger-processing and by its verifier alike. Token
+deposits, used by the poller, by trigger-processing, its verifier, ``intents rescan``
+and the lifecycle's gap recovery alike. The range's log answers must be proven against
+its blocks (``indexer.coverage``: each answering node's block at the anchor is the
+block read there; every log of a block read, at that block's hash). Token
 deposits need no receipt (logs exist only for successful transactions); a native
 candidate (value to a watched address) counts only with a successful receipt and a
 type that pays its ``to`` (``indexer.tx_types``). Receipts are fetched in one batch
@@ -20,7 +23,14 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.indexer.balances import Reconciled
-from intentd.indexer.decoding import BlockHeader, ChainTransfer, chain_order, find_deposits
+from intentd.indexer.coverage import proven_logs
+from intentd.indexer.decoding import (
+    BlockHeader,
+    ChainTransfer,
+    chain_order,
+    decode_headers,
+    find_deposits,
+)
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import ChainReader, RawRange
 from intentd.indexer.reconciliation import Reconciliation
@@ -49,7 +59,8 @@ async def scan_range(
     ``reconciliation``: also the deposits it finds (at ``reconciled``, by default its
     own addresses), if ``reconcile_if`` (default: always) accepts the headers.
     Raises ``InconsistentAnswer`` when the answers (blocks, logs, receipts) do not fit
-    together; the caller reads the range again.
+    together or a log answer is not proven (``coverage.UnprovenLogs``); the caller reads
+    the range again.
     """
     headers, deposits = await _decoded(chain, reader, raw, blocks, tokens=tokens, watched=watched)
     if reconciliation is None or (reconcile_if is not None and not reconcile_if(headers)):
@@ -69,7 +80,9 @@ async def _decoded(
     watched: WatchedAddresses,
 ) -> tuple[list[BlockHeader], list[ChainTransfer]]:
     """Decoded deposits, natives settled by their receipts."""
-    found = find_deposits(raw.blocks, raw.logs, blocks, tokens, watched)
+    headers = decode_headers(raw.blocks, blocks)
+    logs = proven_logs(raw.answers, {h.number: h.hash for h in headers})
+    found = find_deposits(raw.blocks, logs, blocks, tokens, watched, headers=headers)
     if not found.natives:
         return found.headers, found.deposits
     hashes = [c.deposit.tx_hash for c in found.natives if needs_receipt(c)]

@@ -13,7 +13,12 @@ Per batch, for the reconciled addresses whose window overlaps the batch:
    value) or from those addresses, one JSON-RPC batch (none when there are none);
 3. only for an address whose balance change the transactions do not explain in full:
    its balance after each block of the batch, one JSON-RPC batch, and a deposit for
-   each block with an unexplained increase.
+   each block with an unexplained increase;
+4. with ``by_transaction`` (the chain's ``reconciled_identity = "transaction"``), only
+   for the blocks where such a deposit was found: the node's trace of each
+   (``debug_traceBlockByHash``, one JSON-RPC batch), which splits each deposit by the
+   transactions that paid it and identifies it by them
+   (:mod:`intentd.indexer.reconciled_ids`), so a reorg that moves them keeps it.
 
 Every balance is read at a block *hash* (EIP-1898), so it belongs to the blocks the
 batch decoded; a receipt from another block raises
@@ -24,7 +29,6 @@ those blocks (an archive node, or a batch within the node's state window).
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -34,11 +38,13 @@ from intentd import observability as metrics
 from intentd.indexer.balances import (
     Movement,
     Reconciled,
-    explained_change,
+    explained,
     movements,
     reconciled_deposits,
+    unexplained,
 )
-from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
+from intentd.indexer.decoding import BlockHeader, ChainTransfer
+from intentd.indexer.reconciled_ids import by_transaction, traced_changes
 
 __all__ = ["ChainState", "OpenNativeIntents", "Reconciliation"]
 
@@ -52,6 +58,11 @@ class ChainState(Protocol):
 
     async def receipts(self, tx_hashes: Sequence[str]) -> list[Mapping[str, Any]]:
         """The receipt of each transaction, in order."""
+        ...
+
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
+        """The node's trace of each block (``reconciled_ids.TRACER``), in order; None for
+        each when the provider does not trace (the deposits keep their block identity)."""
         ...
 
 
@@ -69,11 +80,17 @@ class Reconciliation:
     """
 
     def __init__(
-        self, chain: str, state: ChainState, intents: OpenNativeIntents | None = None
+        self,
+        chain: str,
+        state: ChainState,
+        intents: OpenNativeIntents | None = None,
+        *,
+        by_transaction: bool = True,
     ) -> None:
         self._chain = chain
         self._state = state
         self._intents = intents
+        self._by_transaction = by_transaction
         self._after: dict[str, tuple[str, int]] = {}  # address -> (block hash, balance)
 
     async def find(
@@ -104,10 +121,14 @@ class Reconciliation:
             self._edges(headers, sorted(targets)), self._explained(headers, blocks, targets)
         )
         self._after = {a: (headers[-1].hash, after[a]) for a in targets}
-        unexplained = {
-            a: after[a] - before[a] - sum(explained[a].values()) for a in sorted(targets)
+        totals = {
+            a: {n: sum(by_tx.values()) for n, by_tx in explained.get(a, {}).items()}
+            for a in targets
         }
-        short = [a for a, amount in unexplained.items() if amount != 0]
+        remainder = {
+            a: unexplained(before[a], after[a], sum(totals[a].values())) for a in sorted(targets)
+        }
+        short = [a for a, amount in remainder.items() if amount != 0]
         if not short:
             return []
         inner = headers[:-1]
@@ -116,25 +137,62 @@ class Reconciliation:
         for n, address in enumerate(short):
             per_block = answers[n * len(inner) : (n + 1) * len(inner)]
             balances = [before[address], *per_block, after[address]]
-            deposits = reconciled_deposits(targets[address], headers, balances, explained[address])
+            deposits = reconciled_deposits(targets[address], headers, balances, totals[address])
             found.extend(deposits)
-            if unexplained[address] < 0:
+            if remainder[address] < 0:
                 metrics.RECONCILIATION.labels(self._chain, "unexplained_decrease").inc()
                 log.warning(
                     "an intent address lost more than its transactions explain"
                     " (a fee the receipts do not show?)",
                     address=address,
                     blocks=f"{headers[0].number}..{headers[-1].number}",
-                    unexplained=str(unexplained[address]),
+                    unexplained=str(remainder[address]),
                 )
+        if found and self._by_transaction:
+            found = await self._identified(found, blocks, explained)
         if found:
             metrics.RECONCILIATION.labels(self._chain, "reconciled_deposit").inc(len(found))
             log.info(
                 "deposits found by balance reconciliation",
                 deposits=[f"{d.to_address}@{d.block_number}:{d.amount}" for d in found],
             )
-        found.sort(key=lambda d: (d.block_number, d.to_address))
+        found.sort(key=lambda d: (d.block_number, d.tx_index, d.to_address))
         return found
+
+    async def _identified(
+        self,
+        found: Sequence[ChainTransfer],
+        blocks: Sequence[Mapping[str, Any]],
+        explained: Mapping[str, Mapping[int, Mapping[str, int]]],
+    ) -> list[ChainTransfer]:
+        """``found`` (identified by their blocks) split and identified by the transactions
+        that paid them, as far as the blocks' traces account for them."""
+        hashes = sorted({d.block_hash for d in found})
+        traces = dict(zip(hashes, await self._state.traces(hashes), strict=True))
+        by_number = {int(b["number"], 16): b for b in blocks}
+        identified: list[ChainTransfer] = []
+        for deposit in found:
+            transactions = by_number[deposit.block_number]["transactions"]
+            trace = traces[deposit.block_hash]
+            changes = (
+                None if trace is None else traced_changes(trace, transactions, deposit.to_address)
+            )
+            paid = explained.get(deposit.to_address, {}).get(deposit.block_number, {})
+            split = None if changes is None else by_transaction(deposit, changes, paid)
+            if split is None:
+                metrics.RECONCILIATION.labels(self._chain, "untraced").inc()
+                log.warning(
+                    "the block's transactions do not account for a reconciled deposit;"
+                    " it is identified by its block (a reorg that moves it retracts it)",
+                    address=deposit.to_address,
+                    block_number=deposit.block_number,
+                    amount=str(deposit.amount),
+                    traced=changes is not None,
+                )
+                identified.append(deposit)
+            else:
+                identified.extend(split)
+        return identified
 
     async def _edges(
         self, headers: Sequence[BlockHeader], addresses: Sequence[str]
@@ -164,22 +222,11 @@ class Reconciliation:
         headers: Sequence[BlockHeader],
         blocks: Sequence[Mapping[str, Any]],
         targets: Mapping[str, Reconciled],
-    ) -> dict[str, dict[int, int]]:
-        """What top-level transactions explain, by address and block number."""
+    ) -> dict[str, dict[int, dict[str, int]]]:
+        """What top-level transactions explain, by address, block number and transaction."""
         moved: list[Movement] = movements(blocks, targets.keys())
-        explained: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         if not moved:
-            return explained
+            return {}
         hashes = sorted({m.tx_hash for m in moved})
         receipts = dict(zip(hashes, await self._state.receipts(hashes), strict=True))
-        by_number = {h.number: h.hash for h in headers}
-        for movement in moved:
-            receipt = receipts[movement.tx_hash]
-            if str(receipt.get("blockHash", "")).lower() != by_number.get(movement.block_number):
-                raise InconsistentAnswer(
-                    f"receipt of {movement.tx_hash} is not from block {movement.block_number}"
-                )
-            explained[movement.address][movement.block_number] += explained_change(
-                movement, receipt
-            )
-        return explained
+        return explained(moved, receipts, {h.number: h.hash for h in headers})

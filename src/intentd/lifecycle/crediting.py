@@ -12,10 +12,16 @@ under the intent's row lock, so a deposit credited twice (redelivery, the poller
 trigger-processing both finding it, concurrent calls) changes nothing the second
 time. The intent, its new deposit, the actions it decided and the events it emitted
 commit together; with ``watch``, so does the verifier's watch of the deposit.
+
+A reconciled deposit (ETH through a contract) has two possible identities, by its block
+or by the transaction that paid it (``indexer.reconciled_ids``); a balance rise recorded
+under one is never credited again under the other (rows recorded before identities by
+transaction, a block whose trace did not account for it on one node).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import structlog
@@ -23,6 +29,7 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.status import IntentStatus
+from intentd.indexer.balances import is_reconciled, reconciled_tx_hash
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
 from intentd.lifecycle.ports import UnitOfWork
@@ -60,6 +67,16 @@ async def _credit(uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datet
         )
         log.warning("deposit to an address no intent has", deposit=str(deposit.key))
         return _count(deposit, Outcome.UNMATCHED)
+    if is_reconciled(deposit.token, deposit.from_address):
+        same = _same_rise(deposit, await uow.reconciled_in_block(row.id, deposit))
+        if same is not None:
+            log.warning(
+                "a balance rise already recorded under its other identity; not credited again",
+                deposit=str(deposit.key),
+                recorded=str(same.key),
+                block_number=deposit.block_number,
+            )
+            return _count(deposit, Outcome.DUPLICATE)
     if await uow.is_own_transaction(deposit.chain, deposit.tx_hash):
         await uow.record_deposit(
             deposit, intent_id=row.id, disposition=Disposition.INTERNAL, reason=None, revive=revive
@@ -93,6 +110,21 @@ async def _credit(uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datet
         intent_status=intent.status.value,
     )
     return _count(deposit, Outcome.recorded(decision.disposition))
+
+
+def _same_rise(deposit: Deposit, in_block: Sequence[RecordedDeposit]) -> RecordedDeposit | None:
+    """The record of the same balance rise as the reconciled ``deposit`` under its other
+    identity (``indexer.reconciled_ids``), if one stands: the block-identified record
+    when ``deposit`` is identified by a transaction, any transaction-identified one when
+    ``deposit`` is identified by its block. A retracted record stands for nothing."""
+    by_block = reconciled_tx_hash(deposit.to_address, deposit.block_hash)
+    for recorded in in_block:
+        other = recorded.deposit.tx_hash
+        if recorded.disposition is Disposition.RETRACTED or other == deposit.tx_hash:
+            continue
+        if by_block in (deposit.tx_hash, other):
+            return recorded
+    return None
 
 
 async def _seen_again(uow: UnitOfWork, seen: RecordedDeposit, deposit: Deposit) -> Outcome:

@@ -32,6 +32,7 @@ from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.indexer.ports import ChainReader
+from intentd.indexer.reconciliation import ChainState
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.messages import OutgoingMessage
@@ -106,6 +107,11 @@ class UnitOfWork(Protocol):
 
     async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
         """The deposit recorded from the block and log ``retraction`` names (locked)."""
+        ...
+
+    async def reconciled_in_block(self, intent_id: int, deposit: Deposit) -> list[RecordedDeposit]:
+        """The reconciled deposits (native, no sender) recorded for the intent in
+        ``deposit``'s block (same chain, block hash and recipient), any disposition."""
         ...
 
     async def record_deposit(
@@ -320,8 +326,14 @@ class LogPositions(Protocol):
 class DepositChain(ChainReader, Protocol):
     """One chain's node, as the trigger verifier reads it."""
 
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        """The transaction's receipt; None if the node has none."""
+    async def receipt_at(self, tx_hash: str, number: int) -> tuple[str | None, Any]:
+        """The node's hash of block ``number`` (None if it has no such block) and the
+        transaction's receipt (None if it has none), both answered by one node (one
+        request): "no receipt" is evidence only from a node that has the block."""
+        ...
+
+    def state(self) -> ChainState:
+        """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 
 

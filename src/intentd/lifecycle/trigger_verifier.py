@@ -17,8 +17,22 @@ window, 256):
   the record to that block (still credited once; no event; actions held for it are
   released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
-  with each other: look again next round;
-- otherwise the transfer is gone: a :class:`~intentd.domain.deposits.Retraction` is
+  with each other (the receipt is asked together with the node's block at the
+  recorded height, one request to one node: a node that lacks that block, or still has
+  the recorded one, is not asked to prove a transfer gone): look again next round;
+- the node has no receipt of the transaction: that is no evidence (a receipt index can
+  trail the blocks, behind a load balancer or after a failover). The new branch's blocks
+  from the orphaned height (at most the chain's ``batch_size``, up to the confirmed
+  head) are read in full and scanned as the poller scans them, with its balance
+  reconciliation for ETH that arrived through a contract (whose synthetic id has no
+  receipt): the same deposit found there is moved; its transaction found there without
+  it (the logs answer was short), or an orphaned height above the confirmed head: look
+  again next round;
+- the receipt is there but the scan of its block does not find the transfer while the
+  receipt's own logs show it (a node whose ``eth_getLogs`` stops below that block):
+  look again next round;
+- otherwise the transfer is gone (the receipt says it failed, or the transfer is in
+  neither): a :class:`~intentd.domain.deposits.Retraction` is
   applied exactly as the poller's would be
   (:func:`~intentd.lifecycle.retractions.retract`: un-credited while nothing
   irreversible happened, an operator alert otherwise), the intent's trigger scan is
@@ -43,11 +57,14 @@ import structlog
 
 from intentd import observability as metrics
 from intentd import wire
-from intentd.domain.deposits import Disposition, RecordedDeposit, Retraction
-from intentd.indexer.decoding import ChainTransfer
-from intentd.indexer.finality import Verdict, find_again, judge
+from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
+from intentd.indexer.balances import Reconciled, is_reconciled
+from intentd.indexer.decoding import BlockHeader, ChainTransfer
+from intentd.indexer.finality import Verdict, find_again, judge, shows_transfer
 from intentd.indexer.planning import BlockRange, confirmed_head
+from intentd.indexer.ports import RawRange
 from intentd.indexer.range_deposits import scan_range
+from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
@@ -151,24 +168,83 @@ class TriggerVerifier:
     ) -> str:
         """Move, wait for, or retract a deposit whose recorded block was orphaned."""
         deposit = recorded.deposit
-        receipt = await reader.receipt(deposit.tx_hash)
-        if receipt is not None and receipt.get("status") == "0x1":  # mined again, succeeded
-            number = int(receipt["blockNumber"], 16)
-            if number > confirmed_head(latest, config.confirmations):
-                return "waiting"  # mined again, not yet at confirmation depth
-            blocks = BlockRange(number, number)
-            raw = await reader.read_range(blocks)
-            tokens = frozenset(t.address.lower() for t in config.tokens)
-            watched = WatchedAddresses([deposit.to_address])
-            headers, found = await scan_range(
-                config.name, reader, raw, blocks, tokens=tokens, watched=watched
-            )
-            if headers[0].hash != str(receipt["blockHash"]).lower():
-                return "waiting"  # the node reorganised between the two reads
-            again = find_again(found, deposit)
-            if again is not None:
-                return await self._move(config, recorded, again)
+        seen, receipt = await reader.receipt_at(deposit.tx_hash, deposit.block_number)
+        if seen is None or seen == deposit.block_hash:
+            return "waiting"  # this node lags, or still has the block: it proves nothing gone
+        if receipt is None:  # a receipt index can trail the blocks: no evidence yet
+            return await self._look_for(config, reader, recorded, latest)
+        if receipt.get("status") != "0x1":  # mined again, and failed: nothing arrived
+            return await self._retract(config, recorded)
+        number = int(receipt["blockNumber"], 16)
+        if number > confirmed_head(latest, config.confirmations):
+            return "waiting"  # mined again, not yet at confirmation depth
+        _, headers, found = await self._scan(config, reader, deposit, BlockRange(number, number))
+        if headers[0].hash != str(receipt["blockHash"]).lower():
+            return "waiting"  # the node reorganised between the two reads
+        again = find_again(found, deposit)
+        if again is not None:
+            return await self._move(config, recorded, again)
+        if shows_transfer(receipt, deposit):
+            return "waiting"  # the receipt pays it: the node's logs answer was short
         return await self._retract(config, recorded)
+
+    async def _look_for(
+        self,
+        config: ChainConfig,
+        reader: DepositChain,
+        recorded: RecordedDeposit,
+        latest: int,
+    ) -> str:
+        """No receipt: look for the transfer in the new branch's blocks from the orphaned
+        height, read in full (at most ``batch_size`` of them, up to the confirmed head).
+        Found: moved; its transaction there without the transfer found (an index that
+        trails): waiting; neither: retracted. A reconciled deposit is looked for by the
+        same balance reconciliation that found it."""
+        deposit = recorded.deposit
+        last = min(
+            confirmed_head(latest, config.confirmations),
+            deposit.block_number + config.batch_size - 1,
+        )
+        if last < deposit.block_number:
+            return "waiting"  # the new branch is not confirmed that high yet
+        blocks = BlockRange(deposit.block_number, last)
+        raw, _, found = await self._scan(config, reader, deposit, blocks)
+        again = find_again(found, deposit)
+        if again is not None:
+            return await self._move(config, recorded, again)
+        if any(
+            str(tx.get("hash", "")).lower() == deposit.tx_hash
+            for block in raw.blocks
+            for tx in block["transactions"]
+        ):
+            return "waiting"
+        return await self._retract(config, recorded)
+
+    async def _scan(
+        self,
+        config: ChainConfig,
+        reader: DepositChain,
+        deposit: Deposit,
+        blocks: BlockRange,
+    ) -> tuple[RawRange, list[BlockHeader], list[ChainTransfer]]:
+        """``blocks`` as read, and the deposits to ``deposit``'s address in them as the
+        poller finds them (with its balance reconciliation, for a reconciled deposit)."""
+        raw = await reader.read_range(blocks)
+        tokens = frozenset(t.address.lower() for t in config.tokens)
+        watched = WatchedAddresses([deposit.to_address])
+        reconciliation, reconciled = None, None
+        if is_reconciled(deposit.token, deposit.from_address):
+            reconciliation = Reconciliation(
+                config.name,
+                reader.state(),
+                by_transaction=config.reconciled_identity == "transaction",
+            )
+            reconciled = [Reconciled(deposit.to_address, 0, 2**62)]  # only its address
+        headers, found = await scan_range(
+            config.name, reader, raw, blocks, tokens=tokens, watched=watched,
+            reconciliation=reconciliation, reconciled=reconciled,
+        )  # fmt: skip
+        return raw, headers, found
 
     async def _move(
         self, config: ChainConfig, recorded: RecordedDeposit, again: ChainTransfer

@@ -34,7 +34,16 @@ __all__ = ["PAY_PREFIX", "PayHeaders", "content_security_policy", "modal_scripts
 
 PAY_PREFIX = "/pay"
 STATIC = Path(__file__).parent / "static"
-ASSETS = ("api.js", "checkout.css", "checkout.js", "payment.js", "qr.js", "strings.js", "view.js")
+ASSETS = (
+    "api.js",
+    "checkout.css",
+    "checkout.js",
+    "payment.js",
+    "qr.js",
+    "strings.js",
+    "theme.js",
+    "view.js",
+)
 _TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",

@@ -57,6 +57,13 @@ class ChainConfig(ConfigModel):
     verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
     """A second, independent provider that confirms large deposits before their prefill
     (a token's ``verify_above``); required when a token sets it. Shown only redacted."""
+    reconciled_identity: Literal["transaction", "block"] = "transaction"
+    """How ETH that reached an intent address through a contract is identified:
+    ``transaction``, by the transaction that paid it (the same on every fork; the
+    provider must answer ``debug_traceBlockByHash`` with the ``prestateTracer``, asked
+    only for blocks with such a payment), or ``block``, by its block (any provider; a
+    reorg that moves the payment retracts it and credits it again as a new deposit).
+    docs/indexer.md, ETH that arrives through a contract."""
     l1_fee: Literal["op_stack", "none"] = "none"
     """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of

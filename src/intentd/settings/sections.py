@@ -253,6 +253,14 @@ class WebhooksConfig(ConfigModel):
     """Attempts in flight per process."""
     per_endpoint_concurrency: int = Field(default=4, ge=1, le=100)
     """Attempts in flight per endpoint, over every process."""
+    per_client_in_flight: int = Field(default=32, ge=1, le=10_000)
+    """Attempts of one client in flight per process (its fair share; at most
+    ``max_in_flight``): a client whose endpoints all hang holds no more slots."""
+    max_endpoints_per_client: int = Field(default=16, ge=1, le=10_000)
+    """Endpoints a client may register in each mode (then 409 ``too_many_webhooks``)."""
+    send_calls_per_minute: int = Field(default=60, ge=1, le=100_000)
+    """Test, redeliver and recover calls per client and minute, over every API replica
+    (then 429 ``webhook_sends_rate_limited``)."""
     connect_timeout: float = Field(default=5.0, gt=0, le=60)
     total_timeout: float = Field(default=15.0, gt=0, le=120)
     """Seconds an attempt may take, from connecting to the end of the (capped) answer."""
@@ -265,3 +273,12 @@ class WebhooksConfig(ConfigModel):
     """Days a delivered or failed delivery (with its attempts and event) is kept."""
     rotation_overlap: int = Field(default=86_400, ge=0, le=7 * 86_400)
     """Seconds a rotated-out secret still signs (both signatures are sent)."""
+
+    @model_validator(mode="after")
+    def _share_within_the_process(self) -> WebhooksConfig:
+        if self.per_client_in_flight > self.max_in_flight:
+            raise ValueError(
+                f"per_client_in_flight ({self.per_client_in_flight}) must be at most"
+                f" max_in_flight ({self.max_in_flight}): one client's share of a process"
+            )
+        return self

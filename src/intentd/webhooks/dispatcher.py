@@ -11,6 +11,11 @@ Guarantees:
   processes claiming at the same instant may briefly exceed it) and
   ``max_in_flight`` per process, so a failing or slow endpoint holds a few slots and
   never delays the others.
+- **Fairness between clients**: at most ``per_client`` of one client's attempts are
+  in flight in this process, and each claim serves the clients with the fewest
+  attempts running first, in turn (``webhooks.fairness``): a client whose endpoints
+  all hang, or who has a large backlog, holds at most ``per_client`` slots and another
+  client's delivery finds a free slot at once.
 - A database error while claiming ends the role (the supervisor restarts it; nothing
   is lost: leases expire); one while recording an attempt is logged and the
   delivery is sent again when its lease expires.
@@ -26,8 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
+from uuid import UUID
 
 import structlog
 
@@ -55,6 +63,7 @@ class Dispatcher:
         *,
         max_in_flight: int = 256,
         per_endpoint: int = 4,
+        per_client: int = 32,
         lease: timedelta = timedelta(seconds=60),
         idle_poll: float = 1.0,
     ) -> None:
@@ -64,6 +73,9 @@ class Dispatcher:
         self._clock = clock
         self._max = max_in_flight
         self._per_endpoint = per_endpoint
+        self._per_client = per_client
+        self._busy: Counter[UUID] = Counter()
+        """Attempts in flight here, per client."""
         self._lease = lease
         self._idle_poll = idle_poll
         self._tasks: set[asyncio.Task[None]] = set()
@@ -82,11 +94,13 @@ class Dispatcher:
         """Dispatch until ``stop``; the attempts in flight are finished and recorded."""
         try:
             while not stop.is_set():
+                # Cleared before the claim: a wakeup or a freed slot during the claim
+                # (a delivery recorded after its snapshot) makes the next one start at once.
+                self.wakeup.clear()
+                self._freed.clear()
                 claimed = await self.dispatch_once()
                 if claimed and self.in_flight < self._max:
                     continue
-                self.wakeup.clear()
-                self._freed.clear()
                 waiters = [
                     asyncio.ensure_future(e.wait()) for e in (self.wakeup, stop, self._freed)
                 ]
@@ -100,8 +114,11 @@ class Dispatcher:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    def _finished(self, client_id: UUID, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._busy[client_id] -= 1
+        if self._busy[client_id] <= 0:
+            del self._busy[client_id]
         self._freed.set()
 
     async def dispatch_once(self) -> int:
@@ -109,11 +126,19 @@ class Dispatcher:
         free = self._max - len(self._tasks)
         if free <= 0:
             return 0
-        due = await self._store.claim_due(self._clock(), free, self._per_endpoint, self._lease)
+        due = await self._store.claim_due(
+            self._clock(),
+            free,
+            self._per_endpoint,
+            self._lease,
+            per_client=self._per_client,
+            busy=dict(self._busy),
+        )
         for delivery in due:
             task = asyncio.create_task(self._deliver(delivery))
             self._tasks.add(task)
-            task.add_done_callback(self._finished)
+            self._busy[delivery.client_id] += 1
+            task.add_done_callback(partial(self._finished, delivery.client_id))
         return len(due)
 
     async def drain(self) -> None:

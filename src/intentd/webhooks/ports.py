@@ -6,7 +6,7 @@ The adapters implement them (``adapters.webhook_store.PostgresWebhookStore``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -45,6 +45,8 @@ class DueDelivery:
 
     id: int
     endpoint_id: UUID
+    client_id: UUID
+    """The endpoint's client (its fair share is counted per client)."""
     url: str
     event_id: str
     body: bytes
@@ -93,12 +95,22 @@ class WebhookStore(Protocol):
         ...
 
     async def claim_due(
-        self, now: datetime, limit: int, per_endpoint: int, lease: timedelta
+        self,
+        now: datetime,
+        limit: int,
+        per_endpoint: int,
+        lease: timedelta,
+        *,
+        per_client: int,
+        busy: Mapping[UUID, int],
     ) -> list[DueDelivery]:
-        """Lease up to ``limit`` deliveries due at ``now`` (at most ``per_endpoint`` in
-        flight per endpoint, counting other processes' leases; a delivery never
-        attempted waits for the intent's earlier ones to the same endpoint) until
-        ``now + lease``. Two processes never claim the same delivery at once."""
+        """Lease up to ``limit`` deliveries due at ``now`` until ``now + lease``: at most
+        ``per_endpoint`` in flight per endpoint (counting other processes' leases), and
+        the fair share per client of :func:`webhooks.fairness.fair_share` (at most
+        ``per_client`` of a client in flight here, ``busy`` counting those running,
+        least loaded clients first, in turn). A delivery never attempted waits for the
+        intent's earlier ones to the same endpoint. Two processes never claim the same
+        delivery at once."""
         ...
 
     async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:

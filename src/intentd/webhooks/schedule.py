@@ -18,7 +18,8 @@ delivery is ``failed`` (a merchant can redeliver or recover it).
 - A ``2xx`` answer delivers. Any other answer (redirects are not followed), a
   timeout or a connection error is a failed attempt.
 - ``429`` and ``503`` with ``Retry-After`` (seconds or an HTTP date): the next attempt
-  is not before it (capped at :data:`MAX_RETRY_AFTER`) nor before the schedule.
+  is not before it (capped at :data:`MAX_RETRY_AFTER`) nor before the schedule. Any
+  other value of the header (hostile, unreadable) is ignored: the schedule applies.
 - ``410 Gone`` disables the endpoint at once (reason ``gone``).
 - An endpoint whose attempts have failed continuously for :data:`DISABLE_AFTER`
   (5 days: no success since its first failure) is disabled at its next failed
@@ -28,6 +29,7 @@ delivery is ``failed`` (a merchant can redeliver or recover it).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -67,6 +69,9 @@ MAX_ATTEMPTS = len(DELAYS) + 1
 MIN_SPAN = sum(DELAYS, timedelta())
 """From the first attempt to the last, at least (no jitter): 3 days 7 h 42 min 35 s."""
 MAX_RETRY_AFTER = timedelta(hours=24)
+"""The longest wait a ``Retry-After`` can ask for; a longer one is cut to it."""
+_DELTA_SECONDS = re.compile(r"[0-9]+", re.ASCII)
+_MAX_DIGITS = len(str(int(MAX_RETRY_AFTER.total_seconds())))
 DISABLE_AFTER = timedelta(days=5)
 
 
@@ -101,23 +106,30 @@ def retry_delay(failed_attempts: int, draw: float) -> timedelta | None:
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
-    """``Retry-After`` as a wait from ``now`` (delta-seconds or HTTP date), capped at
-    :data:`MAX_RETRY_AFTER`; None when absent or unreadable."""
+    """``Retry-After`` as a wait from ``now``, between zero and :data:`MAX_RETRY_AFTER`;
+    None when absent or unreadable. Never raises, whatever the endpoint sent.
+
+    Read as RFC 9110 says: delta-seconds (ASCII digits only: ``"²"`` or ``"٣"`` are not
+    delta-seconds) or an HTTP date; a number too long to convert is as long as the cap;
+    a date that cannot be a date (year 99999, offset +9999), a sign, a fraction or
+    anything else is unreadable.
+    """
     if value is None:
         return None
-    text = value.strip()
-    wait: timedelta
-    if text.isdigit():
-        wait = timedelta(seconds=int(text))
-    else:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
+    text = value.strip(" \t")
+    if _DELTA_SECONDS.fullmatch(text):
+        digits = text.lstrip("0") or "0"
+        if len(digits) > _MAX_DIGITS:
+            return MAX_RETRY_AFTER
+        return min(timedelta(seconds=int(digits)), MAX_RETRY_AFTER)
+    try:
+        when = parsedate_to_datetime(text)
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        wait = max(when - now, timedelta())
-    return min(wait, MAX_RETRY_AFTER)
+        wait = when - now
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return min(max(wait, timedelta()), MAX_RETRY_AFTER)
 
 
 def decide(

@@ -2,7 +2,8 @@
 
 Starts the daemon as a user would (with a session secret made up for this run, if
 ``INTENTD_SESSION_SECRET`` is not set), creates a test API key with ``intentd keys
-create``, and serves the demo shop on http://127.0.0.1:8090 until Ctrl-C. With
+create``, builds the shop's React page (``react_shop``), and serves the demo shop on
+http://127.0.0.1:8090 (the React page on /react) until Ctrl-C. With
 ``--api URL --api-key KEY`` it uses a daemon that already runs instead.
 """
 
@@ -25,6 +26,7 @@ from aiohttp import web
 
 from intentd.settings import load_settings
 from intentd_dev.modal_demo.merchant import Shop, merchant_app
+from intentd_dev.modal_demo.react_shop import build_react_shop
 
 
 def _intentd(config: str, *args: str) -> list[str]:
@@ -56,11 +58,14 @@ def _payer_key_file(env: dict[str, str]) -> str:
     raise SystemExit("no INTENTD_DEV_PAYER_KEY_FILE: run `make infra-up` first")
 
 
-async def _serve(shop: Shop, port: int) -> None:
-    runner = web.AppRunner(merchant_app(shop))
+async def _serve(shop: Shop, port: int, react: Path | None) -> None:
+    runner = web.AppRunner(merchant_app(shop, {"app": react} if react else None))
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
-    print(f"\n  demo shop: http://127.0.0.1:{port}/   (Ctrl-C stops)\n", flush=True)
+    print(f"\n  demo shop: http://127.0.0.1:{port}/   (Ctrl-C stops)", flush=True)
+    if react is not None:
+        print(f"  in React:  http://127.0.0.1:{port}/react", flush=True)
+    print(flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -107,8 +112,9 @@ def main() -> int:
         )
         api_key = str(json.loads(created.stdout)["api_key"])
     shop = Shop(settings=settings, api_url=api_url, api_key=api_key, payer_key=payer_key)
+    react = build_react_shop(Path(".local/modal-demo-react"))
     try:
-        asyncio.run(_serve(shop, args.port))
+        asyncio.run(_serve(shop, args.port, react))
     finally:
         if daemon is not None:
             daemon.terminate()

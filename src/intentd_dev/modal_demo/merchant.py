@@ -2,7 +2,9 @@
 
 ``POST /session?product=coffee|donation`` creates a payment session over intentd's
 API with the merchant's API key (which never reaches the browser) and answers
-intentd's JSON, whose ``session_token`` the modal uses. ``GET /wallet`` shows the dev
+intentd's JSON, whose ``session_token`` the modal uses. ``/react/NAME`` serves the same
+shop in React (``clients/react/example/shop.tsx``), one page per build given
+(``react_pages``: name to the folder holding its ``shop.js``). ``GET /wallet`` shows the dev
 payer's account (address, key, balances on the local chains) and ``POST /dev-pay``
 sends a payment from it: development tooling for the local anvil chains only.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -131,12 +134,18 @@ def send_payment(shop: Shop, chain: str, token: str, to: str, amount: Decimal | 
     return "0x" + tx_hash.hex().removeprefix("0x")
 
 
-def merchant_app(shop: Shop) -> web.Application:
-    app = web.Application()
-    page = (STATIC / "shop.html").read_text()
-    page = page.replace(
+def _with_intentd(page: str, shop: Shop) -> str:
+    """The page with intentd's address in ``<html data-intentd>``, where its scripts read it."""
+    return page.replace(
         '<html lang="en">', f'<html lang="en" data-intentd="{html.escape(shop.api_url)}">', 1
     )
+
+
+def merchant_app(shop: Shop, react_pages: Mapping[str, Path] | None = None) -> web.Application:
+    app = web.Application()
+    page = _with_intentd((STATIC / "shop.html").read_text(), shop)
+    react_page = _with_intentd((STATIC / "react.html").read_text(), shop)
+    builds = dict(react_pages or {})
 
     async def index(_: web.Request) -> web.Response:
         return web.Response(text=page, content_type="text/html")
@@ -176,7 +185,30 @@ def merchant_app(shop: Shop) -> web.Application:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"tx_hash": tx_hash})
 
+    async def react_index(_: web.Request) -> web.StreamResponse:
+        if not builds:
+            text = "The React shop is not built: it needs Node.js and `make install`."
+            return web.Response(text=text, status=404)
+        raise web.HTTPFound(f"/react/{next(iter(builds))}")
+
+    async def react(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in builds:
+            raise web.HTTPNotFound
+        script = html.escape(f"/react/{name}/shop.js")
+        return web.Response(text=react_page.replace("{script}", script), content_type="text/html")
+
+    async def react_script(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in builds:
+            raise web.HTTPNotFound
+        body = await asyncio.to_thread((builds[name] / "shop.js").read_bytes)
+        return web.Response(body=body, content_type="text/javascript")
+
     app.router.add_get("/", index)
+    app.router.add_get("/react", react_index)
+    app.router.add_get("/react/{name}", react)
+    app.router.add_get("/react/{name}/shop.js", react_script)
     app.router.add_post("/session", session)
     app.router.add_get("/wallet", wallet)
     app.router.add_post("/dev-pay", dev_pay)

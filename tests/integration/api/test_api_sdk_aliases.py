@@ -5,12 +5,15 @@ refuse rather than answer wrongly (an offset, a field given under both names).""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import pytest
 from eth_account import Account
 from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 from tests.integration.api.events_support import assert_problem, until
+
+from intentd.adapters import api_keys
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +118,54 @@ async def test_modal_sessions_take_the_sdks_fields_and_answer_its_names(
     assert (status, read) == (200, record)
     status, problem, _ = await api.call("GET", f"/modal/sessions/intents/{address}", key)
     assert_problem(status, problem, 401, "session_token_required", None)
+
+
+async def test_a_session_sees_its_client_and_nothing_more(
+    api: Api, production_api: Api, make_key: MakeKey
+) -> None:
+    """``GET /session/client`` and the SDK's ``getClientInfoForSession``: the session's
+    client by id and name, the network classes of its key, the chains the payer may pay
+    from less the session's exclusions; no key, no secret, nothing of another client."""
+    name = f"shop-{secrets.token_hex(4)}"
+    key = await make_key("test", client=name)
+    await make_key("test", client=f"other-{secrets.token_hex(4)}")
+    asked = {
+        "recipient": _address(),
+        "token": _usdc(api, "ARBITRUM_TESTNET"),
+        "destinationChain": "ARBITRUM_TESTNET",
+        "excludeChains": ["BASE_TESTNET"],
+    }
+    status, session, _ = await api.call("POST", "/sessions", key, body=asked)
+    assert status == 201, session
+    token = session["session_token"]
+    seen = {  # environment "test": a test key may use the main networks too
+        "id": str(api_keys.client_id_of(name)),
+        "name": name,
+        "networks": ["main", "test"],
+        "chains": ["ARBITRUM_TESTNET", "BASE"],
+    }
+    for path in ("/session/client", "/modal/sessions/client"):
+        status, client, response = await api.call("GET", path, token)
+        assert (status, client) == (200, seen), path
+        assert key not in await response.text()
+    status, problem, _ = await api.call("GET", "/session/client", key)
+    assert_problem(status, problem, 401, "session_token_required", None)
+    status, problem, _ = await api.call("GET", "/modal/sessions/client", None)
+    assert_problem(status, problem, 401, "missing_credentials", None)
+
+    for mode, destination, networks, chains in (
+        ("test", "ARBITRUM_TESTNET", ["test"], ["ARBITRUM_TESTNET", "BASE_TESTNET"]),
+        ("live", "BASE", ["main"], ["BASE"]),
+    ):
+        key = await make_key(mode, client=name)
+        token_out = MAIN_USDC if destination == "BASE" else _usdc(api, destination)
+        body = {**asked, "token": token_out, "destinationChain": destination, "excludeChains": []}
+        status, session, _ = await production_api.call("POST", "/sessions", key, body=body)
+        assert status == 201, session
+        status, client, _ = await production_api.call(
+            "GET", "/session/client", session["session_token"]
+        )
+        assert (status, client) == (200, {**seen, "networks": networks, "chains": chains}), mode
 
 
 async def test_the_aliases_stay_out_of_the_openapi_document(api: Api) -> None:

@@ -201,6 +201,12 @@ async def test_problems_are_precise(hooks_api: Api, make_key: MakeKey) -> None:
         "http://vm:8080/hook",  # a name that resolves to 127.0.0.1 (/etc/hosts)
         "http://2130706433/hook",  # 127.0.0.1 as one number, resolved by getaddrinfo
         "http://0x7f.1/hook",  # 127.0.0.1 in hex shorthand
+        "http://[fec0::1]/hook",  # IPv6 site-local
+        "http://[fd00:ec2::254]/latest/meta-data",  # AWS metadata over IPv6
+        "http://[::ffff:0:a9fe:a9fe]/latest",  # IPv4-translated metadata address
+        "http://[64:ff9b::a9fe:a9fe]/latest",  # NAT64 to the metadata address
+        "http://[2002:a9fe:a9fe::]/latest",  # 6to4 of the metadata address
+        "http://192.0.0.8/hook",  # IETF protocol assignments
     ],
 )
 async def test_internal_targets_are_refused_at_registration(

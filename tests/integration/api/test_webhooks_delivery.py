@@ -353,6 +353,25 @@ async def test_internal_addresses_are_refused_at_connect_time(
     assert any("resolves to 127.0.0.1" in r["error"] for r in errors)
 
 
+async def test_redirects_are_not_followed(
+    hooks: Api, make_key: MakeKey, receiver: Receiver, role: Role
+) -> None:
+    """A 3xx is a failed attempt: its Location (here an internal path of the same
+    server) is never requested, whatever the status."""
+    key = await make_key("test", client="hooks-redirect")
+    client = client_id_of("hooks-redirect")
+    created = await register(hooks, key, f"{receiver.url}/moved")
+    statuses = [301, 302, 303, 307, 308]
+    receiver.answers["/moved"] = [(s, {"Location": f"{receiver.url}/internal"}) for s in statuses]
+    await role.record(*[envelope(client, 1000 + n, 1) for n in range(len(statuses))])
+    await role.dispatch(2)  # 4 at a time to one endpoint
+    assert len(receiver.at("/moved")) == len(statuses)
+    assert receiver.at("/internal") == []
+    _, page, _ = await hooks.call("GET", f"/webhooks/{created['id']}/deliveries", key)
+    assert sorted(a["status_code"] for a in page["data"]) == statuses
+    assert {a["outcome"] for a in page["data"]} == {"retry"}
+
+
 async def test_ended_deliveries_are_pruned_after_the_retention(
     hooks: Api, make_key: MakeKey, receiver: Receiver, role: Role, pool: Pool
 ) -> None:

@@ -145,6 +145,7 @@ async def make_role(
     allow_private: bool = True,
     resolver: Any = None,
     per_endpoint: int = 4,
+    per_client: int = 32,
     total_timeout: float = 5.0,
     clock: Callable[[], datetime] | None = None,
 ) -> AsyncIterator[Role]:
@@ -162,6 +163,7 @@ async def make_role(
         SecretBox(parse_key(WEBHOOK_KEY)),
         clock or the_clock,
         per_endpoint=per_endpoint,
+        per_client=per_client,
         lease=timedelta(seconds=30),
     )
     try:

@@ -30,6 +30,7 @@ EXPECTED = {
     },
     ("post", "/api/v1/sessions", "201"): {
         "GetSession": "get /api/v1/session",
+        "GetSessionClient": "get /api/v1/session/client",
         "GetSessionQuotes": "get /api/v1/session/quotes",
         "CreateSessionIntent": "post /api/v1/session/intents",
     },

@@ -7,11 +7,12 @@ from uuid import uuid4
 
 import pytest
 from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
-from tests.unit.indexer.test_rpc_client import FakeProvider, client
+from tests.unit.indexer.rpc_fakes import FakeProvider, client
 
 from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
 from intentd.api.trigger_gate import TriggerGate, TriggerRefused
 from intentd.api.trigger_scan import token_deposits_of
+from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
 from intentd.indexer.decoding import (
     TRANSFER_TOPIC,
     InconsistentAnswer,
@@ -67,11 +68,13 @@ async def test_a_window_is_read_with_recipient_filtered_logs_and_finds_the_polle
     window = BlockRange(1, chain.head)
 
     hits = await reader.transfers_to(INTENT, window)
-    numbers = sorted({int(h["blockNumber"], 16) for h in hits})
-    logs = await reader.token_logs(numbers)
+    numbers = sorted({int(log["blockNumber"], 16) for a in hits for log in a.logs})
+    logs = await reader.token_logs(numbers, anchor=window.last)
     headers = await reader.headers([*numbers, window.last])
     watched = WatchedAddresses([INTENT])
-    found = token_deposits_of(hits, logs, headers, {USDC, FAKE_TOKEN}, watched)
+    found = token_deposits_of(
+        hits, logs, headers, window, tokens={USDC, FAKE_TOKEN}, watched=watched
+    )
 
     # The poller's read of the whole window finds the same deposits.
     poller = find_deposits(
@@ -92,19 +95,50 @@ async def test_a_refused_range_is_split_and_the_narrower_width_kept() -> None:
     provider = FilteringProvider(chain, log_limit=250)
     reader = IntentWindowReader(client(provider, "TRIG_SPLIT"), [USDC], max_log_range=1000)
     hits = await reader.transfers_to(INTENT, BlockRange(1, chain.head))
-    assert [int(h["blockNumber"], 16) for h in hits] == [10, 2999]
+    assert [int(h["blockNumber"], 16) for a in hits for h in a.logs] == [10, 2999]
     assert reader.log_ranges.width <= 250
+
+
+def answer(chain: FakeChain, blocks: BlockRange, logs: list[dict[str, Any]]) -> LogsAnswer:
+    """``logs`` as answered for ``blocks`` by a node whose block ``blocks.last`` is
+    ``chain``'s."""
+    anchor = chain.blocks[blocks.last]["hash"]
+    return LogsAnswer(blocks, logs, blocks.last, (anchor, anchor))
 
 
 def test_a_hit_from_another_fork_than_the_header_read_is_inconsistent() -> None:
     chain = week_of_blocks()
-    hits = [log for log in chain.logs(10, 10) if log["topics"][2] == recipient_topic(INTENT)]
+    window = BlockRange(1, 10)
+    hits = [log for log in chain.logs(1, 10) if log["topics"][2] == recipient_topic(INTENT)]
+    answered = [answer(chain, window, hits)]
     chain.fork(5)
     chain.mine(count=10)
-    logs = {10: chain.logs(10, 10)}
+    logs = [answer(chain, BlockRange(10, 10), chain.logs(10, 10))]
     headers = {10: decode_headers([chain.blocks[10]], BlockRange(10, 10))[0]}
     with pytest.raises(InconsistentAnswer):
-        token_deposits_of(hits, logs, headers, {USDC}, WatchedAddresses([INTENT]))
+        token_deposits_of(
+            answered, logs, headers, window, tokens={USDC}, watched=WatchedAddresses([INTENT])
+        )
+
+
+def test_filtered_logs_must_cover_the_window_and_be_anchored_at_its_last_block() -> None:
+    chain = week_of_blocks()
+    window = BlockRange(1, 20)
+    headers = {n: decode_headers([chain.blocks[n]], BlockRange(n, n))[0] for n in (10, window.last)}
+    hits = [log for log in chain.logs(1, 20) if log["topics"][2] == recipient_topic(INTENT)]
+    logs = [answer(chain, BlockRange(10, 10), chain.logs(10, 10))]
+    watched = WatchedAddresses([INTENT])
+    whole = [answer(chain, window, hits)]
+    [found] = token_deposits_of(whole, logs, headers, window, tokens={USDC}, watched=watched)
+    assert found.block_number == 10
+    short = [answer(chain, BlockRange(1, 15), hits)]  # a range short of the window
+    with pytest.raises(InconsistentAnswer, match="do not cover"):
+        token_deposits_of(short, logs, headers, window, tokens={USDC}, watched=watched)
+    other = [LogsAnswer(window, hits, window.last, ("0x" + "e" * 64,) * 2)]  # another fork
+    with pytest.raises(UnprovenLogs):
+        token_deposits_of(other, logs, headers, window, tokens={USDC}, watched=watched)
+    with pytest.raises(InconsistentAnswer, match="not all read"):  # a hit block's logs missing
+        token_deposits_of(whole, [], headers, window, tokens={USDC}, watched=watched)
 
 
 class Clock:

@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import rlp
 from eth_account import Account
 from eth_utils import keccak
 from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStore
 
-from intentd.adapters.json_rpc import RpcTransportError
+from intentd.adapters.json_rpc import RpcError, RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
+from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
 from intentd.execution.planning import TxPlan
 from intentd.execution.ports import EstimateReverted, FeeInputs, L1FeeUnavailable, SendOutcome
-from intentd.execution.tracking import Receipt
+from intentd.execution.tracking import NonceUse, Receipt
 
 __all__ = [
     "RECIPIENT",
@@ -206,16 +208,57 @@ class FakeChain:
 
 
 class FakeWriter:
-    """:class:`~intentd.execution.ports.ChainWriter` over a :class:`FakeChain`."""
+    """:class:`~intentd.execution.ports.ChainWriter` over a :class:`FakeChain`, read
+    through nodes that may lag.
+
+    Each read (each request: a :meth:`view` is one) is answered by a node
+    :attr:`behind` blocks below the chain's head: it shows that head, no receipt of a
+    transaction above it, and answers a count at a block above it with "header not
+    found" (:class:`~intentd.adapters.json_rpc.RpcError`), as geth does. Its receipt
+    index may also trail its blocks (:attr:`receipt_lag`, :attr:`hidden_receipts`).
+    """
 
     def __init__(self, chain: FakeChain) -> None:
         self.chain = chain
+        self.hidden_receipts = 0
+        """Receipt reads still to answer "not in a block" for every hash (a node whose
+        receipt index lags its blocks, or a lagging backend behind a load balancer)."""
+        self.behind: Callable[[], int] = lambda: 0
+        """How far below the head the node that answers the next read is."""
+        self.receipt_lag = 0
+        """Receipts of the newest blocks a node shows that its index does not have yet."""
+        self.future_counts: Literal["error", "latest"] = "error"
+        """What a node answers for a count at a block above its head: geth's "header not
+        found", or (some providers) its newest count."""
+        self.view_size = 50
+        self.proofs: list[tuple[str, int, NonceUse | None]] = []
+        """Every nonce use looked for: (signer, nonce, what the node proved)."""
+
+    def _height(self) -> int:
+        return max(self.chain.head - max(self.behind(), 0), 0)
+
+    def _count(self, signer: str, block: int, height: int) -> int:
+        if block > height:
+            if self.future_counts == "latest":
+                return self.chain.count(signer, height)
+            raise RpcError("eth_getTransactionCount", -32000, "header not found")
+        return self.chain.count(signer, block)
+
+    def _receipts(self, hashes: Sequence[str], height: int) -> dict[str, Receipt | None]:
+        if self.hidden_receipts:
+            self.hidden_receipts -= 1
+            return dict.fromkeys(hashes)
+        indexed = height - self.receipt_lag
+        return {
+            h: r if (r := self.chain.receipt(h)) and r.block_number <= indexed else None
+            for h in hashes
+        }
 
     async def head(self) -> int:
-        return self.chain.head
+        return self._height()
 
     async def fee_inputs(self) -> FeeInputs:
-        return FeeInputs(self.chain.head, self.chain.base_fee, self.chain.tip)
+        return FeeInputs(self._height(), self.chain.base_fee, self.chain.tip)
 
     async def has_code(self, address: str) -> bool:
         return address in self.chain.contracts
@@ -226,20 +269,51 @@ class FakeWriter:
         return 40_000 if data else 21_000
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
-        chain = self.chain
-        if block == "pending":
+        chain, height = self.chain, self._height()
+        if block == "pending":  # the pool is shared; a lagging node's too
             return {
                 s: chain.count(s) + sum(1 for t in chain.pool.values() if t.sender == s)
                 for s in signers
             }
-        through = None if block == "latest" else int(block, 16)
-        return {s: chain.count(s, through) for s in signers}
+        through = height if block == "latest" else int(block, 16)
+        return {s: self._count(s, through, height) for s in signers}
 
-    async def receipts(self, hashes: Sequence[str]) -> dict[str, Receipt | None]:
-        return {h: self.chain.receipt(h) for h in hashes}
+    async def view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
+        calls = 1 + len(signers) + len(hashes)
+        assert calls <= self.view_size or len(signers) == 1, "more than one request holds"
+        height = self._height()
+        return ChainView(
+            head=height,
+            nonces={s: self._count(s, block, height) for s in signers},
+            receipts=self._receipts(hashes, height),
+        )
+
+    async def nonce_use(
+        self, signer: str, nonce: int, through: int, ours: Sequence[str]
+    ) -> NonceUse | None:
+        search = NonceSearch(nonce, through)
+        while (probe := search.probe()) is not None:
+            search.answer(probe, self._count(signer, probe, self._height()))
+        block, height = search.found, self._height()  # the proof: one node's answer
+        use = None
+        if block is not None:
+            txs = self.chain.blocks[block] if block <= height else []
+            use = prove_use(
+                signer,
+                nonce,
+                block,
+                before=self._count(signer, block - 1, height),
+                after=self._count(signer, block, height),
+                block_hash=self.chain.block_hash(block) if block <= height else None,
+                txs=[BlockTx(tx.sender, tx.nonce, tx.tx_hash) for tx in txs],
+                receipts=self._receipts(ours, height),
+            )
+        self.proofs.append((signer, nonce, use))
+        return use
 
     async def known(self, hashes: Sequence[str]) -> dict[str, bool]:
-        mined = self.chain.mined()
+        height = self._height()
+        mined = {h for h, (n, _) in self.chain.mined().items() if n <= height}
         return {h: h in self.chain.pool or h in mined for h in hashes}
 
     async def send_raw(self, raw: bytes) -> tuple[SendOutcome, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ from intentd.execution.deposit_check import (
     retry_delay,
 )
 from intentd.execution.deposit_verifier import DepositVerifier, confirm
-from intentd.indexer.balances import reconciled_tx_hash
 from intentd.settings import ChainConfig, ConfigError, load_settings
 
 TOKEN = "0x" + "aa" * 20
@@ -52,34 +52,33 @@ GOOD_RECEIPT = receipt(
 
 
 class FakeProvider:
-    """A second provider that knows what the test gives it."""
+    """A second provider that knows what the test gives it: blocks by height (a block
+    with ``txs`` in full), receipts and balances."""
 
     def __init__(self, *, head: int = 200, blocks: dict[int, str] | None = None) -> None:
         self.head_number = head
         self.blocks = {100: BLOCK} if blocks is None else blocks
-        self.receipts: dict[str, dict[str, Any]] = {}
+        self.receipts_by_hash: dict[str, dict[str, Any]] = {}
         self.txs: dict[str, dict[str, Any]] = {}
-        self.balances: dict[tuple[str, str], int] = {}
+        self.balances_at: dict[tuple[str, str], int] = {}
         self.tags: list[str] = []
 
-    async def head(self, tag: str) -> int:
+    async def view(self, tag: str, number: int, *, full: bool) -> tuple[int, dict[str, Any] | None]:
         self.tags.append(tag)
-        return self.head_number
+        found = self.blocks.get(number)
+        if found is None:
+            return self.head_number, None
+        txs = list(self.txs.values()) if full else list(self.txs)
+        parent = PARENT if found == BLOCK else "0x" + "ae" * 32
+        return self.head_number, {
+            "number": hex(number), "hash": found, "parentHash": parent, "transactions": txs,
+        }  # fmt: skip
 
-    async def block_hash(self, number: int) -> str | None:
-        return self.blocks.get(number)
+    async def receipts(self, tx_hashes: Sequence[str]) -> list[dict[str, Any] | None]:
+        return [self.receipts_by_hash.get(h) for h in tx_hashes]
 
-    async def parent_hash(self, block_hash: str) -> str | None:
-        return PARENT if block_hash == BLOCK else None
-
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        return self.receipts.get(tx_hash)
-
-    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
-        return self.txs.get(tx_hash)
-
-    async def balance(self, address: str, block_hash: str) -> int:
-        return self.balances.get((address, block_hash), 0)
+    async def balances(self, address: str, block_hashes: Sequence[str]) -> list[int]:
+        return [self.balances_at.get((address, h), 0) for h in block_hashes]
 
     async def close(self) -> None:
         pass
@@ -143,7 +142,7 @@ def test_a_native_deposit_needs_the_same_value_to_the_intent() -> None:
 
 async def test_a_provider_that_agrees_confirms_and_reads_the_chains_head() -> None:
     provider = FakeProvider()
-    provider.receipts[TX] = GOOD_RECEIPT
+    provider.receipts_by_hash[TX] = GOOD_RECEIPT
     chain = CHAIN.model_copy(update={"head": "safe"})
     assert await confirm([TOKEN_DEPOSIT], provider, chain) == []
     assert provider.tags == ["safe"]
@@ -156,35 +155,24 @@ async def test_a_provider_without_the_transaction_does_not_confirm() -> None:
 
 async def test_a_block_of_another_fork_or_not_deep_enough_does_not_confirm() -> None:
     provider = FakeProvider(blocks={100: OTHER_BLOCK})
-    provider.receipts[TX] = GOOD_RECEIPT
+    provider.receipts_by_hash[TX] = GOOD_RECEIPT
     [reason] = await confirm([TOKEN_DEPOSIT], provider, CHAIN)
     assert "block 100 is 0xb1" in reason
     shallow = FakeProvider(head=101)
-    shallow.receipts[TX] = GOOD_RECEIPT
+    shallow.receipts_by_hash[TX] = GOOD_RECEIPT
     [reason] = await confirm([TOKEN_DEPOSIT], shallow, CHAIN)
     assert "not 3 deep at 101" in reason
     deep = FakeProvider(head=102)
-    deep.receipts[TX] = GOOD_RECEIPT
+    deep.receipts_by_hash[TX] = GOOD_RECEIPT
     assert await confirm([TOKEN_DEPOSIT], deep, CHAIN) == []
 
 
 async def test_every_deposit_is_confirmed_not_only_the_first() -> None:
     provider = FakeProvider()
-    provider.receipts[TX] = GOOD_RECEIPT
+    provider.receipts_by_hash[TX] = GOOD_RECEIPT
     second = replace(TOKEN_DEPOSIT, tx_hash="0x" + "dd" * 32)
     [reason] = await confirm([TOKEN_DEPOSIT, second], provider, CHAIN)
     assert reason.startswith(second.tx_hash)
-
-
-async def test_a_reconciled_deposit_is_confirmed_by_the_balance_across_its_block() -> None:
-    deposit = replace(NATIVE_DEPOSIT, tx_hash=reconciled_tx_hash(INTENT, BLOCK), amount=300)
-    provider = FakeProvider()
-    provider.balances[(INTENT, PARENT)] = 1_000
-    provider.balances[(INTENT, BLOCK)] = 1_299
-    [reason] = await confirm([deposit], provider, CHAIN)
-    assert "rose by 299" in reason
-    provider.balances[(INTENT, BLOCK)] = 1_300
-    assert await confirm([deposit], provider, CHAIN) == []
 
 
 # --- configuration ---------------------------------------------------------------------

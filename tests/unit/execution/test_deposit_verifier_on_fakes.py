@@ -4,7 +4,7 @@ that a provider with no usable answer keeps the prefill unsigned (fails closed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from tests.unit.execution.test_deposit_check import CONFIG, FakeProvider
@@ -39,7 +39,7 @@ class Unavailable(FakeProvider):
         super().__init__()
         self.error = error
 
-    async def head(self, tag: str) -> int:
+    async def view(self, tag: str, number: int, *, full: bool) -> tuple[int, dict[str, Any] | None]:
         self.tags.append(tag)
         raise self.error
 

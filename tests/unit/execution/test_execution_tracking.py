@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from intentd.domain.actions import NATIVE, Action, ActionKind, SignerKind
@@ -18,12 +20,15 @@ from intentd.execution.tracking import (
     Consumed,
     Final,
     Included,
+    NonceUse,
     Pending,
     Receipt,
     Tx,
     TxStatus,
+    Unexplained,
     at_depth,
     judge_group,
+    judge_use,
     next_transfer_due,
 )
 
@@ -75,9 +80,42 @@ def test_mined_but_shallow_waits() -> None:
     assert verdict == Included(new, receipt(new, 99))
 
 
-def test_a_nonce_taken_by_someone_else_drops_the_group() -> None:
+def test_a_nonce_used_at_depth_without_a_receipt_of_ours_is_never_consumed_on_that_alone() -> None:
     group = [tx(1, TxStatus.REPLACED), tx(2)]
-    assert judge(group, {}, mined_nonces=8) == Consumed(tuple(group))
+    verdict = judge(group, {}, mined_nonces=8)
+    assert isinstance(verdict, Unexplained) and verdict.txs == tuple(group)
+
+
+def use(block: int, tx_hash: str, found: Receipt | None = None) -> NonceUse:
+    return NonceUse(block, f"0x{block:064x}", tx_hash, found)
+
+
+def test_a_nonce_proven_used_at_depth_by_another_transaction_drops_the_group() -> None:
+    group = [tx(1, TxStatus.REPLACED), tx(2)]
+    other = use(98, "0x" + "ee" * 32)
+    assert judge_use(group, other, head=100, confirmations=3) == Consumed(tuple(group), other)
+
+
+def test_a_nonce_proven_used_by_one_of_ours_is_final_with_its_receipt() -> None:
+    old, new = tx(1, TxStatus.REPLACED), tx(2)
+    found = use(97, old.tx_hash, receipt(old, 97))
+    verdict = judge_use([old, new], found, head=100, confirmations=3)
+    assert verdict == Final(old, receipt(old, 97), (new,))
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        None,  # nothing found, or the answers disagreed
+        use(97, f"0x{1:064x}"),  # ours, but no receipt readable yet
+        use(97, f"0x{1:064x}", receipt(tx(9), 97)),  # a receipt that is not of that one
+        use(99, "0x" + "ee" * 32),  # another transaction, above depth
+    ],
+)
+def test_without_proof_the_group_waits(found: NonceUse | None) -> None:
+    group = [tx(1, TxStatus.REPLACED), tx(2)]
+    verdict = judge_use(group, found, head=100, confirmations=3)
+    assert isinstance(verdict, Unexplained) and verdict.txs == tuple(group)
 
 
 def test_pending_group_broadcasts_the_unsent_and_flags_the_stale() -> None:
@@ -92,6 +130,12 @@ def test_pending_group_broadcasts_the_unsent_and_flags_the_stale() -> None:
 def test_a_reorged_transaction_is_unmined() -> None:
     mined = tx(1, TxStatus.MINED)
     assert judge([mined], {mined.tx_hash: None}) == Pending((), (mined,), None, mined)
+
+
+def test_a_node_below_the_recorded_block_does_not_unmine_it() -> None:
+    mined = replace(tx(1, TxStatus.MINED), block_number=101)
+    assert judge([mined], {mined.tx_hash: None}) == Pending((), (), None, mined)
+    assert judge([mined], {}, head=101) == Pending((), (mined,), None, mined)
 
 
 def test_a_group_has_one_nonce() -> None:

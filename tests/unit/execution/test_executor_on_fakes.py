@@ -55,11 +55,12 @@ class Harness:
 
     def restart(self) -> Executor:
         """A new process: the same database and chain, nothing in memory."""
+        self.writer = FakeWriter(self.chain)
         self.executor = Executor(
             chain_config(),
             self.config,
             store=self.store,
-            writer=FakeWriter(self.chain),
+            writer=self.writer,
             keyring=KEYS,
             l1_fees=self.l1_fees,
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
 
+from intentd.indexer.coverage import LogsAnswer
 from intentd.indexer.decoding import TRANSFER_TOPIC, BlockHeader
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.ports import IntentAddress, RawRange
@@ -89,16 +90,16 @@ class FakeChain:
                 "blockNumber": hex(number), "status": hex(transfer.status),
             }  # fmt: skip
             if transfer.token:
-                logs.append(
-                    {
-                        "address": transfer.token, "blockNumber": hex(number),
-                        "blockHash": block_hash, "transactionHash": transfer.tx_hash,
-                        "transactionIndex": hex(index), "logIndex": hex(len(logs)),
-                        "topics": [TRANSFER_TOPIC, "0x" + "0" * 24 + PAYER[2:],
-                                   "0x" + "0" * 24 + transfer.to[2:]],
-                        "data": f"0x{transfer.amount:064x}", "removed": False,
-                    }
-                )  # fmt: skip
+                log = {
+                    "address": transfer.token, "blockNumber": hex(number),
+                    "blockHash": block_hash, "transactionHash": transfer.tx_hash,
+                    "transactionIndex": hex(index), "logIndex": hex(len(logs)),
+                    "topics": [TRANSFER_TOPIC, "0x" + "0" * 24 + PAYER[2:],
+                               "0x" + "0" * 24 + transfer.to[2:]],
+                    "data": f"0x{transfer.amount:064x}", "removed": False,
+                }  # fmt: skip
+                logs.append(log)
+                self.receipts[transfer.tx_hash]["logs"] = [log]
         self.blocks.append(
             {
                 "number": hex(number),
@@ -126,6 +127,93 @@ class FakeChain:
         ]
 
 
+ROUTER = "0x" + "d" * 40
+"""A payment router: a contract whose calls pay addresses internally."""
+
+
+class ForwardingChain(FakeChain):
+    """A fake chain in which contracts also credit addresses (no transaction to them):
+    a contract call (a transaction to :data:`ROUTER`) that pays an address, or a credit
+    outside any transaction (a chain's system credit: no trace shows it)."""
+
+    def __init__(self) -> None:
+        self.credits: dict[str, dict[str, int]] = {}  # block hash -> address -> amount
+        self.calls: dict[str, tuple[str, int]] = {}  # tx hash -> (address, amount)
+        super().__init__()
+
+    def forward(self, to: str, amount: int) -> None:
+        """Mine a block in which ``amount`` arrives at ``to`` outside any transaction."""
+        self.mine()
+        self.credits[self.blocks[-1]["hash"]] = {to: amount}
+
+    def call(self, to: str, amount: int, nonce: int) -> Transfer:
+        """Mine a block with a contract call that sends ``amount`` to ``to``; the call."""
+        call = Transfer(ROUTER, amount, nonce=nonce)
+        self.calls[call.tx_hash] = (to, amount)
+        self.mine(call)
+        return call
+
+    def _changes(self, block: dict[str, Any], address: str) -> list[int]:
+        changes = []
+        for tx in block["transactions"]:
+            paid = int(tx["value"], 16) if tx["to"] == address else 0
+            to, amount = self.calls.get(tx["hash"], ("", 0))
+            changes.append(paid + (amount if to == address else 0))
+        return changes
+
+    def balance(self, address: str, block_hash: str) -> int:
+        if block_hash == "0x" + "0" * 64:
+            return 0  # before the genesis block
+        [number] = [n for n, b in enumerate(self.blocks) if b["hash"] == block_hash]
+        total = 0
+        for block in self.blocks[: number + 1]:
+            total += sum(self._changes(block, address))
+            total += self.credits.get(block["hash"], {}).get(address, 0)
+        return total
+
+    def trace(self, block_hash: str) -> list[dict[str, Any]]:
+        """The prestate-diff trace of the block (balances before and after each tx)."""
+        [block] = [b for b in self.blocks if b["hash"] == block_hash]
+        paid = {tx["to"] for tx in block["transactions"]} | {to for to, _ in self.calls.values()}
+        start = {a: self.balance(a, block["parentHash"]) for a in paid}
+        entries = []
+        for i, tx in enumerate(block["transactions"]):
+            pre, post = {}, {}
+            for address in sorted(paid):
+                change = self._changes(block, address)[i]
+                if change:
+                    pre[address] = {"balance": hex(start[address])}
+                    start[address] += change
+                    post[address] = {"balance": hex(start[address])}
+            entries.append({"txHash": tx["hash"], "result": {"pre": pre, "post": post}})
+        return entries
+
+
+class ForwardingState:
+    """The balance reconciliation's reads (``ChainState``) over a :class:`ForwardingChain`."""
+
+    def __init__(self, chain: ForwardingChain) -> None:
+        self.chain = chain
+
+    async def balances(self, queries: Sequence[tuple[str, str]]) -> list[int]:
+        return [self.chain.balance(address, block_hash) for address, block_hash in queries]
+
+    async def receipts(self, tx_hashes: Sequence[str]) -> list[Mapping[str, Any]]:
+        found = []
+        for tx_hash in tx_hashes:
+            [block] = [
+                b for b in self.chain.blocks if any(t["hash"] == tx_hash for t in b["transactions"])
+            ]
+            found.append(
+                {"status": "0x1", "gasUsed": "0x0", "effectiveGasPrice": "0x0",
+                 "blockHash": block["hash"]}
+            )  # fmt: skip
+        return found
+
+    async def traces(self, block_hashes: Sequence[str]) -> list[Sequence[Any] | None]:
+        return [self.chain.trace(h) for h in block_hashes]
+
+
 class FakeReader:
     """:class:`ChainReader` over a :class:`FakeChain`; ``before_read`` runs at each read."""
 
@@ -149,7 +237,13 @@ class FakeReader:
         raw = [self.chain.blocks[n] for n in blocks]
         if self.between_blocks_and_logs is not None:
             self.between_blocks_and_logs(blocks)
-        return RawRange(raw, self.chain.logs(blocks.first, blocks.last, self.tokens))
+        logs = self.chain.logs(blocks.first, blocks.last, self.tokens)
+        return RawRange(raw, [self.answer(blocks, logs)])
+
+    def answer(self, blocks: BlockRange, logs: list[dict[str, Any]]) -> LogsAnswer:
+        """``logs`` answered for ``blocks`` by a node on the chain as it is now."""
+        anchor = self.chain.blocks[blocks.last]["hash"] if blocks.last <= self.chain.head else ""
+        return LogsAnswer(blocks, logs, blocks.last, (anchor, anchor))
 
     async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
         return {

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
 from tests.unit.indexer.indexer_fakes import (
     FAKE_TOKEN,
     USDC,
@@ -25,7 +26,7 @@ from tests.unit.indexer.indexer_fakes import (
 
 from intentd.indexer.decoding import NATIVE
 from intentd.indexer.planning import BlockRange
-from intentd.indexer.poller import Poller, TornReads
+from intentd.indexer.poller import Poller
 from intentd.indexer.ports import RawRange
 from intentd.indexer.reorg import Cursor, DeepReorgError, PublishedDeposit
 from intentd.indexer.watch_refresh import WatchedIntents
@@ -304,7 +305,8 @@ class TornOnce(FakeReader):
         if self.torn == 0 and len(blocks) > 1:
             self.torn += 1
             return RawRange(
-                [raw.blocks[0], *self.other.blocks[blocks.first + 1 : blocks.last + 1]], []
+                [raw.blocks[0], *self.other.blocks[blocks.first + 1 : blocks.last + 1]],
+                [self.answer(blocks, [])],
             )
         return raw
 
@@ -340,16 +342,34 @@ async def test_logs_from_another_fork_make_the_batch_read_again() -> None:
     assert h.published()[0]["block_hash"] == h.chain.blocks[3]["hash"]
 
 
-async def test_a_node_that_never_answers_consistently_stops_the_poller() -> None:
+async def test_a_node_that_keeps_answering_inconsistently_is_waited_out_not_exited() -> None:
     h = Harness()
     h.chain.mine(Transfer(W2, 9, token=USDC), count=3)
+    good_hash = h.chain.logs_by_block[1][0]["blockHash"]
+    failures = {"chain": CHAIN, "reason": "inconsistent"}
+    before = REGISTRY.get_sample_value("intentd_poller_read_failures_total", failures) or 0
 
-    def always(blocks: BlockRange) -> None:
+    def lying(blocks: BlockRange) -> None:
         h.chain.logs_by_block[1][0]["blockHash"] = "0x" + "f" * 64
 
-    h.reader.between_blocks_and_logs = always
-    with pytest.raises(TornReads):
-        await h.catch_up()
+    def failed() -> float:
+        return (REGISTRY.get_sample_value("intentd_poller_read_failures_total", failures) or 0) - (
+            before
+        )
+
+    h.reader.between_blocks_and_logs = lying
+    poller = h.poller()
+    with capture_logs() as logs:
+        await h.run_until(lambda p: failed() >= 8, poller=poller)
+    assert h.store.cursor is None and h.published() == []  # nothing decided on it
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == [
+        "chain read failed; reading the same blocks again"
+    ]  # one line for the outage, not one per read
+
+    h.reader.between_blocks_and_logs = None  # the node answers consistently again
+    h.chain.logs_by_block[1][0]["blockHash"] = good_hash
+    await h.catch_up(poller=poller)
+    assert deposits(h.published()) == [(W2, 9)]
 
 
 async def test_an_intent_committed_while_its_block_is_read_is_matched() -> None:

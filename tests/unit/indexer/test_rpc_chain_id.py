@@ -9,7 +9,7 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 from tests.unit.indexer.indexer_fakes import FakeChain
-from tests.unit.indexer.test_rpc_client import FakeProvider, client, counter
+from tests.unit.indexer.rpc_fakes import FakeProvider, client, counter
 
 from intentd.adapters.chain import EvmChainReader
 from intentd.adapters.json_rpc import RpcTransportError, WrongChainError

@@ -2,98 +2,24 @@
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
-from prometheus_client import REGISTRY
 from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer, address
+from tests.unit.indexer.rpc_fakes import LIVE, FakeProvider, Node, client, counter, error_once
 
 from intentd.adapters.chain import EvmChainReader
+from intentd.adapters.intent_window import IntentWindowReader
 from intentd.adapters.json_rpc import (
-    JsonRpcClient,
     MissingResult,
-    RangeLimitError,
     RpcError,
     RpcTransportError,
     is_range_limit,
 )
 from intentd.indexer.planning import BlockRange
 
-LIVE = "http://live.example"
 DEAD = "http://dead.example"
-
-Fault = Callable[[str, dict[str, Any]], dict[str, Any] | None]
-
-
-class FakeProvider:
-    """A JSON-RPC node over a :class:`FakeChain`, with the faults a test arms."""
-
-    def __init__(self, chain: FakeChain, *, log_limit: int | None = None) -> None:
-        self.chain = chain
-        self.log_limit = log_limit
-        self.dead: set[str] = set()
-        self.posts: list[tuple[str, list[dict[str, Any]]]] = []
-        self.faults: list[Fault] = []  # each may answer one call in place of the node
-        self.shuffle = False
-
-    async def post(self, url: str, body: bytes, seconds: float) -> tuple[int, bytes]:
-        calls = orjson.loads(body)
-        self.posts.append((url, calls))
-        if url in self.dead:
-            raise RpcTransportError("connection refused")
-        answers = [self._answer(url, call) for call in calls]
-        if self.shuffle:
-            random.Random(len(self.posts)).shuffle(answers)
-        return 200, orjson.dumps(answers)
-
-    async def close(self) -> None:
-        pass
-
-    def _answer(self, url: str, call: dict[str, Any]) -> dict[str, Any]:
-        for fault in list(self.faults):
-            answer = fault(url, call)
-            if answer is not None:
-                self.faults.remove(fault)
-                return {"jsonrpc": "2.0", "id": call["id"], **answer}
-        return {"jsonrpc": "2.0", "id": call["id"], **self._node(call["method"], call["params"])}
-
-    def _node(self, method: str, params: list[Any]) -> dict[str, Any]:
-        if method == "eth_blockNumber":
-            return {"result": hex(self.chain.head)}
-        if method == "eth_getBlockByNumber":
-            n = int(params[0], 16)
-            return {"result": self.chain.blocks[n] if n <= self.chain.head else None}
-        if method == "eth_getLogs":
-            query = params[0]
-            first, last = int(query["fromBlock"], 16), int(query["toBlock"], 16)
-            if self.log_limit is not None and last - first + 1 > self.log_limit:
-                return {
-                    "error": {"code": -32005, "message": "query returned more than 10000 results"}
-                }
-            return {"result": self.chain.logs(first, last, query["address"])}
-        return {"error": {"code": -32601, "message": f"method {method} not found"}}
-
-
-def error_once(method: str, code: int = -32000, message: str = "header not found") -> Fault:
-    def fault(url: str, call: dict[str, Any]) -> dict[str, Any] | None:
-        return {"error": {"code": code, "message": message}} if call["method"] == method else None
-
-    return fault
-
-
-def client(
-    provider: FakeProvider, chain: str, urls: list[str] | None = None, **kw: Any
-) -> JsonRpcClient:
-    options: dict[str, Any] = {"backoff": 0.001, "backoff_max": 0.002, "attempts": 4}
-    options.update(kw)
-    return JsonRpcClient(chain, urls or [LIVE], transport=provider, **options)
-
-
-def counter(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 def busy_chain() -> FakeChain:
@@ -194,6 +120,10 @@ async def test_a_refused_batch_is_an_rpc_error() -> None:
         await client(Refusing(busy_chain()), "RPC_REFUSED", attempts=1).call("eth_blockNumber", [])
 
 
+def log_posts(provider: FakeProvider) -> list[list[dict[str, Any]]]:
+    return [calls for _, calls in provider.posts if "eth_getLogs" in {c["method"] for c in calls}]
+
+
 async def test_logs_are_split_on_a_provider_limit_and_the_width_is_remembered() -> None:
     chain = busy_chain()
     provider = FakeProvider(chain, log_limit=10)
@@ -202,14 +132,15 @@ async def test_logs_are_split_on_a_provider_limit_and_the_width_is_remembered() 
     assert [int(log["blockNumber"], 16) for log in raw.logs] == list(range(1, 41))
     assert len(raw.blocks) == 40
     assert reader.log_ranges.width <= 10
-    log_posts = [calls for _, calls in provider.posts if calls[0]["method"] == "eth_getLogs"]
-    refused = len(log_posts)
-    assert refused > 4  # 40 -> 20 -> 10: some refusals, then answers
+    assert len(log_posts(provider)) == 3  # 1 x 40 and 2 x 20 refused, 4 x 10 in one POST
     provider.posts.clear()
     raw = await reader.read_range(BlockRange(1, 40))
     assert len(raw.logs) == 40
-    log_posts = [calls for _, calls in provider.posts if calls[0]["method"] == "eth_getLogs"]
-    assert len(log_posts) == 4  # 4 x 10 blocks: no refusal the second time
+    assert len(log_posts(provider)) == 1  # 4 x 10 blocks in one POST: no refusal this time
+    [calls] = log_posts(provider)
+    anchor = ("eth_getBlockByNumber", [hex(40), False])
+    assert [(c["method"], c["params"]) for c in calls[:: len(calls) - 1]] == [anchor, anchor]
+    assert all(a.anchor_hashes == (chain.blocks[40]["hash"],) * 2 for a in raw.answers)
 
 
 async def test_the_width_grows_back_once_the_provider_answers_wider_ranges() -> None:
@@ -223,11 +154,67 @@ async def test_the_width_grows_back_once_the_provider_answers_wider_ranges() -> 
     assert reader.log_ranges.width > narrow
 
 
-async def test_a_one_block_refusal_is_raised() -> None:
-    provider = FakeProvider(busy_chain(), log_limit=0)
+async def test_a_one_block_refusal_is_read_from_the_blocks_receipts() -> None:
+    chain = busy_chain()
+    provider = FakeProvider(chain, log_limit=0)
     reader = EvmChainReader(client(provider, "RPC_ONE"), [USDC], max_log_range=4)
-    with pytest.raises(RangeLimitError):
-        await reader.read_range(BlockRange(1, 4))
+    raw = await reader.read_range(BlockRange(1, 4))
+    assert raw.logs == chain.logs(1, 4, [USDC])
+    assert [str(a.blocks) for a in raw.answers] == ["1..1", "2..2", "3..3", "4..4"]
+    assert len(provider.calls("eth_getBlockReceipts")) == 4
+    assert counter("intentd_rpc_log_refusals_total", chain="RPC_ONE", action="from_receipts") == 4
+
+
+async def test_a_refusal_among_several_one_block_ranges_asks_them_one_by_one() -> None:
+    chain = busy_chain()
+    provider = FakeProvider(chain)
+
+    def refuse_block_3(url: str, call: dict[str, Any]) -> dict[str, Any] | None:
+        if call["method"] == "eth_getLogs" and call["params"][0]["fromBlock"] == hex(3):
+            return {"error": {"code": -32005, "message": "query returned more than 10000 results"}}
+        return None
+
+    provider.faults.append(refuse_block_3)
+    window = IntentWindowReader(client(provider, "RPC_ALONE"), [USDC], max_log_range=100)
+    answers = await window.token_logs([1, 2, 3, 5], anchor=6)
+    assert [[int(log["blockNumber"], 16) for log in a.logs] for a in answers] == [
+        [1],
+        [2],
+        [3],
+        [5],
+    ]
+    assert counter("intentd_rpc_log_refusals_total", chain="RPC_ALONE", action="alone") == 1
+    assert provider.calls("eth_getBlockReceipts") == []
+
+
+async def test_a_whole_batch_refused_for_its_log_queries_is_a_range_limit() -> None:
+    class RefusingBatches(FakeProvider):
+        async def post(self, url: str, body: bytes, seconds: float) -> tuple[int, bytes]:
+            calls = orjson.loads(body)
+            queries = [c["params"][0] for c in calls if c["method"] == "eth_getLogs"]
+            if any(int(q["toBlock"], 16) - int(q["fromBlock"], 16) >= 10 for q in queries):
+                self.posts.append((url, calls))
+                error = {"code": -32005, "message": "query returned more than 10000 results"}
+                return 200, orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+            return await super().post(url, body, seconds)
+
+    chain = busy_chain()
+    reader = EvmChainReader(
+        client(RefusingBatches(chain), "RPC_BATCH_LIMIT"), [USDC], max_log_range=40
+    )
+    raw = await reader.read_range(BlockRange(1, 40))
+    assert raw.logs == chain.logs(1, 40, [USDC])
+    assert reader.log_ranges.width <= 10
+
+
+async def test_a_lagging_node_gives_no_log_answer_rather_than_a_short_one() -> None:
+    chain = busy_chain()
+    provider = FakeProvider(chain)
+    provider.nodes[0] = Node(chain, lag=2)  # the only node is two blocks behind
+    reader = EvmChainReader(client(provider, "RPC_LAG"), [USDC], max_log_range=100)
+    with pytest.raises(MissingResult):
+        await reader.read_range(BlockRange(30, 40))
+    assert len(provider.posts) >= 4  # retried whole, as the client retries any null
 
 
 async def test_block_hashes_are_none_above_the_head() -> None:
@@ -253,6 +240,9 @@ async def test_block_hashes_are_none_above_the_head() -> None:
         (-32000, "exceed maximum block range: 5000", True),
         (-32600, "eth_getLogs is limited to a 10,000 range", False),
         (-32000, "header not found", False),
+        (-32005, "limit exceeded", True),  # ambiguous: ask for less, down to one block
+        (-32005, "daily request count exceeded, request rate limited", False),
+        (-32005, "project ID request rate exceeded", False),
         (-32603, "internal error", False),
     ],
 )

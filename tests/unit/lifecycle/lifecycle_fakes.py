@@ -158,6 +158,17 @@ class FakeUnitOfWork(DueWork):
         ]
         return min(ranked, key=lambda item: item[:2])[2] if ranked else None
 
+    async def reconciled_in_block(self, intent_id: int, deposit: Deposit) -> list[RecordedDeposit]:
+        return [
+            stored
+            for stored in sorted(self.state.deposits.values(), key=lambda d: d.id)
+            if stored.intent_id == intent_id
+            and (stored.deposit.chain, stored.deposit.block_hash, stored.deposit.to_address)
+            == (deposit.chain, deposit.block_hash, deposit.to_address)
+            and (stored.deposit.token, stored.deposit.from_address)
+            == (deposit.token, deposit.from_address)
+        ]
+
     async def find_published(self, retraction: Retraction) -> RecordedDeposit | None:
         for stored in sorted(self.state.deposits.values(), key=lambda d: d.id):
             seen = stored.deposit

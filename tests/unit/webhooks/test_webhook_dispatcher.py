@@ -19,11 +19,18 @@ from intentd.webhooks.signing import new_secret
 BOX = SecretBox(os.urandom(32))
 
 
-def delivery(n: int, url: str, secrets: list[str], endpoint: UUID | None = None) -> DueDelivery:
+def delivery(
+    n: int,
+    url: str,
+    secrets: list[str],
+    endpoint: UUID | None = None,
+    client: UUID | None = None,
+) -> DueDelivery:
     endpoint = endpoint or uuid4()
     return DueDelivery(
         id=n,
         endpoint_id=endpoint,
+        client_id=client or uuid4(),
         url=url,
         event_id=f"evt-{n}",
         body=b'{"n":%d}' % n,
@@ -135,3 +142,24 @@ async def test_secrets_never_reach_the_logs() -> None:
         await dispatcher.drain()
     assert logs and logs[0]["error"] == "timeout"
     assert secret not in repr(logs) and secret.removeprefix("whsec_") not in repr(logs)
+
+
+async def test_a_hostile_retry_after_is_recorded_with_a_bounded_wait() -> None:
+    """An endpoint answering 429 with a Retry-After no parser expects: the attempt is
+    recorded and the next one waits at most a day (it was never recorded, and the
+    delivery sent again each time its lease expired)."""
+    from intentd.webhooks.schedule import MAX_RETRY_AFTER
+
+    now = datetime.now(UTC)
+    for value in ("99999999999999999999", "²", "Fri, 31 Dec 99999 23:59:59 GMT", "-1", "NaN"):
+        store = FakeStore()
+        store.pending = [(now, delivery(1, "hostile", [new_secret()]))]
+        sender = FakeSender(lambda url, v=value: Attempt(429, 0.01, retry_after=v))  # type: ignore[misc]
+        dispatcher = Dispatcher(store, sender, BOX, lambda: now)
+        await dispatcher.dispatch_once()
+        await dispatcher.drain()
+        assert len(store.attempts) == 1, value
+        (_, attempt, decision) = store.attempts[0]
+        assert attempt.retry_after == value
+        assert decision.next_attempt_at is not None
+        assert now < decision.next_attempt_at <= now + MAX_RETRY_AFTER

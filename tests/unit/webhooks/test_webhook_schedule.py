@@ -100,3 +100,76 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after("9999999", T0) == MAX_RETRY_AFTER
     assert parse_retry_after("soon", T0) is None
     assert parse_retry_after(None, T0) is None
+
+
+_DAYS = st.sampled_from(["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Xyz", ""])
+_MONTHS = st.sampled_from(
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Foo"]
+)
+_NUMBERS = st.integers(min_value=-(10**30), max_value=10**30).map(str)
+_ZONES = st.one_of(
+    st.sampled_from(["GMT", "UTC", "UT", "EST", "PDT", "Z", ""]),
+    st.tuples(st.sampled_from("+-"), st.integers(0, 99999)).map(lambda z: f"{z[0]}{z[1]:04d}"),
+)
+HTTP_DATES = st.builds(
+    lambda day, d, month, year, h, m, s, zone: f"{day}, {d} {month} {year} {h}:{m}:{s} {zone}",
+    _DAYS,
+    _NUMBERS,
+    _MONTHS,
+    _NUMBERS,
+    _NUMBERS,
+    _NUMBERS,
+    _NUMBERS,
+    _ZONES,
+)
+"""RFC 9110 IMF-fixdate shapes with any numbers in them (huge years, offsets, negatives)."""
+HOSTILE = st.one_of(
+    st.text(),
+    st.text(alphabet=st.characters(categories=["Nd", "No", "Nl"])),  # "²", "٣", "Ⅻ"
+    _NUMBERS,
+    st.from_regex(r"\A[ \t]*[+-]?[0-9]{1,60}(\.[0-9]*)?([eE][+-]?[0-9]{1,5})?[ \t]*\Z"),
+    st.sampled_from(
+        ["NaN", "nan", "inf", "-inf", "Infinity", "1e999", "0x10", "²", "99999999999999999999"]
+    ),
+    HTTP_DATES,
+)
+
+
+@given(HOSTILE, st.datetimes(timezones=st.just(UTC)))
+def test_any_retry_after_gives_a_bounded_wait_or_none(value: str, now: datetime) -> None:
+    wait = parse_retry_after(value, now)
+    assert wait is None or timedelta() <= wait <= MAX_RETRY_AFTER
+
+
+@given(HOSTILE, st.integers(min_value=1, max_value=MAX_ATTEMPTS), draws)
+def test_any_retry_after_on_429_or_503_gives_a_bounded_next_attempt(
+    value: str, attempts: int, draw: float
+) -> None:
+    for status in (429, 503):
+        decision = decide(
+            status=status,
+            failed_attempts=attempts,
+            now=T0,
+            failing_since=T0,
+            retry_after=value,
+            draw=draw,
+        )
+        if attempts > len(DELAYS):
+            assert decision.next_attempt_at is None
+            continue
+        assert decision.next_attempt_at is not None
+        scheduled = retry_delay(attempts, draw)
+        assert scheduled is not None
+        assert T0 + scheduled <= decision.next_attempt_at
+        assert decision.next_attempt_at <= T0 + max(scheduled, MAX_RETRY_AFTER)
+
+
+def test_hostile_retry_after_values_seen_in_the_wild() -> None:
+    assert parse_retry_after("99999999999999999999", T0) == MAX_RETRY_AFTER
+    assert parse_retry_after("²", T0) is None  # a digit to str.isdigit, not to HTTP
+    assert parse_retry_after("٣", T0) is None  # an Arabic-Indic 3: not delta-seconds
+    assert parse_retry_after("-5", T0) is None
+    assert parse_retry_after("NaN", T0) is None
+    assert parse_retry_after("Fri, 31 Dec 99999 23:59:59 GMT", T0) is None
+    assert parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", T0) == MAX_RETRY_AFTER
+    assert parse_retry_after(" 0030 ", T0) == timedelta(seconds=30)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from uuid import UUID
 
+from intentd.webhooks.fairness import Candidate, fair_share
 from intentd.webhooks.ports import Attempt, DueDelivery, EventToRecord, RecordedAttempt
 from intentd.webhooks.schedule import Decision
 
@@ -16,17 +18,35 @@ class FakeStore:
     pending: list[tuple[datetime, DueDelivery]] = field(default_factory=list)
     attempts: list[tuple[DueDelivery, Attempt, Decision]] = field(default_factory=list)
     recorded: list[EventToRecord] = field(default_factory=list)
+    busy_seen: list[dict[UUID, int]] = field(default_factory=list)
+    """The ``busy`` of each claim."""
 
     async def record_events(self, events: Sequence[EventToRecord]) -> int:
         self.recorded.extend(events)
         return len(events)
 
     async def claim_due(
-        self, now: datetime, limit: int, per_endpoint: int, lease: timedelta
+        self,
+        now: datetime,
+        limit: int,
+        per_endpoint: int,
+        lease: timedelta,
+        *,
+        per_client: int,
+        busy: Mapping[UUID, int],
     ) -> list[DueDelivery]:
-        due = [d for at, d in self.pending if at <= now][:limit]
-        self.pending = [(at, d) for at, d in self.pending if d not in due]
-        return due
+        """The fair share of what is due (the per-endpoint limit is not modelled)."""
+        self.busy_seen.append(dict(busy))
+        due = {d.id: (at, d) for at, d in self.pending if at <= now}
+        picked = fair_share(
+            (Candidate(d.id, d.endpoint_id, d.client_id, at) for at, d in due.values()),
+            limit=limit,
+            per_client=per_client,
+            busy=busy,
+        )
+        chosen = [due[c.delivery_id][1] for c in picked]
+        self.pending = [(at, d) for at, d in self.pending if d not in chosen]
+        return chosen
 
     async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
         for r in attempts:

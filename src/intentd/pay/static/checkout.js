@@ -8,6 +8,7 @@ import {
   chainLabel, clock, fromUnits, intentStatus, isAddress, paymentUri, shortAddress, toUnits,
 } from './payment.js';
 import { chooseStrings, format } from './strings.js';
+import { applyTheme } from './theme.js';
 import { copyButton, h, qrCode, trapFocus } from './view.js';
 
 const POLL_MS = 2000;
@@ -314,6 +315,7 @@ function refunded(intent) {
 async function start() {
   document.documentElement.lang = lang;
   document.title = T.pageTitle;
+  applyTheme(param('theme'), param('accent'));
   if (embedded) {
     trapFocus(document.body);
     new ResizeObserver(fit).observe(app);

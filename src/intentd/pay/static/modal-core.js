@@ -2,12 +2,13 @@
 // code as /pay/modal.js (an ES module exporting openPayment) and /pay/pay.js (a
 // classic script defining window.IntentdPay.openPayment).
 //
-// openPayment({ session_url, excludeChains, onSuccess, onCancel, onError, label })
+// openPayment({ session_url, excludeChains, styles, onSuccess, onCancel, onError, label })
 //   POSTs to session_url (the merchant's own backend, same-origin, with cookies),
 //   which answers JSON with a session_token; then shows intentd's checkout page
 //   (/pay/checkout) in an iframe over the page. The token goes to the frame in
 //   the URL fragment, which is never sent to a server. The frame's messages are
-//   accepted only from that frame and intentd's origin.
+//   accepted only from that frame and intentd's origin. styles: { theme: "light" |
+//   "dark" | "system", accentColor: a CSS colour }, applied by the checkout.
 //   onSuccess(intent) fires when the payment completes; onCancel() when the payer
 //   closes before that; onError({ code, message }) on failures. Returns { close }.
 function createOpenPayment(base) {
@@ -23,6 +24,7 @@ function createOpenPayment(base) {
       throw new TypeError('openPayment: session_url is required');
     }
     var exclude = Array.isArray(opts.excludeChains) ? opts.excludeChains.map(String) : [];
+    var styles = opts.styles || {};
     var previous = document.activeElement;
     var host = document.createElement('div');
     var root = host.attachShadow({ mode: 'closed' });
@@ -99,6 +101,8 @@ function createOpenPayment(base) {
       var params = new URLSearchParams({ session: token, embed: '1', origin: window.location.origin });
       if (exclude.length) params.set('exclude', exclude.join(','));
       if (opts.lang) params.set('lang', String(opts.lang));
+      if (styles.theme) params.set('theme', String(styles.theme));
+      if (styles.accentColor) params.set('accent', String(styles.accentColor));
       if (frame) frame.remove();
       frame = document.createElement('iframe');
       frame.title = opts.label || 'Payment';

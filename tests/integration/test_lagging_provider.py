@@ -1,0 +1,252 @@
+"""The poller on a real anvil behind a provider that lags or refuses: a load balancer
+whose requests land at random (seeded) on the head node or on a node ``LAG`` blocks
+behind (so ``eth_blockNumber`` alternates between the head and head - ``LAG``,
+``eth_getLogs`` is silently cut at the lagging node's head, its blocks and receipts
+above it are null), and a provider that refuses every ``eth_getLogs`` with ``-32005
+limit exceeded``, one block included.
+
+Every deposit must be published exactly once, none retracted. The proxy is a small
+aiohttp application inside the test, in front of the test's own anvil.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import ClientSession, web
+from tests.integration.test_poller import (  # noqa: F401 - polling is a fixture
+    Chain,
+    TopicReader,
+    intent_address,
+    polling,
+    section,
+    to,
+    wait_for_cursor,
+)
+
+from intentd.adapters.postgres import Pool
+from intentd.indexer.decoding import NATIVE
+from intentd.messages import deposits_topic
+from intentd.settings import Settings
+from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
+from intentd_dev.devinfra.anvil import free_port, start_anvil
+from intentd_dev.devinfra.kafka_mock import create_topics
+
+pytestmark = pytest.mark.integration
+
+LAG = 3
+
+
+class FaultyProvider:
+    """A JSON-RPC proxy in front of anvil: a third of the POSTs (at random, seeded)
+    answered as a node ``lag`` blocks behind would answer them; with ``refuse_logs``,
+    every ``eth_getLogs`` refused."""
+
+    def __init__(self, upstream: str, *, lag: int = 0, refuse_logs: bool = False) -> None:
+        self.upstream = upstream
+        self.lag = lag
+        self.refuse_logs = refuse_logs
+        self.turns = random.Random(1804)
+        self.share = 0.35
+        self.lagging_posts = 0
+        self.cut_log_queries = 0
+        self.refused = 0
+        self._session: ClientSession | None = None
+
+    async def forward(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._session is None:
+            self._session = ClientSession(headers={"Content-Type": "application/json"})
+        async with self._session.post(self.upstream, data=orjson.dumps(calls)) as response:
+            answers: list[dict[str, Any]] = orjson.loads(await response.read())
+        return answers
+
+    async def handle(self, request: web.Request) -> web.Response:
+        calls = orjson.loads(await request.read())
+        single = isinstance(calls, dict)
+        calls = [calls] if single else calls
+        lagging = self.lag > 0 and self.turns.random() < self.share
+        view: int | None = None
+        if lagging:
+            self.lagging_posts += 1
+            [head] = await self.forward([_call(0, "eth_blockNumber", [])])
+            view = int(head["result"], 16) - self.lag
+        answers = [await self._answer(call, view) for call in calls]
+        return web.json_response(answers[0] if single else answers)
+
+    async def _answer(self, call: dict[str, Any], view: int | None) -> dict[str, Any]:
+        method, params, id_ = call["method"], call.get("params", []), call.get("id")
+        if method == "eth_getLogs" and self.refuse_logs:
+            self.refused += 1
+            return {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "error": {"code": -32005, "message": "limit exceeded"},
+            }
+        if view is None:
+            [answer] = await self.forward([call])
+            return answer
+        if method == "eth_blockNumber":
+            return _result(id_, hex(view))
+        numbered = method in ("eth_getBlockByNumber", "eth_getBlockReceipts")
+        if numbered and params[0].startswith("0x") and int(params[0], 16) > view:
+            return _result(id_, None)
+        if method == "eth_getLogs" and "toBlock" in params[0]:
+            query = dict(params[0])
+            if int(query["fromBlock"], 16) > view:
+                self.cut_log_queries += 1
+                return _result(id_, [])
+            if int(query["toBlock"], 16) > view:
+                self.cut_log_queries += 1
+                query["toBlock"] = hex(view)  # older geth: cut at its head, say nothing
+            call = {**call, "params": [query]}
+        [answer] = await self.forward([call])
+        found = answer.get("result") if method == "eth_getTransactionReceipt" else None
+        if found and int(found["blockNumber"], 16) > view:
+            return _result(id_, None)
+        return answer
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _call(id_: int, method: str, params: list[Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def _result(id_: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+async def serve(provider: FaultyProvider) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    app.router.add_post("/", provider.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}"
+
+
+_names = itertools.count(1)
+
+
+@pytest.fixture
+async def chain(
+    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
+) -> AsyncIterator[Chain]:
+    """test_poller's chain, under names of this module's own (a chain's cursor is kept in
+    the session's database by name)."""
+    number = next(_names)
+    name, chain_id = f"LAGTEST_{number}", 980_000 + number
+    anvil = await asyncio.to_thread(start_anvil, chain_id)
+    try:
+        async with DevChain(anvil.url) as rpc:
+            deployer, payer = (await rpc.accounts())[:2]
+            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
+            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
+            topic = deposits_topic(topic_prefix, name)
+            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
+
+            def configure(**extra: Any) -> Settings:
+                return make_settings(
+                    chains={name: section(chain_id, [anvil.url], usdc, usdt) | extra}
+                )
+
+            yield Chain(
+                name, anvil, rpc, deployer, payer, usdc, usdt, "", configure(), topic, configure
+            )
+    finally:
+        await asyncio.to_thread(anvil.stop)
+
+
+@pytest.fixture
+async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:
+    provider = FaultyProvider(chain.anvil.url)
+    runner, provider.url = await serve(provider)  # type: ignore[attr-defined]
+    yield provider
+    await runner.cleanup()
+    await provider.close()
+
+
+async def pay_and_poll(  # noqa: PLR0917 - the fixtures, passed on
+    chain: Chain,
+    pool: Pool,
+    settings: Settings,
+    infra: dict[str, str],
+    polling: Any,  # noqa: F811
+    url: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]:
+    """Ten token and ten native payments made while the poller runs through ``url``;
+    the messages published to each address, and the payments' transaction hashes."""
+    a, b = await intent_address(pool, settings), await intent_address(pool, settings)
+    rpc = chain.rpc
+    await rpc.send(chain.payer, chain.usdt, data=call_data(MINT, chain.payer, 10**12))
+    running = polling(chain, chain.configure(rpc_urls=[url], batch_size=4, confirmations=1))
+    tokens, natives = [], []
+    for n in range(10):  # each paid once the poller is at the head: it reads the newest blocks
+        await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+        tokens.append(await rpc.send(chain.payer, chain.usdt, data=call_data(TRANSFER, a, 100 + n)))
+        natives.append(await rpc.send(chain.payer, b, value=10**12 + n))
+    await rpc.mine(LAG)
+    await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+    async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
+        # The cursor is past every payment: what is published is all there will be.
+        await reader.wait_for(lambda ms: len(to(b)(ms)) >= 10 or len(to(a)(ms)) >= 10)
+        await reader.drain(1.0)
+        to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
+    await running.finish()
+    return to_a, to_b, tokens, natives
+
+
+async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
+    *,
+    chain: Chain,
+    pool: Pool,
+    settings: Settings,
+    infra: dict[str, str],
+    polling: Any,  # noqa: F811
+    proxy: FaultyProvider,
+) -> None:
+    proxy.lag = LAG
+    to_a, to_b, tokens, natives = await pay_and_poll(
+        chain,
+        pool,
+        settings,
+        infra,
+        polling,
+        proxy.url,  # type: ignore[attr-defined]
+    )
+    assert [m["kind"] for m in to_a + to_b] == ["deposit"] * 20  # none retracted
+    assert [(m["tx_hash"], m["token"]) for m in to_a] == [(t, chain.usdt) for t in tokens]
+    assert [(m["tx_hash"], m["token"]) for m in to_b] == [(t, NATIVE) for t in natives]
+    assert proxy.lagging_posts > 10 and proxy.cut_log_queries > 0  # the lag was met
+
+
+async def test_a_provider_refusing_every_log_query_loses_no_deposit(
+    *,
+    chain: Chain,
+    pool: Pool,
+    settings: Settings,
+    infra: dict[str, str],
+    polling: Any,  # noqa: F811
+    proxy: FaultyProvider,
+) -> None:
+    proxy.refuse_logs = True  # "-32005 limit exceeded", one block too
+    to_a, to_b, tokens, natives = await pay_and_poll(
+        chain,
+        pool,
+        settings,
+        infra,
+        polling,
+        proxy.url,  # type: ignore[attr-defined]
+    )
+    assert [m["tx_hash"] for m in to_a] == tokens  # read from the blocks' receipts
+    assert [m["tx_hash"] for m in to_b] == natives
+    assert proxy.refused > 0
