@@ -8,7 +8,7 @@ With ``--faults`` the roles reach each dependency through something the run cont
 - **PostgreSQL**: the roles' database URL goes through a
   :class:`~intentd_dev.fault_proxy.TcpFaultProxy` (the run's own checks connect directly);
 - **the broker**: the run starts a dev broker of its own (librdkafka's mock cluster) and
-  takes it down and up (``kafka_mock.set_brokers``): clients learn broker addresses from
+  takes it down and up (``kafka_mock.set_broker_down``): clients learn broker addresses from
   metadata, so a TCP proxy in front of the bootstrap address would be bypassed.
 
 Fault classes (``--faults``, comma-separated; ``rpc``, ``db`` and ``broker`` name their
@@ -36,7 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from intentd_dev.devinfra.kafka_mock import BrokerState, set_brokers, start_broker, stop_broker
+from intentd_dev.devinfra.kafka_mock import (
+    BrokerState,
+    set_broker_down,
+    start_broker,
+    stop_broker,
+)
 from intentd_dev.devinfra.layout import Layout
 from intentd_dev.fault_proxy import TcpFaultProxy
 from intentd_dev.rpc_faults import Fault, RpcFaultProxy
@@ -169,11 +174,11 @@ class Dependencies:
         elif cls == "broker":
             assert self.broker_control is not None
             async with self._broker_lock:
-                await asyncio.to_thread(set_brokers, self.broker_control, up=False)
+                await asyncio.to_thread(set_broker_down, self.broker_control, True)
                 try:
                     await asyncio.sleep(seconds)
                 finally:
-                    await asyncio.to_thread(set_brokers, self.broker_control, up=True)
+                    await asyncio.to_thread(set_broker_down, self.broker_control, False)
         else:
             await self._rpc_burst(cls, seconds)
 

@@ -19,7 +19,7 @@ from aiokafka.errors import KafkaError
 from intentd_dev.devinfra.kafka_mock import (
     BrokerState,
     create_topics,
-    set_brokers,
+    set_broker_down,
     start_broker,
     stop_broker,
 )
@@ -44,10 +44,10 @@ async def test_down_closes_every_connection_and_up_lets_clients_resume(broker: B
     await producer.start()
     try:
         await producer.send_and_wait(topic, b"before")
-        set_brokers(broker.control, up=False)
+        set_broker_down(broker.control, True)
         with pytest.raises((KafkaError, TimeoutError)):
             await asyncio.wait_for(producer.send_and_wait(topic, b"during"), 3)
-        set_brokers(broker.control, up=True)
+        set_broker_down(broker.control, False)
         deadline = asyncio.get_running_loop().time() + 30
         while True:  # the client reconnects by itself, after its own backoff
             try:

@@ -63,12 +63,13 @@ def create_topics(control_addr: str, topics: Sequence[str], partitions: int = PA
             raise KafkaMockError(f"create {topic}: {reply.removeprefix('error ')}")
 
 
-def set_brokers(control_addr: str, *, up: bool) -> None:
-    """Take the dev broker down (every connection closed, new ones refused: an outage a
-    TCP proxy cannot make, since clients learn broker addresses from metadata) or up."""
-    [reply] = _exchange(control_addr, ["up" if up else "down"])
+def set_broker_down(control_addr: str, down: bool = True) -> None:
+    """Cut the broker's connections and refuse new ones (``down``), or serve again.
+
+    For outage tests on a broker of their own: the dev stack's broker is shared."""
+    [reply] = _exchange(control_addr, ["down" if down else "up"])
     if reply != "ok":
-        raise KafkaMockError(f"{'up' if up else 'down'}: {reply.removeprefix('error ')}")
+        raise KafkaMockError(f"{'down' if down else 'up'}: {reply.removeprefix('error ')}")
 
 
 def ping(control_addr: str, timeout: float = 2.0) -> bool:

@@ -11,9 +11,12 @@ the client)::
 
     ping                          -> ok
     create <topic> <partitions>   -> ok | error <reason>
-    down                          -> ok   (every broker closes its connections and
-                                           refuses new ones: a broker outage)
-    up                            -> ok   (the brokers accept connections again)
+    down                          -> ok | error <reason>
+    up                            -> ok | error <reason>
+
+``down`` cuts every client connection of the broker and refuses new ones (a broker
+that went away: the dependency-outage tests); ``up`` serves again. Topics and records
+are kept.
 """
 
 import argparse
@@ -52,16 +55,8 @@ class Broker:
         self._topics[topic] = partitions
         return None
 
-    def set_brokers(self, *, up: bool) -> str:
-        """Every broker down (connections closed, new ones refused) or up again."""
-        for broker_id in range(1, self._cluster.brokers + 1):
-            if up:
-                code = self._cluster.set_broker_up(broker_id)
-            else:
-                code = self._cluster.set_broker_down(broker_id)
-            if code != ERR_NO_ERROR:
-                return f"error {self._cluster.error_text(code)}"
-        return "ok"
+    def _answer(self, code: int) -> str:
+        return "ok" if code == ERR_NO_ERROR else f"error {self._cluster.error_text(code)}"
 
     def handle(self, line: str) -> str:
         """The reply (without newline) to one command line."""
@@ -74,8 +69,10 @@ class Broker:
                 return "ok" if reason is None else f"error {reason}"
             case ["create", *_]:
                 return "error usage: create <topic> <partitions>"
-            case ["down" | "up" as command]:
-                return self.set_brokers(up=command == "up")
+            case ["down"]:
+                return self._answer(self._cluster.set_broker_down(1))
+            case ["up"]:
+                return self._answer(self._cluster.set_broker_up(1))
             case _:
                 return f"error unknown command {line.strip()[:80]!r}"
 

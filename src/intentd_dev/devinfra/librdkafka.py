@@ -67,7 +67,6 @@ class MockCluster:
     """
 
     def __init__(self, brokers: int = 1, library: Path | None = None) -> None:
-        self.brokers = brokers
         self._lib = _load(library or library_path())
         errstr = ctypes.create_string_buffer(_ERRSTR_SIZE)
         conf = self._lib.rd_kafka_conf_new()
@@ -104,13 +103,13 @@ class MockCluster:
         self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster, milliseconds)
 
     def set_broker_down(self, broker_id: int) -> int:
-        """Close every connection of broker ``broker_id`` (1..brokers) and refuse new ones
-        until :meth:`set_broker_up`; librdkafka's error code (0: done)."""
+        """Cut every connection of broker ``broker_id`` (1-based) and refuse new ones, as a
+        broker that went away would; librdkafka's error code (0 on success)."""
         code: int = self._lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id)
         return code
 
     def set_broker_up(self, broker_id: int) -> int:
-        """Let broker ``broker_id`` accept connections again; librdkafka's error code."""
+        """Accept connections to broker ``broker_id`` again; librdkafka's error code."""
         code: int = self._lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id)
         return code
 
