@@ -274,6 +274,7 @@ class Run:
         self.figures.exits = list(self.roles.exits)
         self.figures.faults = self.watch.report()
         self.figures.timeline = self.watch.timeline()
+        self.figures.noisy = self.watch.noisy()
         self.figures.recoveries = self.watch.recoveries()
         self.figures.served = self.deps.served()
         if self.figures.unsettled:

@@ -31,13 +31,15 @@ class Figures:
     stop_seconds: float = 0.0
     faults: list[str] = field(default_factory=list)  # the fault report (bench/chaos/watch.py)
     timeline: list[str] = field(default_factory=list)  # one line per burst
+    noisy: list[str] = field(default_factory=list)  # bursts a role logged one line per retry
     recoveries: dict[str, list[float | None]] = field(default_factory=dict)
     served: dict[str, int] = field(default_factory=dict)  # the RPC proxies' POSTs by answer
 
     @property
     def failed(self) -> bool:
-        """Money or events wrong, or a role that exited other than on SIGTERM."""
-        return bool(self.mismatches or self.exits or self.stop_codes)
+        """Money or events wrong, a role that exited other than on SIGTERM, or one that
+        logged an outage one line per retry."""
+        return bool(self.mismatches or self.exits or self.stop_codes or self.noisy)
 
     def report(self) -> str:
         lines = [
@@ -58,6 +60,10 @@ class Figures:
             lines.append("  bursts (start UTC):")
             lines += self.timeline
             lines.append(f"  RPC proxies, POSTs by answer: {dict(sorted(self.served.items()))}")
+            lines.append(
+                f"  bursts with more than 30 error/raw lines from a role: {len(self.noisy)}"
+            )
+            lines += [f"    {n}" for n in self.noisy[:20]]
         exits = Counter(e.role for e in self.exits)
         lines.append(f"  roles that exited by themselves (restarted): {dict(exits) or 'none'}")
         shown: Counter[str] = Counter()

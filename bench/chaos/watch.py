@@ -13,6 +13,8 @@ For every burst (``bench/chaos/faults.py``):
 - **log lines**: the lines each role wrote from the burst's start until 3 s after
   events flowed again, by level: errors (``error``, ``critical``), warnings, and lines
   that are not JSON (raw tracebacks). Bursts that overlap count the same lines twice.
+  More than :data:`NOISY_LINES` error and raw lines from one role in one burst fails
+  the run (``Figures.noisy``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from bench.chaos.roles import Exit, Roles
 from intentd.adapters.postgres import Pool
 
 RECOVERY_LIMIT = 60.0
+NOISY_LINES = 30
+"""More error and raw lines than this from one role in one burst is one line per retry,
+not the few an outage should give (first failure, periodic summary, recovery)."""
 LEVELS = ("error", "warning", "raw")
 
 
@@ -176,6 +181,19 @@ class Watch:
                 f"      lines error/warning/raw: {written or 'none'}",
             ]
         return lines
+
+    def noisy(self) -> list[str]:
+        """The bursts in which a role wrote more than :data:`NOISY_LINES` error or raw
+        lines (a traceback counts each of its lines)."""
+        found = []
+        for r in sorted(self.records, key=lambda r: r.start):
+            for role, counted in sorted(r.lines.items()):
+                if counted["error"] + counted["raw"] > NOISY_LINES:
+                    found.append(
+                        f"{r.wall:%H:%M:%S} {r.cls} {r.seconds:.1f} s: {role} wrote"
+                        f" {counted['error']} error and {counted['raw']} raw lines"
+                    )
+        return found
 
     def timeline(self) -> list[str]:
         """One line per burst: its start (UTC, to match the roles' logs), class, length,
