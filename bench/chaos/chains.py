@@ -70,8 +70,18 @@ class Chain:
         await self.rpc.automine(False)
         await self.rpc.rpc("evm_setIntervalMining", self.block_time)
 
-    async def pay(self, payer: LocalAccount, token: str, to: str, amount: int) -> str:
-        """A signed ERC-20 ``transfer`` of ``amount`` from ``payer``; its hash."""
+    async def pay(self, payer: LocalAccount, token: str | None, to: str, amount: int) -> str:
+        """A signed ERC-20 ``transfer`` of ``amount`` from ``payer`` (``token`` None: a
+        plain ETH transfer of ``amount`` wei to ``to``); its hash."""
+        if token is None:
+            payment: dict[str, Any] = {"to": to_checksum_address(to), "value": amount}
+            payment["gas"] = 21_000
+        else:
+            payment = {
+                "to": to_checksum_address(token),
+                "data": HexStr(call_data(TRANSFER, to, amount)),
+                "gas": 100_000,
+            }
         async with self.lock:  # nonces in order, and never during a reorg
             nonce = self.nonces.get(payer.address)
             if nonce is None:
@@ -80,9 +90,7 @@ class Chain:
                 )
             signed = payer.sign_transaction(
                 {
-                    "to": to_checksum_address(token),
-                    "data": HexStr(call_data(TRANSFER, to, amount)),
-                    "gas": 100_000,
+                    **payment,
                     "nonce": nonce,
                     "chainId": self.chain_id,
                     "maxFeePerGas": 100 * 10**9,

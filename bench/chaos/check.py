@@ -7,8 +7,10 @@ to the base unit, with :func:`bench.chaos.scenarios.expected_changes`; the nativ
 balance of the relayer, the gas tank and every intent address with what intentd's own
 transaction records say moved (values and gas, ``gasUsed * effectiveGasPrice`` read from
 the receipts): a transaction of theirs that intentd did not record, or recorded wrongly,
-shows. Each intent's events must be gap-free (1..n), with unique ids, and end with the
-terminal event its scenario allows (exactly one terminal event).
+shows; for native (ETH) intents also every recipient's ETH and the gross each
+account was paid (``native_scenario_mismatches``). Each intent's events must be gap-free
+(1..n), with unique ids, and end with the terminal event its scenario allows (exactly
+one terminal event).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from bench.chaos.chains import Chain
 from bench.chaos.scenarios import TERMINAL, Created, Key
 from intentd.adapters.postgres import Pool
+from intentd.settings import NATIVE_TOKEN
 
 TERMINAL_STATUSES = ("COMPLETED", "EXPIRED", "REFUNDED", "CANCELLED")
 TERMINAL_TYPES = {"intent_completed", "intent_expired", "intent_cancelled"}
@@ -92,15 +95,26 @@ def balance_of(owner: str) -> str:
 
 
 async def native_mismatches(
-    pool: Pool, chains: dict[str, Chain], before: dict[tuple[str, str], int]
-) -> tuple[list[str], dict[str, int]]:
-    """Native balances against intentd's transaction records; (mismatches, figures)."""
+    pool: Pool,
+    chains: dict[str, Chain],
+    before: dict[tuple[str, str], int],
+    paid_in: Counter[Key],
+) -> tuple[list[str], dict[str, int], Counter[tuple[str, str]]]:
+    """Native balances against intentd's transaction records plus the ETH the payers sent
+    to intent addresses (``paid_in``); (mismatches, figures, gross paid to each account
+    by intentd's mined native transfers: the amount of the action each carries)."""
     by_name = {c.name: c for c in chains.values()}
     rows = await pool.fetch(
-        "SELECT chain, signer, to_address, value, tx_hash, status FROM chain_transactions"
+        "SELECT t.chain, t.signer, t.to_address, t.value, t.tx_hash, t.status, t.purpose,"
+        " a.token, a.amount, a.kind, a.intent_id"
+        " FROM chain_transactions t JOIN actions a ON a.id = t.action_id"
     )
     delta: Counter[tuple[str, str]] = Counter()
+    for (side, _, owner), amount in paid_in.items():
+        delta[(chains[side].name, owner)] += amount
+    gross: Counter[tuple[str, str]] = Counter()
     figures: Counter[str] = Counter()
+    found = []
     receipts: dict[str, Any] = {}
     for name, chain in by_name.items():
         hashes = [r["tx_hash"] for r in rows if r["chain"] == name]
@@ -116,18 +130,52 @@ async def native_mismatches(
             figures[f"unmined ({row['status']})"] += 1
             continue
         figures[f"mined ({row['status']})"] += 1
+        final = "confirmed" if receipt["status"] == "0x1" else "reverted"
+        if row["status"] != final:  # intentd lost track of money that moved
+            found.append(
+                f"{row['chain']} {row['purpose']} {row['tx_hash']} ({row['kind']} of intent"
+                f" {row['intent_id']}): recorded {row['status']}, but mined in block"
+                f" {int(receipt['blockNumber'], 16)} with status {receipt['status']}"
+            )
         gas = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
         delta[(row["chain"], signer)] -= gas
         if receipt["status"] == "0x1":
             delta[(row["chain"], signer)] -= int(row["value"])
             delta[(row["chain"], to)] += int(row["value"])
-    found = []
+            native = row["token"].lower() == NATIVE_TOKEN.lower()
+            if row["purpose"] == "transfer" and native:
+                gross[(row["chain"], to)] += int(row["amount"])
     for (name, owner), moved in sorted(delta.items()):
         have = await by_name[name].native(owner)
         want = before.get((name, owner), 0) + moved
         if have != want:
             found.append(f"{name} native {owner}: on chain {have}, expected {want}")
-    return found, dict(figures)
+    return found, dict(figures), gross
+
+
+async def native_scenario_mismatches(
+    chains: dict[str, Chain],
+    balances: Counter[Key],
+    expected_gross: Counter[Key],
+    gross: Counter[tuple[str, str]],
+) -> list[str]:
+    """Recipients' ETH to the wei, and the gross paid to each account against the
+    scenarios (``scenarios.expected_native``): a prefill or a refund paid twice shows
+    even when intentd recorded both transfers."""
+    found = []
+    for side, _, owner in sorted(balances):
+        have = await chains[side].native(owner)
+        if have != balances[(side, "ETH", owner)]:
+            found.append(
+                f"{chains[side].name} ETH {owner}: on chain {have},"
+                f" expected {balances[(side, 'ETH', owner)]}"
+            )
+    for side, _, owner in sorted(expected_gross):
+        name = chains[side].name
+        want, have = expected_gross[(side, "ETH", owner)], gross[(name, owner)]
+        if have != want:
+            found.append(f"{name} ETH paid to {owner} by intentd: {have}, expected {want}")
+    return found
 
 
 async def event_mismatches(pool: Pool, created: list[Created]) -> tuple[list[str], int]:

@@ -7,9 +7,13 @@ creates N intents dealt over the scenarios of ``bench/chaos/scenarios.py`` at ``
 intents a second and pays them from signed transactions of its own payers; meanwhile
 it kills roles with ``kill -9`` (``--kills-per-role`` each, at random moments, restarted
 after 0..1 s) and replaces the newest 1..5 blocks of a random chain with ``anvil_reorg``,
-re-including every transaction they held (``--reorgs``). When everything has settled it
-checks on chain, to the base unit, every account the run touched, and the events
-(``bench/chaos/check.py``), prints the figures and exits 1 on any mismatch.
+re-including every transaction they held (``--reorgs``); with ``--faults`` it also
+breaks the roles' dependencies in bursts (``bench/chaos/faults.py``: RPC providers that
+fail, hang, reset and lag, PostgreSQL cut or stalled, the broker down) and measures each
+(``bench/chaos/watch.py``). A role that exits by itself is restarted a second later and
+counted. When everything has settled it checks on chain, to the base unit, every account
+the run touched, and the events (``bench/chaos/check.py``), prints the figures and exits
+1 on any mismatch or any exit of a role that was not killed.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from uuid import UUID
 
@@ -30,16 +35,30 @@ import asyncpg
 
 from bench.chaos import check
 from bench.chaos.chains import Chain, payer_accounts, start_chain
+from bench.chaos.faults import Dependencies, FaultOptions
 from bench.chaos.figures import Figures
 from bench.chaos.roles import Roles, chain_toml, write_config
-from bench.chaos.scenarios import COMPLETING, Created, Key, Plan, expected_changes, payments, plans
+from bench.chaos.scenarios import (
+    COMPLETING,
+    NATIVE,
+    SCENARIOS,
+    Created,
+    Key,
+    Plan,
+    expected_changes,
+    expected_native,
+    payments,
+    plans,
+    probe_plan,
+)
+from bench.chaos.watch import Watch
 from bench.head_latency import bench_stack, read_env
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
-from intentd.settings import Settings, load_settings
+from intentd.settings import NATIVE_TOKEN, Settings, load_settings
 from intentd_dev.devinfra import postgres as devinfra_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +76,8 @@ class Options:
     expires_in: int = 40  # lifetime of the short-lived scenarios, seconds
     settle_timeout: float = 300.0
     keep: bool = False  # keep the database and the logs
+    scenarios: tuple[str, ...] = SCENARIOS
+    faults: FaultOptions = field(default_factory=FaultOptions)
 
 
 class Run:
@@ -65,11 +86,14 @@ class Run:
         options: Options,
         settings: Settings,
         pool: Pool,
+        *,
         chains: dict[str, Chain],
         roles: Roles,
+        deps: Dependencies,
     ) -> None:
         self.o, self.settings, self.pool = options, settings, pool
-        self.chains, self.roles = chains, roles
+        self.chains, self.roles, self.deps = chains, roles, deps
+        self.watch = Watch(pool, roles, chains, self.probe, overlap=options.faults.overlap)
         self.rng = random.Random(options.seed)
         self.payers = payer_accounts(options.seed, PAYERS)
         self.created: list[Created] = []
@@ -78,15 +102,16 @@ class Run:
         self.figures = Figures()
         self.writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
 
-    async def intent(self, plan: Plan) -> None:
+    async def intent(self, plan: Plan) -> Created:
         source = self.chains["source"]
         short = plan.scenario not in COMPLETING
+        native = plan.scenario in NATIVE
         row = await create_intent(
             self.settings,
             self.writer,
             IntentRequest(
-                amount=f"{plan.amount / 10**6:.2f}",
-                token_in=source.tokens["USDC"],
+                amount=format(Decimal(plan.amount) / 10 ** (18 if native else 6), "f"),
+                token_in=NATIVE_TOKEN if native else source.tokens["USDC"],
                 source_chain=SOURCE[0],
                 destination_chain=DESTINATION[0],
                 recipient=plan.recipient,
@@ -113,16 +138,38 @@ class Run:
             chain = self.chains[payment.chain]
             tx_hash = await chain.pay(
                 self.payers[plan.payer],
-                chain.tokens[payment.token],
+                chain.tokens.get(payment.token),  # None: ETH
                 made.intent_address,
                 payment.amount,
             )
             self.sent.add((chain.name, tx_hash))
             self.figures.deposits += 1
+        return made
+
+    async def probe(self) -> float | None:
+        """Seconds until an intent created and paid now is FUNDED and that event is
+        published (None: not within a minute); the probe's money is checked as any."""
+        started = time.monotonic()
+        index = self.figures.probes
+        self.figures.probes += 1
+        made = await self.intent(probe_plan(self.o.seed, index, PAYERS))
+        funded = (
+            "SELECT EXISTS (SELECT 1 FROM intent_events WHERE intent_id = $1"
+            " AND type = 'intent_funded')"
+        )
+        unpublished = "SELECT EXISTS (SELECT 1 FROM outbox WHERE id <= $1 AND published_at IS NULL)"
+        upto = None
+        while time.monotonic() - started < 60:
+            if upto is None and await self.pool.fetchval(funded, made.intent_id):
+                upto = await self.pool.fetchval("SELECT coalesce(max(id), 0) FROM outbox")
+            if upto is not None and not await self.pool.fetchval(unpublished, upto):
+                return time.monotonic() - started
+            await asyncio.sleep(0.2)
+        return None
 
     async def pay_all(self) -> None:
         tasks = []
-        for plan in plans(self.o.seed, self.o.intents, PAYERS):
+        for plan in plans(self.o.seed, self.o.intents, PAYERS, self.o.scenarios):
             tasks.append(asyncio.create_task(self.intent(plan)))
             await asyncio.sleep(1 / self.o.rate)
         await asyncio.gather(*tasks)
@@ -157,11 +204,24 @@ class Run:
         done = 0
         while (role := self.roles.pick(self.rng, owed)) is not None:
             await self.progress((done + self.rng.random()) / total)
-            self.roles.check_alive()
-            self.roles.kill(role)
-            await asyncio.sleep(self.rng.uniform(0, 1))
-            self.roles.start(role)
+            await self.roles.kill_and_restart(role, self.rng.uniform(0, 1))
             done += 1
+
+    async def fault_all(self) -> None:
+        """The bursts of every fault class, spread over the creation of the intents as
+        the kills are; each runs (and is measured) while the next ones start."""
+        schedule = self.o.faults.schedule(self.o.seed)
+        if not schedule:
+            return
+        self.figures.probe_baseline = await self.probe()  # before any fault
+        rng = random.Random(f"fault-times-{self.o.seed}")
+        bursts = []
+        for done, (cls, seconds) in enumerate(schedule):
+            async with self.made:
+                fraction = (done + rng.random()) / len(schedule)
+                await self.made.wait_for(lambda f=fraction: len(self.created) >= f * self.o.intents)
+            bursts.append(asyncio.create_task(self.watch.burst(self.deps, cls, seconds)))
+        await asyncio.gather(*bursts)
 
     async def reorg_all(self) -> None:
         for done in range(self.o.reorgs):
@@ -181,14 +241,18 @@ class Run:
         self.roles.start_all()
         await self.wait_started()
         keeper = asyncio.create_task(self.rebroadcast())
+        supervisor = asyncio.create_task(self.roles.supervise(self.watch.on_exit))
         try:
-            await asyncio.gather(self.pay_all(), self.kill_all(), self.reorg_all())
+            await asyncio.gather(
+                self.pay_all(), self.kill_all(), self.reorg_all(), self.fault_all()
+            )
             settling = time.monotonic()
             self.figures.unsettled = await check.wait_settled(
                 self.pool, self.sent, self.o.settle_timeout
             )
         finally:
             keeper.cancel()
+            supervisor.cancel()
         self.figures.settle = time.monotonic() - settling
         self.figures.wall = time.monotonic() - started
         self.figures.intents = len(self.created)
@@ -197,11 +261,22 @@ class Run:
             self.created, self.relayer, self.fee_account, [p.address for p in self.payers]
         )
         found = await check.token_mismatches(self.chains, before_tokens, change)
-        native, self.figures.transactions = await check.native_mismatches(
-            self.pool, self.chains, before_native
+        min_sweep = self.settings.chains[SOURCE[0]].native.min_sweep_units
+        balances, gross, paid_in = expected_native(
+            self.created, self.relayer, self.fee_account, min_sweep
         )
+        native, self.figures.transactions, paid = await check.native_mismatches(
+            self.pool, self.chains, before_native, paid_in
+        )
+        native += await check.native_scenario_mismatches(self.chains, balances, gross, paid)
         events, self.figures.late_on_time = await check.event_mismatches(self.pool, self.created)
         found += native + events
+        self.figures.exits = list(self.roles.exits)
+        self.figures.faults = self.watch.report()
+        self.figures.timeline = self.watch.timeline()
+        self.figures.noisy = self.watch.noisy()
+        self.figures.recoveries = self.watch.recoveries()
+        self.figures.served = self.deps.served()
         if self.figures.unsettled:
             found.insert(
                 0, f"not settled after {self.o.settle_timeout:.0f} s: {self.figures.unsettled}"
@@ -235,7 +310,7 @@ class Run:
         native: dict[tuple[str, str], int] = {}
         gas_tank = read_env(ROOT / ".local/infra.env")["INTENTD_GAS_TANK_ADDRESS"]
         for chain in self.chains.values():
-            for owner in (self.relayer, gas_tank):
+            for owner in (self.relayer, gas_tank, self.fee_account):
                 native[(chain.name, owner.lower())] = await chain.native(owner)
         return tokens, native
 
@@ -243,6 +318,13 @@ class Run:
 async def run(options: Options, logs: Path | None = None) -> Figures:
     infra = read_env(ROOT / ".local/infra.env")
     database = f"intentd_chaos_{os.getpid()}_{options.seed}"
+    own_logs = logs is None
+    logs = logs or Path(tempfile.mkdtemp(prefix="intentd-chaos-"))
+    deps = Dependencies(options.faults, options.seed)
+    if options.faults.broker:  # a broker of its own, to take down
+        broker = deps.start_broker(logs / "broker")
+        infra["INTENTD_KAFKA_BOOTSTRAP"] = broker.bootstrap
+        infra["INTENTD_KAFKA_MOCK_CONTROL"] = broker.control
     db_url, env = await bench_stack(infra, database)
     env.update({k: v for k, v in infra.items() if k not in env})
     env.update(
@@ -252,8 +334,7 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         INTENTD_WEBHOOK_KEY=secrets.token_hex(32),
         INTENTD__WEBHOOKS__GROUP=f"{env['INTENTD__KAFKA__TOPIC_PREFIX']}-webhooks",
     )
-    own_logs = logs is None
-    logs = logs or Path(tempfile.mkdtemp(prefix="intentd-chaos-"))
+    env["INTENTD__DATABASE__URL"] = roles_db_url = await deps.database_url(db_url)
     chains: dict[str, Chain] = {}
     pool = await create_pool(db_url, max_size=4)
     roles: Roles | None = None
@@ -264,11 +345,13 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         payers = payer_accounts(options.seed, PAYERS)
         for chain in chains.values():
             await chain.provision(payers, infra["INTENTD_RELAYER_ADDRESS"])
-        sections = "".join(
-            chain_toml(c.name, c.chain_id, c.url, c.tokens, infra) for c in chains.values()
-        )
+        timeout = options.faults.rpc_timeout if options.faults.rpc else None
+        sections = ""
+        for c in chains.values():
+            urls = await deps.add_chain(c.name, c.url)
+            sections += chain_toml(c.name, c.chain_id, urls, c.tokens, infra, rpc_timeout=timeout)
         config = logs / "chaos.toml"
-        write_config(config, db_url, infra, sections)
+        write_config(config, roles_db_url, infra, sections)
         settings = load_settings(config, env)  # as the roles see it
         roles = Roles(config, env, logs)
         for name, _ in (SOURCE, DESTINATION):
@@ -278,15 +361,20 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         roles.add("webhooks", "webhooks")
         roles.add("api", "api")
         await asyncio.sleep(3)  # a few blocks above the provisioning: never reorged away
-        return await Run(options, settings, pool, chains, roles).go()
+        figures = await Run(options, settings, pool, chains=chains, roles=roles, deps=deps).go()
+        stopping = time.monotonic()
+        figures.stop_codes = {k: v for k, v in (await roles.stop()).items() if v != 0}
+        figures.stop_seconds = time.monotonic() - stopping
+        return figures
     finally:
-        if roles is not None:
-            codes = roles.stop()
+        if roles is not None and not roles.stopped:
+            codes = await roles.stop()
             if any(codes.values()):
                 print(f"  exit statuses at the end: {codes}")
         for chain in chains.values():
             await chain.stop()
         await pool.close()
+        await deps.close()
         if not options.keep:
             await drop_database(database)
             if own_logs:

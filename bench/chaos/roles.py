@@ -9,32 +9,45 @@ keys) come from the environment and the key files of ``.local``, as for every lo
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIRMATIONS = 2
+STOP_TIMEOUT = 40.0
+"""Seconds the roles get to exit on SIGTERM (as deploy/'s supervisors give them)."""
 
 
 def chain_toml(
-    name: str, chain_id: int, url: str, tokens: dict[str, str], infra: dict[str, str]
+    name: str,
+    chain_id: int,
+    urls: list[str],
+    tokens: dict[str, str],
+    infra: dict[str, str],
+    *,
+    rpc_timeout: float | None = None,
 ) -> str:
+    """``urls``: the chain's ``rpc_urls`` (a fault run's proxies; failover in order)."""
     listed = ",\n".join(
         f'  {{ address = "{address}", symbol = "{symbol}", name = "Test {symbol}", decimals = 6,'
         f' category = "stablecoin", min_sweep = "0.01" }}'
         for symbol, address in tokens.items()
     )
+    timeout = f"\nrpc_timeout = {rpc_timeout}" if rpc_timeout is not None else ""
     return f"""
 [chains.{name}]
 chain_id = {chain_id}
 network = "test"
 l1_fee = "none"
-rpc_urls = ["{url}"]
+rpc_urls = [{", ".join(f'"{url}"' for url in urls)}]{timeout}
 confirmations = {CONFIRMATIONS}
 poll_interval = 0.2
 batch_size = 50
@@ -85,13 +98,24 @@ ETH = "3000"
 
 @dataclass
 class Role:
-    """One role process, restarted after each kill."""
+    """One role process, restarted after each kill (and after it exits by itself)."""
 
     name: str
     argv: list[str]
     process: subprocess.Popen[bytes] | None = None
     kills: int = 0
     starts: int = 0
+    killing: bool = False  # between our kill -9 and our restart: not an exit of its own
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A role that exited by itself (not killed by the run), restarted a second later."""
+
+    role: str
+    code: int
+    at: float  # time.monotonic()
+    last_lines: list[str]  # the last error or unstructured lines of its log
 
 
 @dataclass
@@ -100,13 +124,15 @@ class Roles:
     env: dict[str, str]
     logs: Path
     roles: list[Role] = field(default_factory=list)
+    exits: list[Exit] = field(default_factory=list)
+    stopped: bool = False
 
     def add(self, name: str, *argv: str) -> None:
         self.roles.append(Role(name, list(argv)))
 
     def start(self, role: Role) -> None:
         command = [sys.executable, "-m", "intentd", "--config", str(self.config), *role.argv]
-        with (self.logs / f"{role.name}.log").open("ab") as out:
+        with self.log(role).open("ab") as out:
             role.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT
             )
@@ -120,7 +146,7 @@ class Roles:
         """``kill -9``: no cleanup of any kind; the restart is the caller's."""
         assert role.process is not None
         os.kill(role.process.pid, signal.SIGKILL)
-        role.process.wait(10)
+        role.process.wait(10)  # at once: SIGKILL is not handled
         role.kills += 1
 
     def pick(self, rng: random.Random, per_role: dict[str, int]) -> Role | None:
@@ -128,27 +154,72 @@ class Roles:
         owed = [r for r in self.roles if r.kills < per_role.get(r.name, 0)]
         return rng.choice(owed) if owed else None
 
-    def check_alive(self) -> None:
-        """Restart a role that died by itself (its exit is reported, not hidden)."""
-        for role in self.roles:
-            if role.process is not None and role.process.poll() is not None:
-                print(
-                    f"  {role.name} exited with {role.process.returncode}; restarting", flush=True
-                )
-                self.start(role)
+    async def kill_and_restart(self, role: Role, pause: float) -> None:
+        role.killing = True
+        try:
+            self.kill(role)
+            await asyncio.sleep(pause)
+            self.start(role)
+        finally:
+            role.killing = False
 
-    def stop(self) -> dict[str, int | None]:
-        """SIGTERM to every role; their exit statuses (0: a clean stop)."""
-        for role in self.roles:
+    async def supervise(self, on_exit: Callable[[Exit], None] | None = None) -> None:
+        """Forever: restart a role that exited by itself one second later, as a process
+        supervisor would, and record the exit (its status and last error lines)."""
+        while True:
+            await asyncio.sleep(0.5)
+            for role in self.roles:
+                process = role.process
+                if role.killing or process is None or process.poll() is None:
+                    continue
+                code = process.returncode
+                gone = Exit(role.name, code, time.monotonic(), last_lines(self.log(role)))
+                self.exits.append(gone)
+                print(f"  {role.name} exited with {code}; restarting", flush=True)
+                if on_exit is not None:
+                    on_exit(gone)
+                role.killing = True
+                try:
+                    await asyncio.sleep(1)
+                    self.start(role)
+                finally:
+                    role.killing = False
+
+    def log(self, role: Role) -> Path:
+        return self.logs / f"{role.name}.log"
+
+    async def stop(self) -> dict[str, int | None]:
+        """SIGTERM to every role; their exit statuses (0: a clean stop; None: still
+        running after :data:`STOP_TIMEOUT`, then killed). Waits without blocking the
+        event loop: the run's fault proxies live in it, and a role's last writes go
+        through them."""
+        self.stopped = True
+        deadline = time.monotonic() + STOP_TIMEOUT
+        running = [r for r in self.roles if r.process is not None]
+        for role in running:
             if role.process is not None and role.process.poll() is None:
                 role.process.terminate()
+        while time.monotonic() < deadline:
+            if all(r.process is None or r.process.poll() is not None for r in running):
+                break
+            await asyncio.sleep(0.1)
         codes: dict[str, int | None] = {}
-        for role in self.roles:
-            if role.process is None:
-                continue
-            try:
-                codes[role.name] = role.process.wait(60)
-            except subprocess.TimeoutExpired:
+        for role in running:
+            assert role.process is not None
+            codes[role.name] = role.process.poll()
+            if codes[role.name] is None:
                 role.process.kill()
-                codes[role.name] = None
+                role.process.wait()
         return codes
+
+
+def last_lines(log: Path, count: int = 3) -> list[str]:
+    """The last ``count`` lines of ``log`` that are errors or not JSON (tracebacks)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(handle.seek(0, os.SEEK_END) - 65536, 0))
+            tail = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+    picked = [line for line in tail if not line.startswith("{") or '"level": "error"' in line]
+    return [line[:400] for line in picked[-count:]]

@@ -1,6 +1,7 @@
 """What the chaos run pays, and what every account must hold afterwards (pure).
 
-Eight scenarios, dealt round-robin so that every one occurs when N >= 8:
+Twelve scenarios, dealt round-robin so that every one occurs when N >= 12 (``--scenarios``
+picks some):
 
 | scenario | payments to the intent address | what intentd must do |
 |---|---|---|
@@ -12,12 +13,21 @@ Eight scenarios, dealt round-robin so that every one occurs when N >= 8:
 | late | the total, after the intent expired | expired; the deposit refunded (late) |
 | wrong_token | the total in USDT (supported, not ``tokenIn``) | refunded (wrong token); expired |
 | wrong_chain | the total in USDC on the destination chain | refunded there (wrong token); expired |
+| eth_exact, eth_top_up, eth_over, eth_under_expiry | as exact ... in ETH (native) | as theirs |
 
 Amounts are in base units (6 decimals). The expected balances follow docs/intents.md:
 the recipient gets ``amount_out`` of ``tokenOut`` from the relayer; the relayer is repaid
 ``total_due - fees`` on the source chain; the fees (route and application fee) go to the
 fee account; every refund goes to the refund address; the intent address keeps none of
 the test tokens (every amount here is above ``min_sweep``).
+
+Native (ETH) intents are read differently (the deposits come from full blocks, not
+logs) and their sweeps pay their own gas out of the amount (docs/execution.md, Who pays
+for gas), so their money is checked as: every recipient's ETH to the wei
+(``amount_out``), and, per receiving account, the *gross* of the mined transfers to it
+(the amount of the action each carries) against :func:`expected_native`: a refund or a
+prefill paid twice shows even when intentd recorded both. The ETH amounts are the USDC
+draws times 10^9 wei (0.001 to 0.051 ETH), so the random draws of a seed stay the same.
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 UNIT = 10**6
+WEI_PER_UNIT = 10**9
+"""ETH amounts are the USDC draws times this: 1 USDC base unit -> 10^9 wei."""
 SCENARIOS = (
     "exact",
     "top_up",
@@ -36,8 +48,13 @@ SCENARIOS = (
     "late",
     "wrong_token",
     "wrong_chain",
+    "eth_exact",
+    "eth_top_up",
+    "eth_over",
+    "eth_under_expiry",
 )
-COMPLETING = frozenset({"exact", "top_up", "over"})
+NATIVE = frozenset({"eth_exact", "eth_top_up", "eth_over", "eth_under_expiry"})
+COMPLETING = frozenset({"exact", "top_up", "over", "eth_exact", "eth_top_up", "eth_over"})
 SHORT_LIVED = frozenset(SCENARIOS) - COMPLETING
 TERMINAL: dict[str, set[tuple[str, str | None]]] = {
     "exact": {("intent_completed", None)},
@@ -51,6 +68,7 @@ TERMINAL: dict[str, set[tuple[str, str | None]]] = {
     "wrong_token": {("intent_expired", None)},
     "wrong_chain": {("intent_expired", None)},
 }
+TERMINAL |= {f"eth_{name}": TERMINAL[name] for name in ("exact", "top_up", "over", "under_expiry")}
 """The terminal event (type, refund reason) each scenario may end with."""
 
 Key = tuple[str, str, str]
@@ -92,16 +110,18 @@ class Created:
     payments: list[Payment] = field(default_factory=list)
 
 
-def plans(seed: int, count: int, payers: int) -> list[Plan]:
+def plans(seed: int, count: int, payers: int, scenarios: tuple[str, ...] = SCENARIOS) -> list[Plan]:
     rng = random.Random(seed)
     made = []
     for index in range(count):
+        scenario = scenarios[index % len(scenarios)]
+        scale = WEI_PER_UNIT if scenario in NATIVE else 1
         made.append(
             Plan(
                 index=index,
-                scenario=SCENARIOS[index % len(SCENARIOS)],
-                amount=rng.randint(1, 50) * UNIT + rng.randint(0, 99) * 10**4,
-                extra=rng.randint(1, 5) * UNIT,
+                scenario=scenario,
+                amount=(rng.randint(1, 50) * UNIT + rng.randint(0, 99) * 10**4) * scale,
+                extra=rng.randint(1, 5) * UNIT * scale,
                 payer=rng.randrange(payers),
                 recipient="0x" + rng.randbytes(20).hex(),
                 refund_address="0x" + rng.randbytes(20).hex(),
@@ -109,6 +129,22 @@ def plans(seed: int, count: int, payers: int) -> list[Plan]:
             )
         )
     return made
+
+
+def probe_plan(seed: int, index: int, payers: int) -> Plan:
+    """An ``exact`` intent the run creates and pays the moment a fault burst is over, to
+    time when events flow again (``bench/chaos/watch.py``); checked like any other."""
+    rng = random.Random(f"probe-{seed}-{index}")
+    return Plan(
+        index=1_000_000 + index,
+        scenario="exact",
+        amount=rng.randint(1, 50) * UNIT,
+        extra=0,
+        payer=rng.randrange(payers),
+        recipient="0x" + rng.randbytes(20).hex(),
+        refund_address="0x" + rng.randbytes(20).hex(),
+        pause=0.0,
+    )
 
 
 def payments(plan: Plan, total: int) -> list[Payment]:
@@ -126,6 +162,13 @@ def payments(plan: Plan, total: int) -> list[Payment]:
         "late": [Payment(src, "USDC", total, 2)],
         "wrong_token": [Payment(src, "USDT", total, 0)],
         "wrong_chain": [Payment(dst, "USDC", total, 0)],
+        "eth_exact": [Payment(src, "ETH", total, 0)],
+        "eth_top_up": [
+            Payment(src, "ETH", total // 3, 0),
+            Payment(src, "ETH", total - total // 3, 1),
+        ],
+        "eth_over": [Payment(src, "ETH", total + plan.extra, 0)],
+        "eth_under_expiry": [Payment(src, "ETH", total // 2, 0)],
     }[plan.scenario]
 
 
@@ -137,6 +180,8 @@ def expected_changes(
     relayer, fee_account = relayer.lower(), fee_account.lower()
     for c in created:
         plan = c.plan
+        if plan.scenario in NATIVE:
+            continue  # see expected_native
         for p in c.payments:
             change[(p.chain, p.token, payers[plan.payer].lower())] -= p.amount
             change[(p.chain, p.token, c.intent_address)] += p.amount
@@ -163,3 +208,42 @@ def expected_changes(
                 change[(chain, token, plan.recipient)] += 0
                 change[(chain, token, plan.refund_address)] += 0
     return change
+
+
+def expected_native(
+    created: list[Created], relayer: str, fee_account: str, min_sweep: int
+) -> tuple[Counter[Key], Counter[Key], Counter[Key]]:
+    """(recipients' ETH balances, gross ETH paid to each account by intentd's transfers,
+    ETH paid to each intent address by the payers), keyed (chain side, "ETH", owner).
+
+    The gross of a transfer is the amount of its action: a native sweep's value is that
+    less the gas it reserves (``gas_limit * maxFeePerGas``); a prefill's is the amount.
+    """
+    balances: Counter[Key] = Counter()
+    gross: Counter[Key] = Counter()
+    paid_in: Counter[Key] = Counter()
+    relayer, fee_account = relayer.lower(), fee_account.lower()
+    for c in created:
+        plan = c.plan
+        if plan.scenario not in NATIVE:
+            continue
+        gross[("source", "ETH", relayer)] += 0
+        gross[("source", "ETH", fee_account)] += 0
+        for p in c.payments:
+            paid_in[(p.chain, "ETH", c.intent_address)] += p.amount
+        recipient = ("destination", "ETH", plan.recipient)
+        refund = ("source", "ETH", plan.refund_address)
+        balances[recipient] += 0
+        gross[recipient] += 0
+        gross[refund] += 0
+        if plan.scenario in COMPLETING:
+            balances[recipient] += c.amount_out
+            gross[recipient] += c.amount_out
+            gross[("source", "ETH", relayer)] += c.total_due - c.fees
+            if c.fees >= min_sweep:
+                gross[("source", "ETH", fee_account)] += c.fees
+            if plan.scenario == "eth_over":
+                gross[refund] += plan.extra
+        elif plan.scenario == "eth_under_expiry":
+            gross[refund] += c.total_due // 2
+    return balances, gross, paid_in
