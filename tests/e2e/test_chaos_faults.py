@@ -14,13 +14,11 @@ other than 0 on SIGTERM, none wrote more than 30 error or traceback lines in a b
 again (a probe intent paid once the dependency was back was FUNDED and its event
 published).
 
-It fails on main as of this test (roles exit on a PostgreSQL cut, a broker outage is
-logged one line per reconnect attempt) and, before issue 18's first fixes, on money
-too (prefills and refunds paid two and three times after a receipt read on a lagging
-node, transfers recorded ``dropped`` that were mined, pollers exiting on ``limit
-exceeded``): hence the strict ``xfail``, which turns into a failure the day it passes.
-Remove the mark when the fixes of issue 18 are merged. About 3 minutes; the long run
-is in docs/chaos.md.
+Before issue 18's fixes it failed: roles exited on a PostgreSQL cut, a broker outage
+was logged one line per reconnect attempt, and prefills and refunds were paid two and
+three times after a receipt read on a lagging node, transfers recorded ``dropped``
+were mined, pollers exited on ``limit exceeded``. About 3 minutes; the long run is in
+docs/chaos.md.
 """
 
 from __future__ import annotations
@@ -35,12 +33,6 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 18: roles exit and money moves wrong under dependency faults; remove"
-    " this mark once its fixes are merged",
-)
 async def test_every_scenario_moves_the_right_money_under_dependency_faults(
     infra: dict[str, str], tmp_path: Path
 ) -> None:
