@@ -195,6 +195,7 @@ def executor_role(
                     keyring=keys,
                     verifier=verifier,
                     l1_fees=l1_fees_for(config, once),
+                    liquidity=settings.liquidity,
                 )
                 READINESS.ready(ready_name)
                 started = time.monotonic()

@@ -24,6 +24,11 @@ Contracts the executor relies on:
   chain; the executor then stops at once.
 - :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
   key; the executor sees addresses and signed bytes only.
+- :meth:`ChainWriter.balances` answers from one node in one request, with that node's
+  head read first: the balances are at that block or newer (never older).
+- :meth:`StoreTransaction.relayer_commitments` serialises the prefill checks of a chain
+  (a lock held to the end of the caller's transaction), so two executors that both think
+  they lead never count the same coin for two prefills.
 - :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
   of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
   signed then: fail closed); a node that does not answer raises
@@ -37,7 +42,8 @@ import asyncio
 import enum
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from intentd.domain.actions import Action, ActionStatus, SignerKind
@@ -49,10 +55,14 @@ from intentd.execution.tracking import OPEN_STATUSES, NonceUse, Receipt, Tx, TxS
 from intentd.messages import ActionResultMessage
 
 __all__ = [
+    "Balances",
     "ChainWriter",
+    "Commitments",
     "EstimateReverted",
     "ExecutionStore",
+    "Exposure",
     "FeeInputs",
+    "FloatRow",
     "Keyring",
     "L1FeeUnavailable",
     "L1Fees",
@@ -107,6 +117,60 @@ class NewTx:
     fees: Fees
 
 
+@dataclass(frozen=True, slots=True)
+class Balances:
+    """Balances read from one node in one request."""
+
+    block: int
+    """That node's head, read before the balances: they are at this block or newer."""
+    amounts: dict[tuple[str, str], int]
+    """(holder, token) to base units; the token is lowercase, or ``domain.actions.NATIVE``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commitments:
+    """What the relayer's transfers already signed on a chain will take from it."""
+
+    in_flight: dict[str, int]
+    """Per token: the amounts of ``submitted`` prefills (a transfer of them may not be
+    in a balance read now; a mined one not yet at depth is counted anyway)."""
+    newest_paid: int
+    """The newest block holding a confirmed transfer of the relayer (0: none): a balance
+    read at a lower block misses money we know was paid, and is not believed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """The relayer's commitments on a chain as the records say, at ``as_of``, per token."""
+
+    as_of: datetime
+    """The database's clock when the figures were read (one snapshot)."""
+    reserved: dict[str, int] = field(default_factory=dict)
+    """Prefills ``ready`` or ``submitted`` (``domain.liquidity``)."""
+    owed: dict[str, int] = field(default_factory=dict)
+    """Repayments of the relayer not confirmed (relayer refunds landing on this chain)."""
+    overdue: dict[str, int] = field(default_factory=dict)
+    """How many of those repayments are older than the overdue bound."""
+    pending: dict[str, int] = field(default_factory=dict)
+    """``amount_out`` of PENDING intents with this chain as their destination."""
+    newest_paid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FloatRow:
+    """One row of ``relayer_float``: a holder's balance of a token with its figures."""
+
+    holder: SignerKind
+    token: str
+    address: str
+    balance: int
+    block: int
+    reserved: int = 0
+    owed: int = 0
+    owed_overdue: int = 0
+    pending: int = 0
+
+
 class ChainWriter(Protocol):
     """What the executor asks of one chain's nodes."""
 
@@ -149,6 +213,11 @@ class ChainWriter(Protocol):
 
     async def send_raw(self, raw: bytes) -> tuple[SendOutcome, str]:
         """Broadcast signed bytes; the outcome and the node's message."""
+        ...
+
+    async def balances(self, holdings: Sequence[tuple[str, str]]) -> Balances:
+        """In one request to one node: its head, then the balance of each (holder, token)
+        (``domain.actions.NATIVE``: the native coin)."""
         ...
 
 
@@ -207,6 +276,20 @@ class StoreTransaction(Protocol):
 
     async def credited_deposits(self, intent_id: int, chain: str) -> list[Credited]:
         """The intent's credited deposits on ``chain``, in id order."""
+        ...
+
+    # --- the relayer's float (docs/execution.md, "The relayer's float") -----------------
+    async def relayer_commitments(self, relayer: str) -> Commitments:
+        """The relayer's prefills in flight on the chain, under a lock held until this
+        transaction ends (prefill checks of the chain run one at a time)."""
+        ...
+
+    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
+        """Reserved, owed and pending per token on the chain, in one snapshot."""
+        ...
+
+    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
+        """Store the chain's float rows, unless newer ones are stored already."""
         ...
 
     # --- transactions and nonces -------------------------------------------------------
