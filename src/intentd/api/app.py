@@ -7,6 +7,8 @@ with code ``internal`` (never with its message).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,6 +26,7 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.api import (
     routes_chains,
     routes_events,
@@ -46,6 +49,7 @@ from intentd.api.openapi_links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
+from intentd.intents.admission import LiquidityGate
 from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource, StaticPrices
@@ -81,6 +85,12 @@ def create_app(
                 stack.push_async_callback(db.close)
             processor = Processor(settings, db)
             stack.push_async_callback(processor.close)
+            gate = LiquidityGate(settings)
+            if gate.enabled:
+                source = PostgresFloatSource(db, timeout=settings.api.db_acquire_timeout)
+                following = asyncio.create_task(gate.follow(source), name="liquidity view")
+                following.add_done_callback(_view_stopped)
+                stack.push_async_callback(_cancelled, following)
             app.state.services = Services(
                 settings=settings,
                 pool=db,
@@ -90,6 +100,7 @@ def create_app(
                 writer=AnsweringWriter(
                     PostgresIntentStore(db, AddressIndexes(block=64)),
                     settings.intent_addresses(),
+                    gate=gate if gate.enabled else None,
                     max_waiting=settings.api.max_waiting_creates,
                     acquire_timeout=settings.api.db_acquire_timeout,
                 ),
@@ -103,6 +114,7 @@ def create_app(
                     intent_store.get_many_by_address,
                     acquire_timeout=settings.api.db_acquire_timeout,
                 ),
+                liquidity=gate,
             )
             if on_ready is not None:
                 on_ready()
@@ -145,6 +157,22 @@ def create_app(
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _view_stopped(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error(
+            "the view of the relayer's float stopped; creates and quotes will be refused"
+            " (liquidity_unknown) until the API restarts",
+            error=repr(task.exception()),
+        )
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Stop the task; a failure of its own was logged when it ended."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _install_handlers(app: FastAPI) -> None:

@@ -27,6 +27,7 @@ from intentd.api.batched_reads import BatchedReads
 from intentd.api.connections import bounded_connection
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
+from intentd.intents.admission import AdmittingWriter, LiquidityGate
 from intentd.intents.ports import NewIntent
 from intentd.intents.record import IntentRow
 from intentd.intents.writer import IntentWriter, WriterBusy
@@ -53,9 +54,10 @@ _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-class AnsweringWriter(IntentWriter):
+class AnsweringWriter(AdmittingWriter):
     """The intent writer of the API: a full writer is a 503 ``writer_busy`` problem with
-    ``Retry-After`` (nothing of that create was written)."""
+    ``Retry-After`` (nothing of that create was written); with a gate, it writes only
+    what the relayer's float admits (``intents.admission``)."""
 
     async def insert(self, new: NewIntent) -> IntentRow | None:
         try:
@@ -82,6 +84,8 @@ class Services:
     intents_by_id: BatchedReads[int, IntentRow]
     intents_by_address: BatchedReads[str, IntentRow]
     """Intent reads of concurrent requests, one statement per batch (by lower-case address)."""
+    liquidity: LiquidityGate
+    """The relayer's float as last loaded from PostgreSQL (never read from RPC here)."""
 
     @staticmethod
     def of(request: Request) -> Services:

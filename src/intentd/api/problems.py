@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from intentd.intents.admission import LiquidityRefused
 from intentd.intents.validation import IdempotencyConflict, IntentRequestError
 
 __all__ = [
@@ -101,6 +102,12 @@ def problem_response(status: int, code: str, detail: str, **extra: Any) -> Respo
 
 
 def from_request_error(exc: IntentRequestError) -> ApiProblem:
-    """A rejected intent or quote request: 409 for a reused idempotency key, else 422."""
+    """A rejected intent or quote request: 409 for a reused idempotency key, the relayer
+    float's own status (409 ``insufficient_liquidity``, 503 ``liquidity_unknown`` with
+    ``Retry-After``), else 422."""
+    if isinstance(exc, LiquidityRefused):
+        wait = exc.retry_after
+        headers = {"Retry-After": str(wait)} if wait is not None else None
+        return ApiProblem(exc.status, exc.code, str(exc), field=exc.field, headers=headers)
     status = 409 if isinstance(exc, IdempotencyConflict) else 422
     return ApiProblem(status, exc.code, str(exc), field=exc.field)

@@ -240,6 +240,7 @@ async def session_quotes(
         exclude=frozenset(session.exclude_chains)
         | name_set(services.settings.chains, excludeChains or ()),
     )
+    found = services.liquidity.covering(found)  # what the relayer can pay out there
     return json_response({"quotes": [quote_json(q, value, symbol) for q in found]})
 
 

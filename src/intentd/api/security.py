@@ -60,7 +60,8 @@ _DESCRIPTIONS = {
     404: "No such intent for this client",
     409: (
         "The Idempotency-Key was used with a different request (idempotency_key_reused),"
-        " or the session has created its cap of intents (session_intent_limit)"
+        " the session has created its cap of intents (session_intent_limit), or the"
+        " relayer cannot cover the amount out on the destination now (insufficient_liquidity)"
     ),
     413: "The body is too large",
     415: "The body is not application/json",
@@ -75,8 +76,9 @@ _DESCRIPTIONS = {
         " address); retry after Retry-After seconds"
     ),
     503: (
-        "Sessions are not configured, the chain's RPC is unavailable, or the server is"
-        " at capacity (overloaded, database_busy, writer_busy: retry after Retry-After)"
+        "Sessions are not configured, the chain's RPC is unavailable, the relayer's float on"
+        " the destination is not known (liquidity_unknown), or the server is at capacity"
+        " (overloaded, database_busy, writer_busy); retry after Retry-After"
     ),
 }
 _HEADERS: dict[int, dict[str, Any]] = {
