@@ -30,8 +30,8 @@ def funded(tokens: int, coin: int = ETH) -> Harness:
     return h
 
 
-def short_looks(token: str = "USDC") -> float:
-    labels = {"chain": CHAIN, "token": token}
+def short_looks(symbol: str = "USDC") -> float:
+    labels = {"chain": CHAIN, "token": symbol}
     return REGISTRY.get_sample_value("intentd_prefills_short_total", labels) or 0.0
 
 
