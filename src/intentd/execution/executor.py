@@ -106,16 +106,19 @@ class Executor:
         wakeup = asyncio.Event()
         await lease.listen(wakeup)
         backoff = 0.0
-        while not stop.is_set():
-            await lease.check()
-            wakeup.clear()
-            try:
-                await self.tick()
-                backoff = 0.0
-            except ChainUnavailable as exc:
-                backoff = Backoff(0.5, cap=10.0).after(backoff)
-                log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
-            await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
+        try:
+            while not stop.is_set():
+                await lease.check()
+                wakeup.clear()
+                try:
+                    await self.tick()
+                    backoff = 0.0
+                except ChainUnavailable as exc:
+                    backoff = Backoff(0.5, cap=10.0).after(backoff)
+                    log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
+                await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
+        finally:
+            self._report.forget()
 
     async def tick(self) -> None:
         """Start due actions, advance every transaction in flight, and, when due, read

@@ -19,7 +19,8 @@ Guarantees:
 - The rows are stored with ``as_of``, the database's clock at the snapshot; an older
   writer (a deposed leader) never replaces newer rows.
 - The metrics of the float (``intentd_relayer_*``, ``intentd_gas_tank_*``) follow each
-  stored reading, in whole token units (floats: for dashboards, never for money).
+  stored reading, in whole token units (floats: for dashboards, never for money), and are
+  removed when the process stops leading the chain (:meth:`FloatReport.forget`).
 """
 
 from __future__ import annotations
@@ -141,6 +142,25 @@ class FloatReport:
             metrics.RELAYER_PENDING.labels(*labels).set(_whole(row.pending, token))
             metrics.REPAYMENTS_OVERDUE.labels(*labels).set(row.owed_overdue)
         metrics.FLOAT_READ_AT.labels(name).set(exposure.as_of.timestamp())
+
+    def forget(self) -> None:
+        """Remove the chain's float gauges: a process that no longer leads the chain shows
+        no figures of it (the alerts compare the leader's only)."""
+        name = self._chain.name
+        tokens: list[TokenConfig | NativeTokenConfig] = [self._chain.native, *self._chain.tokens]
+        for token in tokens:
+            for gauge in (
+                metrics.RELAYER_BALANCE, metrics.RELAYER_RESERVED, metrics.RELAYER_FREE,
+                metrics.RELAYER_OWED, metrics.RELAYER_PENDING, metrics.REPAYMENTS_OVERDUE,
+                metrics.RELAYER_FREE_ALERT_BELOW,
+            ):  # fmt: skip
+                gauge.remove(name, token.symbol)
+        for gauge in (
+            metrics.GAS_TANK_BALANCE,
+            metrics.GAS_TANK_ALERT_BELOW,
+            metrics.FLOAT_READ_AT,
+        ):
+            gauge.remove(name)
 
     def _thresholds(self) -> None:
         name = self._chain.name

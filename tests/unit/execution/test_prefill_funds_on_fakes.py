@@ -11,8 +11,11 @@ an alert, up to ``liquidity.prefill_wait`` (900 s by default), then fails and is
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from prometheus_client import REGISTRY
-from tests.unit.execution.execution_fakes import RECIPIENT, TOKEN
+from tests.unit.execution.execution_fakes import RECIPIENT, TOKEN, FakeLease, LeaseTaken
 from tests.unit.execution.test_executor_on_fakes import CHAIN, GAS_TANK, RELAYER, Harness
 
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
@@ -173,3 +176,8 @@ async def test_the_float_is_read_and_stored_with_what_the_records_say() -> None:
     assert REGISTRY.get_sample_value("intentd_relayer_free", labels) == 4.0
     assert REGISTRY.get_sample_value("intentd_relayer_owed", labels) == 3.0
     assert REGISTRY.get_sample_value("intentd_gas_tank_balance", {"chain": CHAIN}) == 1.0
+    # a process that stops leading the chain shows none of its figures any more
+    with pytest.raises(LeaseTaken):
+        await asyncio.wait_for(h.executor.run(asyncio.Event(), FakeLease(lose_after=0)), 5)
+    assert REGISTRY.get_sample_value("intentd_relayer_free", labels) is None
+    assert REGISTRY.get_sample_value("intentd_gas_tank_balance", {"chain": CHAIN}) is None
