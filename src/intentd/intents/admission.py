@@ -135,6 +135,13 @@ class Hold:
         if self._gate is not None:
             self._gate._release(self._key, self._held)
 
+    def unknown(self) -> None:
+        """The create was cancelled while its write went on (``IntentWriter.insert`` is
+        shielded): it may be written now. Keep holding until a reading taken after now
+        (the database's clock, as the view estimates it) would count it."""
+        if self._gate is not None:
+            self._held.written_at = self._gate._database_now(self._key)
+
 
 class LiquidityGate:
     """The view of the relayer's float of one process, and the checks made against it."""
@@ -236,6 +243,12 @@ class LiquidityGate:
         """:meth:`check` of one quote's destination and amount out."""
         self.check(quote.route.destination.name, quote.route.token_out_address, quote.amount_out)
 
+    def _database_now(self, key: tuple[str, str]) -> float:
+        entry = self._entries.get(key)
+        if entry is None:  # the hold belongs to no reading any more: nothing to keep
+            return 0.0
+        return entry.reading.as_of + entry.reading.age + self._clock() - entry.loaded_at
+
     def _release(self, key: tuple[str, str], held: _Held) -> None:
         entry = self._entries.get(key)
         if entry is not None and held in entry.holds:
@@ -279,6 +292,9 @@ class AdmittingWriter(IntentWriter):
         hold = self._gate.hold(new.destination_chain, new.token_out, new.amount_out)
         try:
             row = await super().insert(new)
+        except asyncio.CancelledError:
+            hold.unknown()
+            raise
         except BaseException:
             hold.release()
             raise

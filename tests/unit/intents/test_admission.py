@@ -189,6 +189,30 @@ async def test_a_failed_write_gives_its_hold_back() -> None:
     assert await AdmittingWriter(store, Keys(), gate=gate).insert(new_intent()) is not None
 
 
+async def test_a_create_cancelled_while_its_write_goes_on_stays_held() -> None:
+    """A client that goes away does not stop the write (it is shielded): the amount may
+    be written, so it stays held until a reading taken after it counts it."""
+    gate, clock = gate_with(5_000_000)
+    store = FakeIntentStore(delay=0.05)
+    writer = AdmittingWriter(store, Keys(), gate=gate)
+    create = asyncio.create_task(writer.insert(new_intent()))
+    await asyncio.sleep(0.01)
+    clock.now += 2  # the view estimates the database's clock now at as_of + age + 2
+    create.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await create
+    with pytest.raises(InsufficientLiquidity):  # 5 held of 5
+        gate.check(DESTINATION, TOKEN_OUT, 1)
+    gate.load([reading(5_000_000, as_of=1.0 + 2 + HOLD_MARGIN - 0.1)])
+    with pytest.raises(InsufficientLiquidity):
+        gate.check(DESTINATION, TOKEN_OUT, 1)
+    gate.load([reading(5_000_000, pending=5_000_000, as_of=1.0 + 2 + HOLD_MARGIN)])
+    with pytest.raises(InsufficientLiquidity):  # now counted once, in pending
+        gate.check(DESTINATION, TOKEN_OUT, 1)
+    gate.load([reading(10_000_000, pending=5_000_000, as_of=10.0 + HOLD_MARGIN)])
+    gate.check(DESTINATION, TOKEN_OUT, 5_000_000)
+
+
 async def test_a_retried_create_gets_its_intent_whatever_the_float_says_now() -> None:
     """The writer is asked for new intents only: an Idempotency-Key already used answers
     the intent it made (``intents.service.create_intent`` looks it up first); a key used
