@@ -308,8 +308,9 @@ API_IN_FLIGHT = Gauge(
 )
 LIQUIDITY_REFUSALS = Counter(
     "intentd_liquidity_refusals_total",
-    "Creates (and single-source quotes) refused for the relayer's float, by destination and"
-    " reason (insufficient: 409 insufficient_liquidity; unknown: 503 liquidity_unknown)",
+    "Requests refused for the relayer's float, by destination and reason (insufficient: a"
+    " create or single quote answered 409 insufficient_liquidity; unknown: any quote or"
+    " create answered 503 liquidity_unknown)",
     ["chain", "reason"],
 )
 INTENTS_CREATED = Counter(
