@@ -1,27 +1,9 @@
 """``python -m bench [NAME] [OPTIONS]``: run one benchmark, or all of them.
 
-Names: ``backfill`` (poller throughput), ``poller-memory`` (RSS of ``intentd poll`` with
-a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
-``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
-(create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
-event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
-(``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
-Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``webhook-fairness`` (a
-healthy client's webhook latency with and without a tarpit client, see
-``bench/webhook_fairness.py``), ``watched-set`` (the
-pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_set.py``),
-``trigger-processing`` (RPC calls and time of one call over 7 days of Base blocks, see
-``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
-backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
-``log-proof`` (what proving log answers whole costs the poller's reads, see
-``bench/log_proof.py``), ``native-flood`` (a poller following 1 s blocks with 10^4 open
-native-coin intents, see ``bench/native_flood.py``), ``quote-latency`` (quotes with
-live price feeds against static prices, see ``bench/quote_latency.py``),
-``api-database`` (the API's bounded database use, trigger admission, how soon an
-outage is told, see ``bench/api_database.py``), ``chaos`` (intents of every scenario
-paid under ``kill -9`` and reorgs, every balance checked; not part of ``all``, see
-docs/chaos.md).
-``python -m bench NAME --help`` lists a benchmark's options.
+``python -m bench --help`` lists them (:data:`ENTRIES`, one line each, plus ``chaos``:
+intents of every scenario paid under ``kill -9``, reorgs and dependency faults, every
+balance checked; not part of ``all``, see docs/chaos.md); ``python -m bench NAME
+--help`` lists a benchmark's options. Each module's docstring says what it measures.
 """
 
 from __future__ import annotations
@@ -30,24 +12,26 @@ import importlib
 import sys
 
 ENTRIES = {
-    "backfill": ("backfill", "run"),
-    "poller-memory": ("poller_memory", "run"),
-    "head-latency": ("head_latency", "main"),
-    "execution-latency": ("execution_latency", "main"),
-    "api-throughput": ("api_throughput", "run"),
-    "event-log": ("event_log", "run"),
-    "intent-list": ("intent_list", "run"),
-    "webhooks": ("webhooks", "run"),
-    "webhook-fairness": ("webhook_fairness", "run"),
-    "watched-set": ("watched_set", "run"),
-    "trigger-processing": ("trigger_processing", "run"),
-    "watch-migration": ("watch_migration", "run"),
-    "log-proof": ("log_proof", "run"),
-    "native-flood": ("native_flood", "run"),
-    "quote-latency": ("quote_latency", "run"),
-    "api-database": ("api_database", "run"),
+    "backfill": ("backfill", "run", "poller throughput"),
+    "poller-memory": ("poller_memory", "run", "RSS of intentd poll with 10^6 watched addresses"),
+    "head-latency": ("head_latency", "main", "block to published deposit"),
+    "execution-latency": ("execution_latency", "main", "FUNDED to prefill; deposit to completed"),
+    "api-throughput": ("api_throughput", "run", "create and get intents over HTTP"),
+    "event-log": ("event_log", "run", "the event log's write cost and reads"),
+    "intent-list": ("intent_list", "run", "GET /intents on 10^6 intents"),
+    "webhooks": ("webhooks", "run", "events on Kafka to deliveries at local receivers"),
+    "webhook-fairness": ("webhook_fairness", "run", "a client's webhooks beside a tarpit"),
+    "watched-set": ("watched_set", "run", "the pollers' watched set on 10^6 intents"),
+    "trigger-processing": ("trigger_processing", "run", "one call over 7 days of blocks"),
+    "watch-migration": ("watch_migration", "run", "migration 0013 and its backfill"),
+    "log-proof": ("log_proof", "run", "what proving log answers whole costs the poller"),
+    "native-flood": ("native_flood", "run", "a poller with 10^4 open native-coin intents"),
+    "quote-latency": ("quote_latency", "run", "quotes with live feeds against static prices"),
+    "api-database": ("api_database", "run", "the API's bounded database use"),
+    "relayer-float": ("relayer_float", "run", "reading the relayer's float on 10^6 intents"),
 }
-"""Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
+"""Each benchmark of ``all``: its module in ``bench``, the function given the options,
+and what it measures."""
 NAMES = tuple(ENTRIES)
 
 
@@ -61,12 +45,18 @@ def main(argv: list[str]) -> None:
     if name not in {*NAMES, "all"}:
         raise SystemExit(f"unknown benchmark {name!r}; one of {', '.join(NAMES)}, chaos")
     for entry in NAMES if name == "all" else (name,):
-        module, function = ENTRIES[entry]
+        module, function, _ = ENTRIES[entry]
         getattr(importlib.import_module(f"bench.{module}"), function)(rest)
+
+
+def usage() -> str:
+    width = max(map(len, NAMES))
+    lines = [f"  {name:<{width}}  {what}" for name, (_, _, what) in ENTRIES.items()]
+    return f"{__doc__}\nbenchmarks:\n" + "\n".join(lines) + f"\n  {'chaos':<{width}}  docs/chaos.md"
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] in (["-h"], ["--help"]):
-        print(__doc__)
+        print(usage())
     else:
         main(sys.argv[1:])

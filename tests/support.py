@@ -155,6 +155,9 @@ def daemon_env(settings: Settings, **extra: str) -> dict[str, str]:
         INTENTD__OBSERVABILITY__METRICS_PORT="0",
         INTENTD__API__PORT="0",
         INTENTD__OBSERVABILITY__LOG_LEVEL="debug",
+        # config/local.toml checks creates against the relayer's float, which the daemon's
+        # executors store within seconds of starting; tests create at once (and may set it).
+        INTENTD__LIQUIDITY__ADMISSION="false",
     )
     env.update(extra)
     return env

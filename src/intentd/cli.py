@@ -30,10 +30,11 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.backfills import backfill
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.custody import IntentKeys
+from intentd.intents.admission import AdmittingWriter, LiquidityGate
 from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
-from intentd.intents.writer import IntentWriter
 from intentd.observability import configure_logging
 from intentd.runtime import run_roles
 from intentd.settings import ConfigError, Settings, load_settings, secret_from_env
@@ -118,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_clients(sub)
+    status = sub.add_parser(
+        "status", help="the relayer's float on every chain (from PostgreSQL), as a table"
+    )
+    status.add_argument("--json", action="store_true", help="as JSON, amounts in base units")
 
     intents = sub.add_parser("intents", help="create and inspect intents")
     isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
@@ -320,6 +325,10 @@ async def _one_shot(args: argparse.Namespace, settings: Settings) -> int:
             from intentd.keys_cli import clients_command
 
             return await clients_command(args, settings)
+        case "status":
+            from intentd.status_cli import status_command
+
+            return await status_command(args, settings)
     raise AssertionError(f"unhandled command {args.command}")
 
 
@@ -441,15 +450,20 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         expires_in=args.expires_in,
     )
     client_id = UUID(args.client_id or settings.intents.default_client_id)
+    gate = LiquidityGate(settings)
+    if gate.enabled:  # the float as the API sees it (docs/api.md, insufficient_liquidity)
+        source = PostgresFloatSource(pool, timeout=settings.api.db_acquire_timeout)
+        gate.load(await source.relayer_floats() or [])
     from intentd.adapters.price_feeds import running_prices
 
     try:
         async with running_prices(settings) as prices:  # feeds read once, docs/pricing.md
             row = await create_intent(
                 settings,
-                IntentWriter(
+                AdmittingWriter(
                     intent_store.PostgresIntentStore(pool),
                     settings.intent_addresses(),
+                    gate=gate if gate.enabled else None,
                     max_pending=settings.intents.max_open_per_client,
                 ),
                 request,

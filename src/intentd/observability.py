@@ -261,6 +261,58 @@ EXECUTOR_ACTIVE = Gauge(
     "intentd_executor_active", "1 while this process leads the chain", ["chain"]
 )
 
+# --- the relayer's float (executor; docs/execution.md, "The relayer's float") --------
+# Whole token units (floats, for dashboards and alerts; the money is in relayer_float).
+RELAYER_BALANCE = Gauge(
+    "intentd_relayer_balance", "The relayer's balance at the last reading", ["chain", "token"]
+)
+RELAYER_RESERVED = Gauge(
+    "intentd_relayer_reserved",
+    "Prefills ready or in flight that will take from the relayer's balance",
+    ["chain", "token"],
+)
+RELAYER_FREE = Gauge(
+    "intentd_relayer_free", "The relayer's balance less what is reserved", ["chain", "token"]
+)
+RELAYER_OWED = Gauge(
+    "intentd_relayer_owed",
+    "Repayments to the relayer not yet confirmed (landing on this chain and token)",
+    ["chain", "token"],
+)
+RELAYER_PENDING = Gauge(
+    "intentd_relayer_pending",
+    "What PENDING intents will ask of the relayer here once paid",
+    ["chain", "token"],
+)
+RELAYER_FREE_ALERT_BELOW = Gauge(
+    "intentd_relayer_free_alert_below",
+    "The token's float_alert_below (config): alert while intentd_relayer_free is under it",
+    ["chain", "token"],
+)
+REPAYMENTS_OVERDUE = Gauge(
+    "intentd_relayer_repayments_overdue",
+    "Repayments to the relayer unconfirmed for longer than liquidity.repayment_overdue_after",
+    ["chain", "token"],
+)
+GAS_TANK_BALANCE = Gauge(
+    "intentd_gas_tank_balance", "The gas tank's native balance at the last reading", ["chain"]
+)
+GAS_TANK_ALERT_BELOW = Gauge(
+    "intentd_gas_tank_alert_below",
+    "The chain's gas_tank_alert_below (config): alert while the gas tank is under it",
+    ["chain"],
+)
+FLOAT_READ_AT = Gauge(
+    "intentd_relayer_float_read_timestamp_seconds",
+    "When the relayer's float of the chain was last read and stored (Unix time)",
+    ["chain"],
+)
+PREFILLS_SHORT = Counter(
+    "intentd_prefills_short_total",
+    "Looks at a prefill that found the relayer short of the token (the prefill waits)",
+    ["chain", "token"],
+)
+
 # --- API ----------------------------------------------------------------------------
 # With ``intentd api --workers N`` every worker writes its values to files of a
 # directory the parent process reads (prometheus_client's multiprocess mode, see
@@ -281,6 +333,13 @@ API_IN_FLIGHT = Gauge(
     "intentd_api_requests_in_flight",
     "API requests being answered",
     multiprocess_mode="livesum",
+)
+LIQUIDITY_REFUSALS = Counter(
+    "intentd_liquidity_refusals_total",
+    "Requests refused for the relayer's float, by destination and reason (insufficient: a"
+    " create or single quote answered 409 insufficient_liquidity; unknown: any quote or"
+    " create answered 503 liquidity_unknown)",
+    ["chain", "reason"],
 )
 INTENTS_CREATED = Counter(
     "intentd_intents_created_total", "Intents created (API and CLI)", ["source_chain"]

@@ -128,12 +128,19 @@ def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
         method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            record: dict[str, Any] = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        raise SystemExit(f"intent creation failed: {exc.code} {exc.read().decode()}") from None
-    return record
+    for _ in range(5):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                record: dict[str, Any] = json.loads(response.read())
+                return record
+        except urllib.error.HTTPError as exc:
+            wait = exc.headers.get("Retry-After")
+            if exc.code != 503 or wait is None:  # e.g. the API's view of the float is loading
+                raise SystemExit(
+                    f"intent creation failed: {exc.code} {exc.read().decode()}"
+                ) from None
+            time.sleep(float(wait))
+    raise SystemExit("intent creation failed: the API stayed unavailable")
 
 
 async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> None:
@@ -199,9 +206,15 @@ async def demo(config: str, timeout: float, log_path: Path) -> int:
                 n = await conn.fetchval(
                     "SELECT count(*) FROM chain_cursors WHERE chain = ANY($1)", chains
                 )
+                floats = await conn.fetchval(  # the executors' reading of the relayer
+                    "SELECT count(DISTINCT chain) FROM relayer_float WHERE chain = ANY($1)"
+                    " AND as_of > now() - make_interval(secs => $2)",
+                    chains,
+                    settings.liquidity.max_age,
+                )
             finally:
                 await conn.close()
-            return bool(n == len(chains))
+            return bool(n == len(chains) and floats == len(chains))
 
         await wait_until(ready, "the daemon to be ready", 60)
         say(color("daemon ready: pollers on " + ", ".join(chains) + ", lifecycle consuming", GREEN))

@@ -91,6 +91,9 @@ def test_the_golden_signals_of_each_role_are_on_it() -> None:
         "intentd_outbox_backlog",
         "intentd_dead_letters_total",
         "intentd_action_outcomes_total",  # executors
+        "intentd_relayer_free",  # the relayer's float, and the gas tank
+        "intentd_prefills_short_total",
+        "intentd_gas_tank_balance",
         "intentd_api_requests_total",  # API
         "intentd_api_request_seconds_bucket",
         "intentd_api_requests_in_flight",

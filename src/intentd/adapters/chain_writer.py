@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from intentd.adapters.json_rpc import Call, JsonRpcClient, MissingResult, RpcError
+from intentd.domain.actions import NATIVE
 from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, merge_views, prove_use
-from intentd.execution.ports import EstimateReverted, FeeInputs, SendOutcome
+from intentd.execution.ports import Balances, EstimateReverted, FeeInputs, SendOutcome
 from intentd.execution.tracking import NonceUse, Receipt
 
 __all__ = ["EvmChainWriter", "classify_send_error"]
@@ -35,6 +36,8 @@ _NONCE_LOW = re.compile(r"nonce too low|nonce has already been used|invalid nonc
 _UNDERPRICED = re.compile(r"underpriced|fee too low|max fee per gas less than", re.I)
 _FUNDS = re.compile(r"insufficient funds|lack of funds|out of gas: not enough", re.I)
 _REVERT = re.compile(r"revert", re.I)
+_BALANCE_OF = "0x70a08231"  # balanceOf(address)
+_WORD = re.compile(r"0x[0-9a-fA-F]{1,64}")
 
 
 def classify_send_error(message: str) -> SendOutcome:
@@ -172,6 +175,32 @@ class EvmChainWriter:
         except RpcError as exc:
             return classify_send_error(exc.message), exc.message
         return SendOutcome.ACCEPTED, ""
+
+    async def balances(self, holdings: Sequence[tuple[str, str]]) -> Balances:
+        """One POST: ``eth_blockNumber``, then each holder's ``eth_getBalance`` (native) or
+        the token's ``balanceOf`` at ``latest`` (so at that head or newer)."""
+        calls: list[Call] = [("eth_blockNumber", [])]
+        for holder, token in holdings:
+            if token == NATIVE:
+                calls.append(("eth_getBalance", [holder, "latest"]))
+            else:
+                data = _BALANCE_OF + "00" * 12 + holder.lower().removeprefix("0x")
+                calls.append(("eth_call", [{"to": token, "data": data}, "latest"]))
+        head, *answers = await self._reads.together(calls)
+        return Balances(
+            block=_quantity("eth_blockNumber", head),
+            amounts={
+                (holder.lower(), token): _word(answer)
+                for (holder, token), answer in zip(holdings, answers, strict=True)
+            },
+        )
+
+
+def _word(answer: Any) -> int:
+    """A quantity, or a 32-byte ABI word (``balanceOf``'s answer)."""
+    if not isinstance(answer, str) or not _WORD.fullmatch(answer):
+        raise MissingResult(f"a balance answered {answer!r}, not a quantity or one word")
+    return int(answer, 16)
 
 
 def _quantity(method: str, answer: Any) -> int:

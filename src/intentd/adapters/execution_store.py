@@ -12,18 +12,22 @@ nonces and results in ``adapters.transaction_rows``. The rules these rows keep:
 - Results go to the outbox (``lifecycle_store.enqueue``) in the transaction of the
   status change they report, under a stable id, once: ``sent`` with the first
   broadcast of the action's transfer, ``confirmed``/``failed`` with the final status.
+- The relayer's float: its SQL is in ``adapters.relayer_float``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
+from intentd.adapters import relayer_float
 from intentd.adapters.postgres import Connection, Pool
 from intentd.adapters.transaction_rows import TX_COLUMNS, TransactionRows, tx_of_row
 from intentd.domain.actions import NATIVE, Action, ActionKind, ActionStatus, SignerKind, moves_into
 from intentd.execution.deposit_check import Credited
+from intentd.execution.ports import Commitments, Exposure, FloatRow
 from intentd.execution.tracking import Tx
 
 __all__ = [
@@ -257,3 +261,12 @@ class PostgresExecutionTransaction(TransactionRows):
             )
             for r in rows
         ]
+
+    async def relayer_commitments(self, relayer: str) -> Commitments:
+        return await relayer_float.relayer_commitments(self._conn, self._chain, relayer)
+
+    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
+        return await relayer_float.exposure(self._conn, self._chain, relayer, overdue_after)
+
+    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
+        await relayer_float.save_float(self._conn, self._chain, rows, as_of)

@@ -28,6 +28,7 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.price_feeds import running_prices
+from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.api import (
     routes_chains,
     routes_events,
@@ -53,6 +54,7 @@ from intentd.api.outage import LibraryNoise
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
+from intentd.intents.admission import LiquidityGate
 from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource
@@ -100,6 +102,12 @@ def create_app(
                 quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
             else:
                 quoting = prices
+            gate = LiquidityGate(settings)
+            if gate.enabled:
+                source = PostgresFloatSource(database.pool, timeout=settings.api.db_acquire_timeout)
+                following = asyncio.create_task(gate.follow(source), name="liquidity view")
+                following.add_done_callback(_view_stopped)
+                stack.push_async_callback(_cancelled, following)
             app.state.services = Services(
                 settings=settings,
                 database=database,
@@ -109,6 +117,7 @@ def create_app(
                 writer=AnsweringWriter(
                     database,
                     settings.intent_addresses(),
+                    gate=gate if gate.enabled else None,
                     max_waiting=settings.api.max_waiting_creates,
                     max_pending=settings.intents.max_open_per_client,
                 ),
@@ -116,6 +125,7 @@ def create_app(
                 intents_by_address=BatchedReads(
                     database.connection, intent_store.get_many_by_address
                 ),
+                liquidity=gate,
             )
             watching = asyncio.create_task(watch.run(), name="database watch")
             stack.push_async_callback(_cancelled, watching)
@@ -162,9 +172,19 @@ def create_app(
     return app
 
 
+def _view_stopped(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error(
+            "the view of the relayer's float stopped; creates and quotes will be refused"
+            " (liquidity_unknown) until the API restarts",
+            error=repr(task.exception()),
+        )
+
+
 async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Stop the task; a failure of its own was logged when it ended."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
 
 

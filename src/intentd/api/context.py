@@ -27,6 +27,7 @@ from intentd.api.batched_reads import BatchedReads
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
+from intentd.intents.admission import LiquidityGate
 from intentd.intents.record import IntentRow
 from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource
@@ -64,6 +65,8 @@ class Services:
     intents_by_id: BatchedReads[int, IntentRow]
     intents_by_address: BatchedReads[str, IntentRow]
     """Intent reads of concurrent requests, one statement per batch (by lower-case address)."""
+    liquidity: LiquidityGate
+    """The relayer's float as last loaded from PostgreSQL (never read from RPC here)."""
 
     @staticmethod
     def of(request: Request) -> Services:

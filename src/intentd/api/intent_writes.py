@@ -20,9 +20,10 @@ from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, ConnectionSession, PostgresIntentStore
 from intentd.api.connections import Database, database_away
 from intentd.api.problems import ApiProblem
+from intentd.intents.admission import AdmittingWriter, LiquidityGate
 from intentd.intents.ports import IntentSession, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
-from intentd.intents.writer import AddressSource, IntentWriteFailed, IntentWriter, WriterBusy
+from intentd.intents.writer import AddressSource, IntentWriteFailed, WriterBusy
 
 __all__ = ["AnsweringStore", "AnsweringWriter"]
 
@@ -57,12 +58,13 @@ class AnsweringStore:
         return self._errors.answered_with_error(error)
 
 
-class AnsweringWriter(IntentWriter):
+class AnsweringWriter(AdmittingWriter):
     """The intent writer of the API, on ``database`` (``api.intent_store``'s store):
     a full writer is a 503 ``writer_busy`` problem with ``Retry-After`` (nothing of
     that create was written); a database away, or a create not answered within the
     bounds of a connection and its work, is a 503 ``database_unavailable`` (the create
-    may have been committed: retried with its ``Idempotency-Key`` it answers it)."""
+    may have been committed: retried with its ``Idempotency-Key`` it answers it). With
+    a ``gate``, it writes only what the relayer's float admits (``intents.admission``)."""
 
     def __init__(
         self,
@@ -71,10 +73,12 @@ class AnsweringWriter(IntentWriter):
         *,
         max_waiting: int,
         max_pending: int | None = None,
+        gate: LiquidityGate | None = None,
     ) -> None:
         super().__init__(
             AnsweringStore(database, AddressIndexes(block=64)),
             keys,
+            gate=gate,
             max_waiting=max_waiting,
             acquire_timeout=database.acquire_timeout,
             max_pending=max_pending,

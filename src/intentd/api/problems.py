@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from intentd.intents.admission import LiquidityRefused
 from intentd.intents.validation import IntentConflict, IntentRequestError
 
 __all__ = [
@@ -125,8 +126,13 @@ UNAVAILABLE_CODES = {"price_unavailable": "5"}
 
 def from_request_error(exc: IntentRequestError) -> ApiProblem:
     """A rejected intent or quote request: 409 for a conflict with what is stored (a
-    reused idempotency key, the client's cap of open intents), 503 for a price that
-    cannot be trusted now, else 422."""
+    reused idempotency key, the client's cap of open intents), the relayer float's own
+    status (409 ``insufficient_liquidity``, 503 ``liquidity_unknown`` with
+    ``Retry-After``), 503 for a price that cannot be trusted now, else 422."""
+    if isinstance(exc, LiquidityRefused):
+        wait = exc.retry_after
+        headers = {"Retry-After": str(wait)} if wait is not None else None
+        return ApiProblem(exc.status, exc.code, str(exc), field=exc.field, headers=headers)
     if exc.code in UNAVAILABLE_CODES:
         headers = {"Retry-After": UNAVAILABLE_CODES[exc.code]}
         return ApiProblem(503, exc.code, str(exc), field=exc.field, headers=headers)

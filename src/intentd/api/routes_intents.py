@@ -143,7 +143,7 @@ async def read_by_address(services: Services, caller: Caller, address: str) -> d
     "/intents",
     status_code=201,
     response_model=IntentRecord,
-    responses=errors(403, 409, 413, 415, 422),
+    responses=errors(403, 409, 413, 415, 422, 503),
     summary="Create a payment intent",
     openapi_extra={
         "requestBody": {

@@ -1,7 +1,9 @@
 """``/api/v1/quotes/...`` and ``/api/v1/chains/tokens/all``.
 
 Quote amounts are in USD unless ``amountSymbol`` names another denomination (the
-spec: "for a quote in USD, set it to USDC or leave it empty"). A quote answers
+spec: "for a quote in USD, set it to USDC or leave it empty"). Lists leave out the routes
+whose amount out the relayer's float cannot cover now; a single quote is refused (409
+``insufficient_liquidity``); an unknown float is a 503 (``intents.admission``). A quote answers
 the ``amount`` and ``amountSymbol`` it used; creating an intent with those and the
 quote's chains and tokens gives the quote's figures.
 """
@@ -44,7 +46,7 @@ USD = "USD"
 @router.get(
     "/quotes/multi-source",
     response_model=QuoteList,
-    responses=errors(403, 422),
+    responses=errors(403, 422, 503),
     summary="The best quote of every source chain and token for one destination",
 )
 async def multi_source(
@@ -70,13 +72,14 @@ async def multi_source(
         source_allowed=caller.may_use,
         exclude=name_set(services.settings.chains, excludeChains or ()),
     )
+    found = services.liquidity.covering(found)  # what the relayer can pay out there
     return json_response({"quotes": [_json(services, q, amount, symbol) for q in found]})
 
 
 @router.get(
     "/quotes/single-source",
     response_model=Quote,
-    responses=errors(403, 422),
+    responses=errors(403, 409, 422, 503),
     summary="The quote of one source chain and token (the cheapest bridge option)",
 )
 async def single_source(
@@ -98,13 +101,14 @@ async def single_source(
     path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quote(services.settings, services.prices, path, amount, symbol, bridge=bridge)
+    services.liquidity.require(found)
     return json_response(_json(services, found, amount, symbol))
 
 
 @router.get(
     "/quotes/bridge-options",
     response_model=QuoteList,
-    responses=errors(403, 422),
+    responses=errors(403, 422, 503),
     summary="One quote per bridge option of a route, cheapest first",
 )
 async def bridge_options(
@@ -125,6 +129,7 @@ async def bridge_options(
     path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quotes_per_bridge(services.settings, services.prices, path, amount, symbol)
+    found = services.liquidity.covering(found)
     return json_response({"quotes": [_json(services, q, amount, symbol) for q in found]})
 
 

@@ -240,6 +240,7 @@ async def session_quotes(
         exclude=frozenset(session.exclude_chains)
         | name_set(services.settings.chains, excludeChains or ()),
     )
+    found = services.liquidity.covering(found)  # what the relayer can pay out there
     now, ttl = services.now(), services.settings.pricing.quote_ttl
     return json_response(
         {"quotes": [quote_json(q, value, symbol, now=now, ttl=ttl) for q in found]}

@@ -61,7 +61,8 @@ _DESCRIPTIONS = {
     409: (
         "The Idempotency-Key was used with a different request (idempotency_key_reused),"
         " the session has created its cap of intents (session_intent_limit), or the"
-        " client has its cap of intents awaiting payment (open_intent_limit)"
+        " client has its cap of intents awaiting payment (open_intent_limit), or the"
+        " relayer cannot cover the amount out on the destination now (insufficient_liquidity)"
     ),
     413: "The body is too large",
     415: "The body is not application/json",
@@ -78,8 +79,9 @@ _DESCRIPTIONS = {
     503: (
         "The database is unavailable (database_unavailable), the server is at capacity"
         " (overloaded, database_busy, writer_busy), the chain's RPC is unavailable"
-        " (chain_unavailable): retry after Retry-After; or sessions are not configured"
-        " (sessions_disabled)"
+        " (chain_unavailable), a price cannot be trusted now (price_unavailable), the"
+        " relayer's float on the destination is not known (liquidity_unknown): retry after"
+        " Retry-After; or sessions are not configured (sessions_disabled)"
     ),
 }
 _HEADERS: dict[int, dict[str, Any]] = {

@@ -226,7 +226,9 @@ def executor_role(
                 keyring=keys,
                 verifier=verifier,
                 l1_fees=l1_fees_for(config, once),
+                liquidity=settings.liquidity,
             )
+            await executor.prime()  # the float stored before the chain counts as ready
             READINESS.ready(ready_name)
             started = time.monotonic()
             await executor.run(stop, lease)

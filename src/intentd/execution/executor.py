@@ -26,6 +26,10 @@ A thin loop over the ports of ``execution.ports``; the steps live in
   ``l1_fee_margin_bps`` at the address, in its first transfer and in each replacement
   (``execution.transfer_planner``); without a bound it is not signed and waits
   (``adapters.l1_fee``).
+- A prefill is signed only when the relayer can pay it on top of its prefills in
+  flight; short, it waits up to ``liquidity.prefill_wait`` for a refill, then fails
+  (``execution.prefill_funds``). Every ``liquidity.read_interval`` the tick ends with the
+  relayer's float read and stored for the API and the metrics (``execution.float_report``).
 - The loop checks the lease before every tick and stops (raising) once it is lost;
   an RPC error ends the tick, which is retried with backoff (at most 10 s) and
   reported as part of the RPC's outage (``supervision.report``); a database error
@@ -39,14 +43,17 @@ import asyncio
 import structlog
 
 from intentd.backoff import Backoff
+from intentd.domain.actions import SignerKind
 from intentd.execution.deposit_verifier import DepositVerifier
+from intentd.execution.float_report import FloatReport
 from intentd.execution.ports import ChainWriter, ExecutionStore, Keyring, L1Fees, Lease
+from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
 from intentd.indexer.ports import ChainUnavailable
-from intentd.settings import ChainConfig, ExecutionConfig
+from intentd.settings import ChainConfig, ExecutionConfig, LiquidityConfig
 from intentd.supervision import progress, report, rpc
 from intentd.wait import wait_any
 
@@ -68,9 +75,12 @@ class Executor:
         keyring: Keyring,
         verifier: DepositVerifier | None = None,
         l1_fees: L1Fees = NO_L1_FEE,
+        liquidity: LiquidityConfig | None = None,
     ) -> None:
         self._config = config
         self._rpc = rpc(chain.name)
+        liquidity = liquidity if liquidity is not None else LiquidityConfig()
+        relayer = keyring.address(SignerKind.RELAYER)
         sender = Sender(chain, store=store, writer=writer, keyring=keyring)
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
@@ -81,8 +91,10 @@ class Executor:
             keyring=keyring,
             sender=sender,
             transfers=transfers,
+            funds=PrefillFunds(chain, liquidity, writer=writer, relayer=relayer),
             verifier=verifier,
         )
+        self._report = FloatReport(chain, liquidity, store=store, writer=writer, keyring=keyring)
         self._settler = Settler(
             chain,
             config,
@@ -98,24 +110,38 @@ class Executor:
         wakeup = asyncio.Event()
         await lease.listen(wakeup)
         backoff = 0.0
-        while not stop.is_set():
-            await lease.check()
-            wakeup.clear()
-            try:
-                await self.tick()
-            except ChainUnavailable as exc:
-                backoff = Backoff(0.5, cap=10.0).after(backoff)
-                report(self._rpc, exc)  # told as the RPC's outage, not a line per tick
-                log.debug("chain unavailable; retrying", error=str(exc), wait=backoff)
-            else:
-                backoff = 0.0
-                progress()
-            await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
+        try:
+            while not stop.is_set():
+                await lease.check()
+                wakeup.clear()
+                try:
+                    await self.tick()
+                except ChainUnavailable as exc:
+                    backoff = Backoff(0.5, cap=10.0).after(backoff)
+                    report(self._rpc, exc)  # told as the RPC's outage, not a line per tick
+                    log.debug("chain unavailable; retrying", error=str(exc), wait=backoff)
+                else:
+                    backoff = 0.0
+                    progress()
+                await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
+        finally:
+            self._report.forget()
+
+    async def prime(self) -> None:
+        """Store the relayer's float once before the first tick, so that the API can
+        admit intents to this chain as soon as the executor is ready; an RPC error is
+        left to the ticks, which read it again."""
+        try:
+            await self._report.refresh_if_due()
+        except ChainUnavailable as exc:
+            log.warning("the relayer's float could not be read yet", error=str(exc))
 
     async def tick(self) -> None:
-        """Start due actions, then advance every transaction in flight."""
+        """Start due actions, advance every transaction in flight, and, when due, read
+        and store the relayer's float."""
         await self.start_ready()
         await self.track()
+        await self._report.refresh_if_due()
 
     async def start_ready(self) -> int:
         """Record and broadcast the first transaction of each due ready action."""

@@ -24,6 +24,11 @@ Contracts the executor relies on:
   chain; the executor then stops at once.
 - :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
   key; the executor sees addresses and signed bytes only.
+- :meth:`ChainWriter.balances` answers from one node in one request, with that node's
+  head read first: the balances are at that block or newer (never older).
+- :meth:`StoreTransaction.relayer_commitments` serialises the prefill checks of a chain
+  (a lock held to the end of the caller's transaction), so two executors that both think
+  they lead never count the same coin for two prefills.
 - :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
   of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
   signed then: fail closed); a node that does not answer raises
@@ -38,21 +43,27 @@ import enum
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from intentd.domain.actions import Action, ActionStatus, SignerKind
 from intentd.execution.deposit_check import Credited
 from intentd.execution.evidence import ChainView
+from intentd.execution.float_figures import Balances, Commitments, Exposure, FloatRow
 from intentd.execution.gas import Fees
 from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.tracking import OPEN_STATUSES, NonceUse, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
 __all__ = [
+    "Balances",
     "ChainWriter",
+    "Commitments",
     "EstimateReverted",
     "ExecutionStore",
+    "Exposure",
     "FeeInputs",
+    "FloatRow",
     "Keyring",
     "L1FeeUnavailable",
     "L1Fees",
@@ -151,6 +162,11 @@ class ChainWriter(Protocol):
         """Broadcast signed bytes; the outcome and the node's message."""
         ...
 
+    async def balances(self, holdings: Sequence[tuple[str, str]]) -> Balances:
+        """In one request to one node: its head, then the balance of each (holder, token)
+        (``domain.actions.NATIVE``: the native coin)."""
+        ...
+
 
 class StoreTransaction(Protocol):
     """The executor's rows of one chain, inside one database transaction."""
@@ -207,6 +223,20 @@ class StoreTransaction(Protocol):
 
     async def credited_deposits(self, intent_id: int, chain: str) -> list[Credited]:
         """The intent's credited deposits on ``chain``, in id order."""
+        ...
+
+    # --- the relayer's float (docs/execution.md, "The relayer's float") -----------------
+    async def relayer_commitments(self, relayer: str) -> Commitments:
+        """The relayer's prefills in flight on the chain, under a lock held until this
+        transaction ends (prefill checks of the chain run one at a time)."""
+        ...
+
+    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
+        """Reserved, owed and pending per token on the chain, in one snapshot."""
+        ...
+
+    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
+        """Store the chain's float rows, unless newer ones are stored already."""
         ...
 
     # --- transactions and nonces -------------------------------------------------------

@@ -20,6 +20,9 @@ Guarantees:
 - An ERC-20 transfer from an intent address is preceded by a gas top-up from the gas
   tank, less what the tank's credit at the address already covers; the transfer is
   signed once the top-up is confirmed, with fees its budget affords.
+- A prefill is signed only when the relayer can pay it (amount and gas) on top of its
+  prefills in flight; otherwise it waits for a refill, then fails
+  (``execution.prefill_funds``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from intentd.execution.ports import (
     L1FeeUnavailable,
     StoreTransaction,
 )
+from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.replacement import topup_budget
 from intentd.execution.sending import Recorded, Sender
 from intentd.execution.tracking import next_transfer_due
@@ -81,9 +85,11 @@ class Starter:
         keyring: Keyring,
         sender: Sender,
         transfers: TransferPlanner,
+        funds: PrefillFunds,
         verifier: DepositVerifier | None = None,
     ) -> None:
         self._chain = chain
+        self._funds = funds
         self._name = chain.name
         self._config = config
         self._store = store
@@ -167,8 +173,17 @@ class Starter:
                 else:
                     recorded = await record(work, action, plan, SignerKind.GAS_TANK, None)
             else:
+                funds = self._funds
+                reading = None
+                if action.kind is ActionKind.PREFILL:  # before the estimate: it reverts if short
+                    reading = await funds.read(work, action)
+                    if reading is None or not await funds.enough(work, action, reading):
+                        return None
                 gas = await self._transfer_gas(action, sender)
                 plan = await self._transfers.transfer_plan(action, gas, price)
+                cost = plan.gas_limit * plan.fees.max_fee_per_gas
+                if reading is not None and not await funds.enough(work, action, reading, gas=cost):
+                    return None
                 kind, index = action.signer_kind, action.signer_index
                 recorded = await record(work, action, plan, kind, index)
         except FeeCapExceeded as exc:

@@ -36,6 +36,7 @@ section), :mod:`~intentd.settings.base` (the error, the base model, addresses).
 
 from intentd.settings.base import NATIVE_TOKEN, Address, ConfigError
 from intentd.settings.chains import OP_STACK_CHAIN_IDS, ChainConfig
+from intentd.settings.liquidity import LiquidityConfig
 from intentd.settings.loading import load_settings
 from intentd.settings.model import Settings
 from intentd.settings.pricing import PriceFeedConfig, PricingConfig
@@ -70,6 +71,7 @@ __all__ = [
     "IndexerConfig",
     "IntentsConfig",
     "KafkaConfig",
+    "LiquidityConfig",
     "NativeTokenConfig",
     "ObservabilityConfig",
     "PriceFeedConfig",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from intentd.domain.amounts import AmountError, parse_amount
 from intentd.settings.base import NATIVE_TOKEN, Address, ConfigModel
 from intentd.settings.redaction import RpcUrl, redact_url
 from intentd.settings.tokens import NativeTokenConfig, TokenConfig
@@ -68,6 +69,9 @@ class ChainConfig(ConfigModel):
     only for blocks with such a payment), or ``block``, by its block (any provider; a
     reorg that moves the payment retracts it and credits it again as a new deposit).
     docs/indexer.md, ETH that arrives through a contract."""
+    gas_tank_alert_below: str | None = None
+    """Alert (``IntentdGasTankLow``) while the gas tank's native balance on the chain is
+    below this (whole units of the native coin, a decimal string). Unset: no alert."""
     l1_fee: Literal["op_stack", "none"] = "none"
     """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
@@ -120,6 +124,22 @@ class ChainConfig(ConfigModel):
                 " provider must be another one"
             )
         return self
+
+    @model_validator(mode="after")
+    def _gas_tank_alert(self) -> ChainConfig:
+        if self.gas_tank_alert_below is not None:
+            try:
+                parse_amount(self.gas_tank_alert_below, self.native.decimals, allow_zero=True)
+            except AmountError as exc:
+                raise ValueError(f"chains.{self.name}.gas_tank_alert_below: {exc}") from None
+        return self
+
+    @property
+    def gas_tank_alert_below_units(self) -> int | None:
+        """``gas_tank_alert_below`` in wei (base units of the native coin), or None."""
+        if self.gas_tank_alert_below is None:
+            return None
+        return parse_amount(self.gas_tank_alert_below, self.native.decimals, allow_zero=True)
 
     def token(self, address: str) -> TokenConfig | NativeTokenConfig | None:
         """The supported token at ``address`` (any case), or None."""

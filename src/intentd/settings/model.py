@@ -21,6 +21,7 @@ from intentd.custody import IntentKeys
 from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
 from intentd.settings.base import ConfigError, ConfigModel
 from intentd.settings.chains import ChainConfig
+from intentd.settings.liquidity import LiquidityConfig
 from intentd.settings.pricing import PricingConfig, check_price_sources
 from intentd.settings.sections import (
     ApiConfig,
@@ -58,6 +59,7 @@ class Settings(ConfigModel):
     session_secret: SecretStr | None = None
     """From the environment only; signs session tokens. Sessions are off without it."""
     execution: ExecutionConfig = ExecutionConfig()
+    liquidity: LiquidityConfig = LiquidityConfig()
     relayer_key: SecretStr | None = None
     """From the environment only: ``INTENTD_RELAYER_KEY(_FILE)``, hex private key."""
     gas_tank_key: SecretStr | None = None

@@ -36,14 +36,27 @@ class _SweptToken(PricedToken):
     decimal string), each of them is confirmed by the chain's ``verify_rpc_urls``
     before the prefill is signed (docs/execution.md). Unset: never."""
 
+    float_alert_below: str | None = None
+    """Alert (``IntentdRelayerFloatLow``) while the relayer's free balance of the token on
+    the chain is below this (whole units, a decimal string). Unset: no alert."""
+
     @model_validator(mode="after")
     def _verify_above(self) -> _SweptToken:
-        if self.verify_above is not None:
-            try:
-                parse_amount(self.verify_above, self.decimals, allow_zero=True)
-            except AmountError as exc:
-                raise ValueError(f"verify_above of {self.symbol}: {exc}") from None
+        for key in ("verify_above", "float_alert_below"):
+            text = getattr(self, key)
+            if text is not None:
+                try:
+                    parse_amount(text, self.decimals, allow_zero=True)
+                except AmountError as exc:
+                    raise ValueError(f"{key} of {self.symbol}: {exc}") from None
         return self
+
+    @property
+    def float_alert_below_units(self) -> int | None:
+        """``float_alert_below`` in base units, or None."""
+        if self.float_alert_below is None:
+            return None
+        return parse_amount(self.float_alert_below, self.decimals, allow_zero=True)
 
     @property
     def verify_above_units(self) -> int | None:

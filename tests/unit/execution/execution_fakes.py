@@ -27,9 +27,16 @@ from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStor
 from intentd.adapters.json_rpc import RpcError, RpcTransportError
 from intentd.adapters.signer import Keyring
 from intentd.custody import IntentKeys
+from intentd.domain.actions import NATIVE
 from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
 from intentd.execution.planning import TxPlan
-from intentd.execution.ports import EstimateReverted, FeeInputs, L1FeeUnavailable, SendOutcome
+from intentd.execution.ports import (
+    Balances,
+    EstimateReverted,
+    FeeInputs,
+    L1FeeUnavailable,
+    SendOutcome,
+)
 from intentd.execution.tracking import NonceUse, Receipt
 
 __all__ = [
@@ -79,13 +86,26 @@ class ChainTx:
     tip: int
     raw: bytes = b""
     foreign: bool = False
+    gas_limit: int = 21_000
+    data: bytes = b""
+
+    def token_transfer(self) -> tuple[str, str, int] | None:
+        """(token, recipient, amount) of an ERC-20 ``transfer`` call, else None."""
+        if self.data[:4] != TRANSFER_SELECTOR or len(self.data) != 68:
+            return None
+        return self.to, "0x" + self.data[16:36].hex(), int.from_bytes(self.data[36:68], "big")
+
+
+TRANSFER_SELECTOR = bytes.fromhex("a9059cbb")
+PLENTY = 10**30
+"""What every holder has of everything on a chain whose balances are not tracked."""
 
 
 def decode(raw: bytes) -> ChainTx:
     """An EIP-1559 transaction's fields (type 2: ``0x02 || rlp([...])``)."""
     assert raw[0] == 2, "the executor signs type-2 transactions"
     fields = rlp.decode(raw[1:])
-    _chain_id, nonce, tip, max_fee, _gas, to, value = fields[:7]
+    _chain_id, nonce, tip, max_fee, gas, to, value, data = fields[:8]
     return ChainTx(
         tx_hash="0x" + keccak(raw).hex(),
         sender=Account.recover_transaction(raw).lower(),
@@ -95,6 +115,8 @@ def decode(raw: bytes) -> ChainTx:
         max_fee=int.from_bytes(max_fee, "big"),
         tip=int.from_bytes(tip, "big"),
         raw=raw,
+        gas_limit=int.from_bytes(gas, "big"),
+        data=bytes(data),
     )
 
 
@@ -120,6 +142,32 @@ class FakeChain:
     contracts: set[str] = field(default_factory=set)
     broadcasts: list[bytes] = field(default_factory=list)
     """Every raw transaction sent to the node, in order (refused ones included)."""
+    funds: dict[tuple[str, str], int] | None = None
+    """Balances at block 0 by (holder, token; ``NATIVE`` for the coin): with them, what
+    mined transactions move is tracked, an ERC-20 transfer beyond the sender's balance
+    reverts its gas estimate and a native send beyond it is refused, as a node does.
+    None: everyone has ``PLENTY`` of everything."""
+
+    def balance(self, holder: str, token: str, through: int | None = None) -> int:
+        """``holder``'s balance of ``token`` after block ``through`` (default: the head)."""
+        if self.funds is None:
+            return PLENTY
+        amount = self.funds.get((holder, token), 0)
+        last = self.head if through is None else through
+        for number in range(1, last + 1):
+            for tx in self.blocks[number]:
+                receipt = self.receipt(tx.tx_hash)
+                assert receipt is not None
+                if tx.sender == holder and token == NATIVE:
+                    amount -= receipt.gas_used * receipt.effective_gas_price
+                if not receipt.succeeded:
+                    continue
+                if token == NATIVE:
+                    amount += tx.value * ((tx.to == holder) - (tx.sender == holder))
+                moved = tx.token_transfer()
+                if moved is not None and moved[0] == token:
+                    amount += moved[2] * ((moved[1] == holder) - (tx.sender == holder))
+        return amount
 
     @property
     def head(self) -> int:
@@ -198,6 +246,8 @@ class FakeChain:
             return SendOutcome.KNOWN, "already known"
         if tx.tx_hash in self.mined() or tx.nonce < self.count(tx.sender):
             return SendOutcome.NONCE_TOO_LOW, "nonce too low"
+        if tx.value + tx.gas_limit * tx.max_fee > self.balance(tx.sender, NATIVE):
+            return SendOutcome.INSUFFICIENT_FUNDS, "insufficient funds for gas * price + value"
         for other in list(self.pool.values()):
             if (other.sender, other.nonce) == (tx.sender, tx.nonce):
                 if tx.max_fee * 10 < other.max_fee * 11 or tx.tip * 10 < other.tip * 11:
@@ -266,7 +316,17 @@ class FakeWriter:
     async def estimate_gas(self, sender: str, to: str, value: int, data: bytes) -> int:
         if self.chain.estimate_reverts:
             raise EstimateReverted("execution reverted")
+        call = ChainTx("", sender, 0, to, value, 0, 0, data=data).token_transfer()
+        if call is not None and call[2] > self.chain.balance(sender, to, self._height()):
+            raise EstimateReverted("execution reverted: ERC20: transfer amount exceeds balance")
         return 40_000 if data else 21_000
+
+    async def balances(self, holdings: Sequence[tuple[str, str]]) -> Balances:
+        height = self._height()
+        return Balances(
+            block=height,
+            amounts={(h, t): self.chain.balance(h, t, height) for h, t in holdings},
+        )
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
         chain, height = self.chain, self._height()

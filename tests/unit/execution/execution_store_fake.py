@@ -9,17 +9,19 @@ transaction rolled back when its block raises. Time is :attr:`FakeStore.now`.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind, check_move
 from intentd.execution.deposit_check import Credited
-from intentd.execution.ports import NewTx
+from intentd.execution.ports import Commitments, Exposure, FloatRow, NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
+_SUBMITTED = ActionStatus.SUBMITTED
 RECIPIENT = "0x" + "5a" * 20
 TOKEN = "0x" + "7c" * 20
 
@@ -52,6 +54,10 @@ class StoreState:
     nonces: dict[str, int] = field(default_factory=dict)
     outbox: list[ActionResultMessage] = field(default_factory=list)
     credited: dict[int, list[Credited]] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
+    """``amount_out`` of PENDING intents to this chain, by token (there are no intents here)."""
+    floats: dict[tuple[str, str], tuple[FloatRow, datetime]] = field(default_factory=dict)
+    """The stored float, by (holder, token)."""
 
 
 class FakeStore:
@@ -289,6 +295,50 @@ class FakeStoreTransaction:
         nonce = self._s.nonces[signer]
         self._s.nonces[signer] = nonce + 1
         return nonce
+
+    async def relayer_commitments(self, relayer: str) -> Commitments:
+        return Commitments(self._figures(ActionKind.PREFILL, {ActionStatus.SUBMITTED}),
+                           self._newest_paid(relayer))  # fmt: skip
+
+    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
+        open_repayments = {ActionStatus.READY, ActionStatus.HELD, ActionStatus.SUBMITTED,
+                           ActionStatus.FAILED}  # fmt: skip
+        overdue: dict[str, int] = {}
+        for row in self._s.actions.values():
+            if (row.action.kind is ActionKind.RELAYER_REFUND and row.status in open_repayments
+                    and row.created_at < self._store.now - overdue_after):  # fmt: skip
+                overdue[row.action.token] = overdue.get(row.action.token, 0) + 1
+        return Exposure(
+            as_of=datetime.fromtimestamp(self._store.now, UTC),
+            reserved=self._figures(
+                ActionKind.PREFILL, {ActionStatus.READY, ActionStatus.SUBMITTED}
+            ),
+            owed=self._figures(ActionKind.RELAYER_REFUND, open_repayments),
+            overdue=overdue,
+            pending=dict(self._s.pending),
+            newest_paid=self._newest_paid(relayer),
+        )
+
+    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
+        for row in rows:
+            key = (row.holder.value, row.token)
+            if key not in self._s.floats or self._s.floats[key][1] <= as_of:
+                self._s.floats[key] = (row, as_of)
+
+    def _figures(self, kind: ActionKind, statuses: set[ActionStatus]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for row in self._s.actions.values():
+            if row.action.kind is kind and row.status in statuses:
+                found[row.action.token] = found.get(row.action.token, 0) + row.action.amount
+        return found
+
+    def _newest_paid(self, relayer: str) -> int:
+        return max(
+            (r.tx.block_number or 0 for r in self._s.txs.values()
+             if r.tx.signer == relayer and r.tx.status is TxStatus.CONFIRMED
+             and r.tx.purpose.value == "transfer"),
+            default=0,
+        )  # fmt: skip
 
     async def enqueue_result(self, result: ActionResultMessage) -> None:
         assert all(r.id != result.id for r in self._s.outbox), f"{result.id} enqueued twice"
