@@ -52,6 +52,9 @@ class ChainConfig(ConfigModel):
     """Receives the fees of intents paid on this chain; empty: the relayer keeps them."""
     coordinator: Address | Literal[""] = ""
     bridger: Address | Literal[""] = ""
+    explorer_url: str = ""
+    """The chain's block explorer, ``https://basescan.org``: a transaction's page is
+    ``<explorer_url>/tx/<hash>`` (reports and the console link to it). Empty: no links."""
     max_fee_per_gas: int = Field(default=500 * 10**9, gt=0)
     """Cap of the executor's EIP-1559 ``maxFeePerGas``, wei; above it, actions wait."""
     verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
@@ -84,6 +87,17 @@ class ChainConfig(ConfigModel):
             if not re.match(r"^(https?|wss?)://[^\s/]+", url):
                 raise ValueError(f"{redact_url(url)!r} is not an http(s) or ws(s) URL")
         return urls
+
+    @field_validator("explorer_url")
+    @classmethod
+    def _explorer(cls, url: str) -> str:
+        if url and not re.match(r"^https?://[^\s/?#]+(/[^\s?#]*)?$", url):
+            raise ValueError(f"{url!r} is not an http(s) URL without query or fragment")
+        return url.rstrip("/")
+
+    def tx_url(self, tx_hash: str) -> str:
+        """The explorer's page of ``tx_hash``, or "" without ``explorer_url``."""
+        return f"{self.explorer_url}/tx/{tx_hash}" if self.explorer_url and tx_hash else ""
 
     @model_validator(mode="after")
     def _unique_tokens(self) -> ChainConfig:
