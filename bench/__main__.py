@@ -14,7 +14,9 @@ pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_se
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
 ``log-proof`` (what proving log answers whole costs the poller's reads, see
-``bench/log_proof.py``), ``chaos`` (intents of every scenario paid under ``kill -9`` and
+``bench/log_proof.py``), ``report-export`` (the reports' exports and reconciliation of 10^6
+rows through ``intentd api``: time and the server's RSS, see ``bench/report_export.py``),
+``chaos`` (intents of every scenario paid under ``kill -9`` and
 reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
@@ -38,6 +40,7 @@ ENTRIES = {
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
     "log-proof": ("log_proof", "run"),
+    "report-export": ("report_export", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)

@@ -1,11 +1,13 @@
 """The reports' reads in PostgreSQL (``reports.ports.ReportReader``).
 
 Every query names the client and the source chains its key may see, and walks one
-index of migration 0017 in time order, so rows come as the index gives them, through a
-server-side cursor (``prefetch`` rows at a time): a million rows never sit in memory.
-The caller opens the transaction (:func:`snapshot`: read only, repeatable read), so an
-export or a reconciliation reads one consistent snapshot from its first row to its
-last, however long the client takes to download it.
+index of migration 0017 in time order, a page of :data:`PAGE` rows at a time after the
+last row read (keyset): each statement is small and planned to start at once from the
+index (a whole-range query was planned as a sort of every row first: 12 s before the
+first byte of a million, and at the mercy of the statement timeout), and a million
+rows never sit in memory. The caller opens the transaction (:func:`snapshot`: read
+only, repeatable read), so every page of an export or a reconciliation reads the same
+snapshot, however long the client takes to download it.
 
 What each export reads:
 
@@ -16,9 +18,10 @@ What each export reads:
   their confirmed transaction's signer and block;
 - gas: final ``chain_transactions`` (confirmed or reverted) by the same time.
 
-The reconciliation reads a client's intents that ended in the range, ``BATCH`` at a
-time, and for each batch their deposits, actions and transactions (with the signed
-bytes, decoded by ``reports.signed_transfers``).
+The reconciliation reads a client's intents that ended in the range (``terminal_at``,
+set with a terminal status), ``BATCH`` at a time, and for each batch their deposits,
+actions and transactions (with the signed bytes, decoded by
+``reports.signed_transfers``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ from intentd.reports.movements import (
 )
 from intentd.reports.ports import ReportScope
 from intentd.reports.ranges import ReportRange
-from intentd.reports.reconciliation import ENDED
 from intentd.reports.signed_transfers import decode
 from intentd.settings import Settings
 
@@ -55,8 +57,8 @@ __all__ = ["BATCH", "PostgresReports", "snapshot"]
 
 BATCH = 500
 """Intents reconciled per round of child queries."""
-PREFETCH = 1000
-"""Rows fetched per round trip of an export's cursor."""
+PAGE = 1000
+"""Rows read per statement of an export."""
 
 _INTENT = (
     "i.id AS intent_id, i.intent_address, i.source_chain, i.destination_chain, i.token_in,"
@@ -69,18 +71,18 @@ _DEPOSITS = f"""
 SELECT d.id, d.block_time AS at, d.chain, d.token, d.from_address, d.to_address, d.amount,
        d.disposition, d.reason, d.tx_hash, d.block_number, {_INTENT}
   FROM deposits d JOIN intents i ON i.id = d.intent_id
- WHERE d.block_time >= $1 AND d.block_time < $2 AND {_MINE}
+ WHERE (d.block_time, d.id) > ($1, $5) AND d.block_time < $2 AND {_MINE}
    AND d.disposition IN ('credited', 'refund_owed', 'retained')
- ORDER BY d.block_time, d.id
+ ORDER BY d.block_time, d.id LIMIT $6
 """
 _ACTIONS = f"""
 SELECT a.id, a.updated_at AS at, a.kind, a.chain, a.token, a.to_address, a.amount_sent,
        a.reason, a.tx_hash, t.signer, t.block_number, {_INTENT}
   FROM actions a JOIN intents i ON i.id = a.intent_id
   LEFT JOIN chain_transactions t ON t.tx_hash = a.tx_hash
- WHERE a.status = 'confirmed' AND a.updated_at >= $1 AND a.updated_at < $2 AND {_MINE}
-   AND a.kind = ANY($5::text[])
- ORDER BY a.updated_at, a.id
+ WHERE a.status = 'confirmed' AND (a.updated_at, a.id) > ($1, $5) AND a.updated_at < $2
+   AND {_MINE} AND a.kind = ANY($7::text[])
+ ORDER BY a.updated_at, a.id LIMIT $6
 """
 _GAS = f"""
 SELECT t.id, t.updated_at AS at, t.chain, t.signer, t.to_address, t.value, t.purpose,
@@ -88,18 +90,18 @@ SELECT t.id, t.updated_at AS at, t.chain, t.signer, t.to_address, t.value, t.pur
        a.kind AS action_kind, {_INTENT}
   FROM chain_transactions t JOIN actions a ON a.id = t.action_id
   JOIN intents i ON i.id = a.intent_id
- WHERE t.status IN ('confirmed', 'reverted') AND t.updated_at >= $1 AND t.updated_at < $2
-   AND {_MINE}
- ORDER BY t.updated_at, t.id
+ WHERE t.status IN ('confirmed', 'reverted') AND (t.updated_at, t.id) > ($1, $5)
+   AND t.updated_at < $2 AND {_MINE}
+ ORDER BY t.updated_at, t.id LIMIT $6
 """
 _ENDED = """
-SELECT id, intent_address, status, source_chain, destination_chain, token_in, token_out,
-       total_due, fees_in_asset + app_fee_in_asset AS fees, amount_out, received, refunded,
-       recipient, refund_address, relayer
+SELECT id, terminal_at, intent_address, status, source_chain, destination_chain, token_in,
+       token_out, total_due, fees_in_asset + app_fee_in_asset AS fees, amount_out, received,
+       refunded, recipient, refund_address, relayer
   FROM intents
- WHERE client_id = $1 AND terminal_at >= $3 AND terminal_at < $4
-   AND source_chain = ANY($2::text[]) AND status = ANY($5::text[])
- ORDER BY terminal_at, id
+ WHERE client_id = $1 AND (terminal_at, id) > ($3, $4) AND terminal_at < $5
+   AND source_chain = ANY($2::text[])
+ ORDER BY terminal_at, id LIMIT $6
 """
 _ACTION_KINDS = {
     MovementKind.PAYMENT: "prefill",
@@ -112,8 +114,11 @@ _KIND_OF_ACTION = {kind: movement for movement, kind in _ACTION_KINDS.items()}
 
 @asynccontextmanager
 async def snapshot(conn: Connection) -> AsyncIterator[None]:
-    """A read-only, repeatable-read transaction: one snapshot for a whole report."""
+    """A read-only, repeatable-read transaction: one snapshot for a whole report. Its
+    statements are planned for their values every time (a cached generic plan cannot
+    tell a page of a busy client from one of a quiet one)."""
     async with conn.transaction(isolation="repeatable_read", readonly=True):
+        await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         yield
 
 
@@ -127,29 +132,44 @@ class PostgresReports:
     async def movements(
         self, export: Export, scope: ReportScope, period: ReportRange
     ) -> AsyncIterator[Movement]:
-        args: list[Any] = [period.start, period.end, scope.client_id, list(scope.source_chains)]
+        args: list[Any] = [scope.client_id, list(scope.source_chains)]
         if export is Export.DEPOSITS:
-            async for row in self._cursor(_DEPOSITS, args):
+            async for row in self._pages(_DEPOSITS, period, args):
                 yield _deposit(row)
         elif export is Export.GAS:
-            async for row in self._cursor(_GAS, args):
+            async for row in self._pages(_GAS, period, args):
                 for movement in _gas(row):
                     yield movement
         else:
             kinds = [_ACTION_KINDS[kind] for kind in EXPORT_KINDS[export]]
-            async for row in self._cursor(_ACTIONS, [*args, kinds]):
+            async for row in self._pages(_ACTIONS, period, [*args, kinds]):
                 yield _action(row)
 
     async def books(self, scope: ReportScope, period: ReportRange) -> AsyncIterator[IntentBooks]:
-        args = [scope.client_id, list(scope.source_chains), period.start, period.end, list(ENDED)]
-        cursor = await self._conn.cursor(_ENDED, *args)
-        while rows := await cursor.fetch(BATCH):
+        after: tuple[Any, int] = (period.start, -1)
+        while True:
+            rows = await self._conn.fetch(
+                _ENDED, scope.client_id, list(scope.source_chains), *after, period.end, BATCH
+            )
             for found in await self._books_of(rows):
                 yield found
+            if len(rows) < BATCH:
+                return
+            after = (rows[-1]["terminal_at"], rows[-1]["id"])
 
-    async def _cursor(self, sql: str, args: Sequence[Any]) -> AsyncIterator[Any]:
-        async for row in self._conn.cursor(sql, *args, prefetch=PREFETCH):
-            yield row
+    async def _pages(
+        self, sql: str, period: ReportRange, args: Sequence[Any]
+    ) -> AsyncIterator[Any]:
+        """Every row of ``sql`` in ``period``, a page at a time after the last one read
+        (``$1``, ``$5``: its time and id; ``$2`` the end; ``$6`` the page's size)."""
+        start, last = period.start, -1
+        while True:
+            rows = await self._conn.fetch(sql, start, period.end, *args[:2], last, PAGE, *args[2:])
+            for row in rows:
+                yield row
+            if len(rows) < PAGE:
+                return
+            start, last = rows[-1]["at"], rows[-1]["id"]
 
     async def _books_of(self, rows: Sequence[Any]) -> list[IntentBooks]:
         ids = [row["id"] for row in rows]

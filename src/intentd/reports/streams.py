@@ -9,8 +9,9 @@ books plus the totals (one entry per chain and token): never by the number of ro
   row per movement, oldest first.
 - :func:`reconciliation_json`: ``{"from", "to", "mismatches": [...], "intents",
   "intents_with_mismatches", "by_status", "totals", "recipients", "reconciled"}``; the
-  mismatches are written as they are found, the summary after them. Amounts are
-  decimal strings of base units (they exceed JSON's safe integers).
+  mismatches are written as they are found, the summary after them, and a newline every
+  :data:`KEEP_ALIVE` intents meanwhile. Amounts are decimal strings of base units (they
+  exceed JSON's safe integers).
 - :func:`reconciliation_csv`: one row per intent and chain and token of its address
   (:data:`RECONCILIATION_COLUMNS`), with the checks that failed for that intent.
 """
@@ -48,6 +49,9 @@ LEDGER_FIELDS = (
     "retained",
     "held",
 )
+KEEP_ALIVE = 1000
+"""Intents reconciled between two chunks of the JSON at least (the first after the first
+intent, so the first query's failure is still a problem document)."""
 RECONCILIATION_COLUMNS = (
     "intent_id",
     "intent_address",
@@ -159,7 +163,7 @@ async def reconciliation_json(
     """The reconciliation of every intent that ended in ``period``, as one JSON object."""
     opening = orjson.dumps({"from": iso_utc(period.start), "to": iso_utc(period.end)})
     parts = [opening[:-1], b',"mismatches":[']
-    size, first = 0, True
+    size, first, count = 0, True, 0
     summary = Summary()
     async for books in reader.books(scope, period):
         result = reconcile(books)
@@ -169,8 +173,11 @@ async def reconciliation_json(
             parts.append(item if first else b"," + item)
             size += len(item) + 1
             first = False
-        if size >= CHUNK_BYTES:
-            yield b"".join(parts)
+        count += 1
+        if size >= CHUNK_BYTES or count % KEEP_ALIVE == 1:
+            # a newline (JSON whitespace) now and then: a client or proxy waiting for a
+            # long reconciliation without a mismatch sees it is alive
+            yield b"".join(parts) or b"\n"
             parts, size = [], 0
     closing = orjson.dumps(summary.closing(book))
     parts.append(b"]," + closing[1:])
