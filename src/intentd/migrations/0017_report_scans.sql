@@ -1,7 +1,7 @@
 -- intentd: no-transaction
 -- intentd schema, version 17: the date-range scans of the reports (issue 21; docs/api.md,
--- Reports). Each export walks one index in time order, so its first row comes without a
--- sort and a million rows stream through a server-side cursor:
+-- Reports). Each export walks one index in time order, a page after the last row read,
+-- so its first row comes without a sort and a million rows stream in bounded memory:
 --   deposits   by block time;
 --   payments, refunds, fees: confirmed actions by when they were confirmed (updated_at
 --              of a confirmed action never changes again: confirmed is terminal);

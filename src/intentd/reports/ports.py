@@ -2,8 +2,8 @@
 (``tests/unit/reports/test_report_streams.py``); the PostgreSQL reader is
 ``adapters.report_queries``.
 
-Both reads are async iterators over one database snapshot, yielding rows as they come
-(a server-side cursor): a caller holds one row, or one batch of intents, at a time.
+Both reads are async iterators over one database snapshot, yielding rows as they are
+read a page at a time: a caller holds one row, or one batch of intents, at a time.
 """
 
 from __future__ import annotations

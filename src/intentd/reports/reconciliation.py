@@ -20,11 +20,11 @@ and the recorded transactions with their receipts' figures):
    the fees (or the total, without a fee account); the fee sweep is the fees, or the fees
    are retained below ``min_sweep``; the excess kept is below ``min_sweep``; each late or
    wrong-token deposit has exactly one refund of its amount, each retained one none.
-4. **Each action agrees with its transactions**: a confirmed action has exactly one
-   confirmed transfer, whose bytes send the action's token and amount to its address
-   from the right signer, whose hash the action names, and whose receipt's gas is the
-   action's ``gas_cost`` (``amount_sent`` is what it moved); an action not confirmed has
-   no confirmed transfer.
+4. **Each action agrees with its transactions** (``reports.transfer_checks``): a
+   confirmed action has exactly one confirmed transfer, whose bytes send the action's
+   token and amount to its address from the right signer, whose hash the action names,
+   and whose receipt's gas is the action's ``gas_cost`` (``amount_sent`` is what it
+   moved); an action not confirmed has no confirmed transfer.
 
 Every disagreement is a :class:`~intentd.reports.books.Mismatch`; none is expected. What
 it cannot see: a figure recorded wrongly in the same way in every record (a deposit the
@@ -45,7 +45,8 @@ from intentd.reports.books import (
     Reconciled,
     TxRecord,
 )
-from intentd.reports.signed_transfers import Transfer, transfer_of
+from intentd.reports.signed_transfers import Transfer
+from intentd.reports.transfer_checks import check_transfers
 
 __all__ = ["CREDIT_REASONS", "ENDED", "reconcile"]
 
@@ -199,57 +200,25 @@ class _Reconciliation:
 
     def _winners(self, action: ActionRecord, *, signer: str) -> list[Transfer]:
         """What the action's confirmed transfers moved; mismatches for any disagreement."""
-        confirmed = [
-            t for t in self.txs[action.id] if t.purpose == "transfer" and t.status == "confirmed"
-        ]
-        expected = 1 if action.status == "confirmed" else 0
-        if len(confirmed) != expected:
+        checked = check_transfers(action, self.txs[action.id], signer=signer)
+        if checked.count != checked.expected:
             self._flag(
                 Check.TRANSACTION,
                 (action.chain, action.token),
-                expected,
-                len(confirmed),
+                checked.expected,
+                checked.count,
                 f"action {action.id} ({action.kind}) is {action.status} with"
-                f" {len(confirmed)} confirmed transfers",
+                f" {checked.count} confirmed transfers",
             )
-        moved = []
-        for tx in confirmed:
-            if tx.signed is None:
-                self._tx_flag(action, tx, "its recorded bytes do not decode")
-                continue
-            transfer = transfer_of(tx.signed)
-            moved.append(transfer)
-            problems = []
-            if signer and tx.signer != signer:
-                problems.append(f"signed by {tx.signer}, not {signer}")
-            if (transfer.token, transfer.recipient) != (action.token, action.to_address):
-                problems.append(
-                    f"pays {transfer.token} to {transfer.recipient}, not {action.token} to"
-                    f" {action.to_address}"
-                )
-            if action.status == "confirmed":
-                if tx.tx_hash != action.tx_hash:
-                    problems.append(f"the action names {action.tx_hash}")
-                if action.amount_sent != transfer.amount:
-                    problems.append(f"amount_sent {action.amount_sent}, moved {transfer.amount}")
-                if action.gas_cost != tx.gas:
-                    problems.append(f"gas_cost {action.gas_cost}, the receipt's {tx.gas}")
-                if not action.gas_from_amount and transfer.amount != action.amount:
-                    problems.append(f"moved {transfer.amount}, decided {action.amount}")
-            if action.gas_from_amount:
-                problems += _reserve_problems(action, tx)
-            if problems:
-                self._tx_flag(action, tx, "; ".join(problems))
-        return moved
-
-    def _tx_flag(self, action: ActionRecord, tx: TxRecord, detail: str) -> None:
-        self._flag(
-            Check.TRANSACTION,
-            (action.chain, action.token),
-            None,
-            None,
-            f"action {action.id} ({action.kind}), transaction {tx.tx_hash}: {detail}",
-        )
+        for tx_hash, detail in checked.problems:
+            self._flag(
+                Check.TRANSACTION,
+                (action.chain, action.token),
+                None,
+                None,
+                f"action {action.id} ({action.kind}), transaction {tx_hash}: {detail}",
+            )
+        return checked.moved
 
     # --- the recipient, the relayer, the fees ---------------------------------------
     def _recipient(self) -> int:
@@ -394,20 +363,3 @@ class _Reconciliation:
         """Record a mismatch about ``where`` (chain, token)."""
         terms = self.terms
         self.found.append(Mismatch(terms.id, terms.address, check, *where, expected, found, detail))
-
-
-def _reserve_problems(action: ActionRecord, tx: TxRecord) -> list[str]:
-    """A native sweep sends ``amount - gas_limit x max_fee - L1 reserve``: the reserve is 0
-    where the chain charges no L1 data fee (no ``l1_fee`` in the receipt), else at least
-    the fee charged (docs/execution.md, Native sweep)."""
-    signed = tx.signed
-    assert signed is not None
-    reserve = action.amount - signed.value - signed.gas_limit * signed.max_fee_per_gas
-    if tx.l1_fee is None and reserve != 0:
-        return [
-            f"sends {signed.value} of {action.amount} with a gas reserve of"
-            f" {signed.gas_limit} x {signed.max_fee_per_gas}: {reserve} unexplained"
-        ]
-    if reserve < (tx.l1_fee or 0):
-        return [f"leaves an L1 fee reserve of {reserve} for an L1 fee of {tx.l1_fee}"]
-    return []
