@@ -200,15 +200,15 @@ def test_a_clients_webhook_share_is_at_most_a_process(tmp_path: Path) -> None:
     assert webhooks.send_calls_per_minute == 60
 
 
-def test_explorer_url_links_a_transaction_and_a_bad_one_names_the_key(tmp_path: Path) -> None:
+def test_explorer_url_is_an_http_url_and_a_bad_one_names_the_key(tmp_path: Path) -> None:
     plain = load_settings(write(tmp_path, MINIMAL), ENV).chains["BASE"]
-    assert (plain.explorer_url, plain.tx_url("0xab")) == ("", "")
+    assert plain.explorer_url == ""
     given = MINIMAL.replace(
         'rpc_urls = ["https://rpc.example"]',
         'rpc_urls = ["https://rpc.example"]\nexplorer_url = "https://basescan.org/"',
     )
     chain = load_settings(write(tmp_path, given), ENV).chains["BASE"]
-    assert chain.tx_url("0xab") == "https://basescan.org/tx/0xab"
+    assert chain.explorer_url == "https://basescan.org"
     for bad in ("javascript:alert(1)", "https://x.org/?q=1", "basescan.org", "https://a b"):
         with pytest.raises(ConfigError) as raised:
             load_settings(write(tmp_path, given.replace("https://basescan.org/", bad)), ENV)

@@ -177,8 +177,11 @@ class TokenBook:
         return mode_of(config.network) if config is not None else ""
 
     def tx_url(self, chain: str, tx_hash: str) -> str:
+        """``<explorer_url>/tx/<hash>``, or "" without an explorer (or a hash)."""
         config = self._chains.get(chain)
-        return config.tx_url(tx_hash) if config is not None else ""
+        if config is None or not config.explorer_url or not tx_hash:
+            return ""
+        return f"{config.explorer_url}/tx/{tx_hash}"
 
 
 def _token_of(book: TokenBook, movement: Movement) -> tuple[str, int] | None:

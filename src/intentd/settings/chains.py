@@ -42,6 +42,10 @@ class ChainConfig(ConfigModel):
     max_log_range: int = Field(default=2000, ge=1, le=100_000)
     """Widest ``eth_getLogs`` block range tried before splitting."""
     rpc_timeout: float = Field(default=10.0, gt=0, le=300)
+    rpc_batch_limit: int = Field(default=100, ge=1, le=10_000)
+    """Most calls the provider accepts in one JSON-RPC batch (geth and Alchemy: 1000,
+    Erigon: 100). The balance reconciliation's reads (small answers) fill POSTs up to
+    it; full blocks go 50 to a POST whatever it says."""
     start_block: int | Literal["latest"] = "latest"
     """Where a chain with no stored cursor starts; ``latest`` is the confirmed head."""
     native: NativeTokenConfig = NativeTokenConfig()
@@ -52,9 +56,6 @@ class ChainConfig(ConfigModel):
     """Receives the fees of intents paid on this chain; empty: the relayer keeps them."""
     coordinator: Address | Literal[""] = ""
     bridger: Address | Literal[""] = ""
-    explorer_url: str = ""
-    """The chain's block explorer, ``https://basescan.org``: a transaction's page is
-    ``<explorer_url>/tx/<hash>`` (reports and the console link to it). Empty: no links."""
     max_fee_per_gas: int = Field(default=500 * 10**9, gt=0)
     """Cap of the executor's EIP-1559 ``maxFeePerGas``, wei; above it, actions wait."""
     verify_rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(default_factory=list)
@@ -67,10 +68,20 @@ class ChainConfig(ConfigModel):
     only for blocks with such a payment), or ``block``, by its block (any provider; a
     reorg that moves the payment retracts it and credits it again as a new deposit).
     docs/indexer.md, ETH that arrives through a contract."""
+    explorer_url: str = ""
+    """The chain's block explorer (``https://sepolia.basescan.org``): the console links
+    transactions as ``{explorer_url}/tx/{hash}`` and addresses as
+    ``{explorer_url}/address/{address}``. Empty: no links."""
     l1_fee: Literal["op_stack", "none"] = "none"
     """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
     :data:`OP_STACK_CHAIN_IDS`, else ``none``; an anvil on such an id says ``none``."""
+
+    sequencer_uptime_feed: Address | Literal[""] = ""
+    """Chainlink's L2 sequencer uptime feed on this chain (answer 0: up, 1: down); set, a
+    price read on this chain is refused while the sequencer is down and for
+    ``sequencer_grace`` seconds after it came back (docs/pricing.md)."""
+    sequencer_grace: int = Field(default=3600, ge=0, le=86_400)
 
     @model_validator(mode="before")
     @classmethod
@@ -80,6 +91,13 @@ class ChainConfig(ConfigModel):
             data = {**data, "l1_fee": "op_stack" if known else "none"}
         return data
 
+    @field_validator("explorer_url")
+    @classmethod
+    def _explorer(cls, url: str) -> str:
+        if url and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+            raise ValueError(f"{url!r} is not an http(s) URL without query or fragment")
+        return url.rstrip("/")
+
     @field_validator("rpc_urls", "verify_rpc_urls")
     @classmethod
     def _urls(cls, urls: list[str]) -> list[str]:
@@ -87,17 +105,6 @@ class ChainConfig(ConfigModel):
             if not re.match(r"^(https?|wss?)://[^\s/]+", url):
                 raise ValueError(f"{redact_url(url)!r} is not an http(s) or ws(s) URL")
         return urls
-
-    @field_validator("explorer_url")
-    @classmethod
-    def _explorer(cls, url: str) -> str:
-        if url and not re.match(r"^https?://[^\s/?#]+(/[^\s?#]*)?$", url):
-            raise ValueError(f"{url!r} is not an http(s) URL without query or fragment")
-        return url.rstrip("/")
-
-    def tx_url(self, tx_hash: str) -> str:
-        """The explorer's page of ``tx_hash``, or "" without ``explorer_url``."""
-        return f"{self.explorer_url}/tx/{tx_hash}" if self.explorer_url and tx_hash else ""
 
     @model_validator(mode="after")
     def _unique_tokens(self) -> ChainConfig:
