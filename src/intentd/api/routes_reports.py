@@ -7,9 +7,9 @@ The range is ``from`` (inclusive) to ``to`` (exclusive), RFC 3339 with a zone, a
 366 days (``reports.ranges``; 400 ``invalid_time``, ``range_reversed``,
 ``range_too_long``). Bodies stream from one database snapshot in bounded memory
 (``api.report_responses``: 503 ``reports_busy`` when this process streams its share
-already). The scope ``reports:read`` of restricted keys is checked in
-:func:`_authorize` once keys have scopes; until then every key of the client may read
-its reports.
+already). Restricted keys need the scope ``reports:read``: every operation under
+``/api/v1/reports`` is one scope, checked where the key is (issue 21's key scopes);
+until those land, every key of the client may read its reports.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _responses(csv: str) -> dict[int | str, Any]:
 
 def _scope(request: Request, caller: Caller) -> ReportScope:
     """Whose data the caller may read: its client's intents on the source chains its key
-    may use. (The lead wires the ``reports:read`` scope of restricted keys in here.)"""
+    may use."""
     settings = Services.of(request).settings
     return ReportScope(caller.client_id, tuple(usable_chains(settings, caller)))
 
