@@ -29,6 +29,7 @@ ENTRIES = {
     "quote-latency": ("quote_latency", "run", "quotes with live feeds against static prices"),
     "api-database": ("api_database", "run", "the API's bounded database use"),
     "relayer-float": ("relayer_float", "run", "reading the relayer's float on 10^6 intents"),
+    "report-export": ("report_export", "run", "report exports of 10^6 rows: time and RSS"),
 }
 """Each benchmark of ``all``: its module in ``bench``, the function given the options,
 and what it measures."""

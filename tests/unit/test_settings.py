@@ -199,3 +199,18 @@ def test_a_clients_webhook_share_is_at_most_a_process(tmp_path: Path) -> None:
     webhooks = load_settings(write(tmp_path, MINIMAL), env).webhooks
     assert (webhooks.per_client_in_flight, webhooks.max_endpoints_per_client) == (4, 16)
     assert webhooks.send_calls_per_minute == 60
+
+
+def test_explorer_url_is_an_http_url_and_a_bad_one_names_the_key(tmp_path: Path) -> None:
+    plain = load_settings(write(tmp_path, MINIMAL), ENV).chains["BASE"]
+    assert plain.explorer_url == ""
+    given = MINIMAL.replace(
+        'rpc_urls = ["https://rpc.example"]',
+        'rpc_urls = ["https://rpc.example"]\nexplorer_url = "https://basescan.org/"',
+    )
+    chain = load_settings(write(tmp_path, given), ENV).chains["BASE"]
+    assert chain.explorer_url == "https://basescan.org"
+    for bad in ("javascript:alert(1)", "https://x.org/?q=1", "basescan.org", "https://a b"):
+        with pytest.raises(ConfigError) as raised:
+            load_settings(write(tmp_path, given.replace("https://basescan.org/", bad)), ENV)
+        assert "chains.BASE.explorer_url" in str(raised.value)

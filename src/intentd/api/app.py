@@ -36,6 +36,7 @@ from intentd.api import (
     routes_intent_list,
     routes_intents,
     routes_quotes,
+    routes_reports,
     routes_sessions,
     routes_webhooks,
     sdk_routes,
@@ -151,6 +152,7 @@ def create_app(
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,
+        routes_reports.router,
         routes_chains.router,
         sdk_routes.router,  # the Chainrails SDK's paths for the operations above
     ):
