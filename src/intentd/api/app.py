@@ -8,7 +8,7 @@ with code ``internal`` (never with its message).
 from __future__ import annotations
 
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.api import (
+    refund_approvals,
     routes_chains,
     routes_events,
     routes_intent_commands,
@@ -63,9 +64,11 @@ def create_app(
     pool: Pool | None = None,
     prices: PriceSource | None = None,
     on_ready: Callable[[], None] | None = None,
+    extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
     """The API; ``pool`` may be given (tests) and is then not closed. ``on_ready`` is
-    called once the services are up."""
+    called once the services are up. ``extensions`` add their routes and middleware to
+    the app before the API's own middleware (the console, ``console.mount``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -123,6 +126,7 @@ def create_app(
         routes_intent_list.router,
         routes_intents.router,
         routes_intent_commands.router,
+        refund_approvals.router,
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,
@@ -131,6 +135,8 @@ def create_app(
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page
+    for extend in extensions:
+        extend(app)
     app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
     if settings.api.cors_origins:
         app.add_middleware(

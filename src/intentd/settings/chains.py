@@ -64,6 +64,10 @@ class ChainConfig(ConfigModel):
     only for blocks with such a payment), or ``block``, by its block (any provider; a
     reorg that moves the payment retracts it and credits it again as a new deposit).
     docs/indexer.md, ETH that arrives through a contract."""
+    explorer_url: str = ""
+    """The chain's block explorer (``https://sepolia.basescan.org``): the console links
+    transactions as ``{explorer_url}/tx/{hash}`` and addresses as
+    ``{explorer_url}/address/{address}``. Empty: no links."""
     l1_fee: Literal["op_stack", "none"] = "none"
     """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
@@ -76,6 +80,13 @@ class ChainConfig(ConfigModel):
             known = str(data.get("chain_id")) in {str(i) for i in OP_STACK_CHAIN_IDS}
             data = {**data, "l1_fee": "op_stack" if known else "none"}
         return data
+
+    @field_validator("explorer_url")
+    @classmethod
+    def _explorer(cls, url: str) -> str:
+        if url and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+            raise ValueError(f"{url!r} is not an http(s) URL without query or fragment")
+        return url.rstrip("/")
 
     @field_validator("rpc_urls", "verify_rpc_urls")
     @classmethod
