@@ -3,7 +3,7 @@
 Every page path (``/console``, ``/console/payments/12``, ...) answers the same
 ``index.html``, which loads ``/console/assets/app.js``; the page's code reads the path.
 Assets are the files of ``static/`` (plain ES modules and one stylesheet, no build
-step), read once when the router is made, revalidated by ETag on each use.
+step), read and gzipped once when the router is made, revalidated by ETag on each use.
 
 :class:`ConsoleHeaders` gives every answer under ``/console`` (pages, assets, the JSON
 API, errors) a Content-Security-Policy without inline script or style and with
@@ -13,6 +13,7 @@ the JSON, and the other headers below.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 from pathlib import Path
 
@@ -39,16 +40,22 @@ def asset_names() -> list[str]:
 
 
 class _File:
+    """A served file, compressed once (gzip) for browsers that take it."""
+
     def __init__(self, body: bytes, media_type: str) -> None:
         self.body = body
+        self.gzipped = gzip.compress(body, compresslevel=9, mtime=0)
         self.media_type = media_type
         self.etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        self.headers = {"Cache-Control": "no-cache", "ETag": self.etag}
+        self.headers = {"Cache-Control": "no-cache", "ETag": self.etag, "Vary": "Accept-Encoding"}
 
     def answer(self, request: Request) -> Response:
         given = request.headers.get("if-none-match", "")
         if self.etag in (tag.strip() for tag in given.split(",")):
             return Response(status_code=304, headers=self.headers)
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            headers = {**self.headers, "Content-Encoding": "gzip"}
+            return Response(self.gzipped, media_type=self.media_type, headers=headers)
         return Response(self.body, media_type=self.media_type, headers=self.headers)
 
 

@@ -273,15 +273,29 @@ async def payment(
             command.value: _command_offer(services, row, command, threshold)
             for command in commands.Command
         },
-        "explorer": {
-            "intent_address": _explorer_address(services, row.source_chain, row.intent_address),
-        },
+        "explorer": _explorers(services, row),
     }
     return json_response(body)
 
 
-def _explorer_address(services: Services, chain: str, address: str) -> str | None:
-    return explorer(services.settings, chain, "address", to_checksum_address(address))
+def _explorers(services: Services, row: IntentRow) -> dict[str, str | None]:
+    """Explorer links of the record's addresses and prefill transaction, by field."""
+    settings = services.settings
+
+    def address(chain: str, value: str | None) -> str | None:
+        if not value:
+            return None
+        return explorer(settings, chain, "address", to_checksum_address(value))
+
+    return {
+        "intent_address": address(row.source_chain, row.intent_address),
+        "refund_address": address(row.source_chain, row.refund_address),
+        "sender": address(row.source_chain, row.sender),
+        "recipient": address(row.destination_chain, row.recipient),
+        "tx_hash": (
+            explorer(settings, row.destination_chain, "tx", row.tx_hash) if row.tx_hash else None
+        ),
+    }
 
 
 class CommandBody(BaseModel):

@@ -67,6 +67,7 @@ async def api_process(console_api: Api, log: Path, crash: str | None) -> tuple[s
 @pytest.mark.parametrize("point", ["approval.before_commit", "approval.after_commit"])
 async def test_a_kill_inside_an_approval_neither_loses_nor_doubles_the_refund(
     point: str,
+    *,
     console_api: Api,
     pool: Pool,
     make_key: MakeKey,

@@ -223,6 +223,7 @@ async def test_two_approvers_at_once_execute_it_once(
     status, body, _ = await console_api.call(
         "POST", f"/intents/{record['intent_address']}/refund", key
     )
+    assert status == 202, body
     approval = body["approval"]["id"]
     answers = await asyncio.gather(
         *(b.call("POST", f"/approvals/{approval}/approve") for b in (owner, admin, owner, admin))

@@ -35,7 +35,7 @@ export async function render(ctx) {
           actions.push(yes);
         }
         if (a.status === 'pending' && (may || a.requested_by === session.user.email)) {
-          const no = button(t('reject'), () => busy(no, note, async () => {
+          const no = button(a.requested_by === session.user.email ? t('withdraw') : t('reject'), () => busy(no, note, async () => {
             await post(`/approvals/${a.id}/reject`);
             note.show(t('rejected'));
             await load();

@@ -1,6 +1,6 @@
 // Audit log: every change by a user, a key or the command line; filters, pages, CSV export.
 import { get, query } from './api.js';
-import { append, button, clear, field, h, input, mono, notice, problemText, t, table, time } from './dom.js';
+import { append, button, clear, field, h, input, mono, notice, problemText, select, t, table, time } from './dom.js';
 
 const FILTERS = ['actor', 'action', 'object_id', 'result', 'since', 'until'];
 
@@ -8,6 +8,8 @@ export async function render(ctx) {
   const { root, params, href, navigate } = ctx;
   const values = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) || '']));
   const inputs = Object.fromEntries(FILTERS.map((f) => [f, input(f, { value: values[f] })]));
+  inputs.result = select('result', [['', t('all')], ...['ok', 'pending', 'refused', 'denied', 'failed', 'repeat']
+    .map((r) => [r, t(`results.${r}`)])], values.result);
   const labels = { actor: t('fActor'), action: t('fAction'), object_id: t('fObject'), result: t('fResult'), since: t('fSince'), until: t('fUntil') };
   const form = h('form', { class: 'filters' }, h('div', { class: 'filter-grid' }, FILTERS.map((f) => field(labels[f], inputs[f]))),
     h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'primary' }, t('apply')),

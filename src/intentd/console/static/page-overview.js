@@ -6,7 +6,7 @@ import { reasonText } from './reasons.js';
 
 function volume(title, rows) {
   return section(title, table(title, [t('colChain'), t('colToken'), t('colCount'), t('colAmount'), t('colUsd')],
-    rows.map((r) => [r.chain, r.symbol, String(r.count), r.amount, `$${r.usd}`])));
+    rows.map((r) => [r.chain, r.symbol, String(r.count), `${r.amount} ${r.symbol}`, `$${r.usd}`])));
 }
 
 function counts(title, byStatus) {

@@ -14,8 +14,13 @@ const RECORD_FIELDS = ['intent_status', 'funding_status', 'total_amount_in_asset
   'asset_token_symbol', 'total_amount_in_usd', 'fees_in_asset_token', 'source_chain', 'destination_chain',
   'intent_address', 'recipient', 'refund_address', 'sender', 'created_at', 'expires_at', 'tx_hash', 'session_id', 'metadata'];
 
-function recordValue(name, value) {
+const AMOUNTS = new Set(['total_amount_in_asset_token', 'amount_received', 'fees_in_asset_token']);
+
+function recordValue(name, value, record, explorers) {
   if (value === null || value === undefined || value === '') return t('dash');
+  if (AMOUNTS.has(name)) return `${value} ${record.asset_token_symbol}`;
+  if (name === 'total_amount_in_usd') return `$${value}`;
+  if (explorers[name]) return external(explorers[name], value);
   if (name.endsWith('_at')) return time(value);
   if (name === 'metadata') return mono(JSON.stringify(value));
   if (name === 'intent_status') return statusBadge(value);
@@ -23,9 +28,9 @@ function recordValue(name, value) {
   return String(value);
 }
 
-function commandsBlock(ctx, detail, refresh) {
+function commandsBlock(ctx, detail, refresh, flash) {
   const { session, mode } = ctx;
-  const note = notice();
+  const note = flash;
   const id = detail.record.id;
   const may = new Set(session.permissions);
   const offers = [];
@@ -51,13 +56,13 @@ function commandsBlock(ctx, detail, refresh) {
     }, { class: 'danger' });
     offers.push(action);
   }
-  if (!offers.length) return note.el.hidden ? null : note.el;
-  return section(t('actionsTitle'), h('div', { class: 'buttons' }, offers), note.el);
+  if (!offers.length) return null;
+  return section(t('actionsTitle'), h('div', { class: 'buttons' }, offers));
 }
 
-function approvalBlock(ctx, approval, refresh) {
+function approvalBlock(ctx, approval, refresh, flash) {
   if (!approval) return null;
-  const note = notice();
+  const note = flash;
   const may = ctx.session.permissions.includes('refunds.approve');
   const own = approval.requested_by === ctx.session.user.email;
   const buttons = [];
@@ -77,7 +82,7 @@ function approvalBlock(ctx, approval, refresh) {
     buttons.push(yes);
   }
   if (may || own) {
-    const no = button(t('reject'), () => busy(no, note, async () => {
+    const no = button(own ? t('withdraw') : t('reject'), () => busy(no, note, async () => {
       await post(`/approvals/${approval.id}/reject`);
       note.show(t('rejected'));
       await refresh(true);
@@ -90,10 +95,10 @@ function approvalBlock(ctx, approval, refresh) {
     [t('colRequestedBy'), approval.requested_by],
     [t('colRequestedAt'), time(approval.requested_at)],
     [t('colExpires'), time(approval.expires_at)],
-  ]), h('div', { class: 'buttons' }, buttons), note.el);
+  ]), h('div', { class: 'buttons' }, buttons));
 }
 
-function view(ctx, detail, refresh) {
+function view(ctx, detail, refresh, flash) {
   const r = detail.record;
   const whys = detail.waiting;
   const why = whys.length
@@ -101,16 +106,17 @@ function view(ctx, detail, refresh) {
     : h('p', { class: 'empty', id: 'why' }, t('whyNothing'));
   const events = table(t('timelineTitle'), [t('colSequence'), t('colTime'), t('colEvent'), t('colStatus')],
     detail.events.map((e) => [String(e.sequence), time(e.created_at), e.type, statusBadge(e.intent.intent_status)]));
-  const deposits = table(t('depositsTitle'), [t('colTx'), t('colChain'), t('colBlock'), t('colFrom'), t('colAmount'), t('colDisposition')],
+  const deposits = table(t('depositsTitle'), [t('colTx'), t('colChain'), t('colBlock'), t('colFrom'), t('colAmount'), t('colOutcome')],
     detail.deposits.map((d) => [external(d.explorer, short(d.tx_hash)), d.chain, String(d.block_number), mono(short(d.from, 6), d.from),
       `${d.amount} ${d.symbol ?? ''}`, [d.disposition, d.reason ? ` (${d.reason})` : '', d.held_by_reorg ? ` · ${t('heldByReorg')}` : '']]));
   const txRows = detail.actions.flatMap((a) => (a.transactions.length ? a.transactions : [null]).map((tx) => [
-    `${a.kind}${a.reason ? ` (${a.reason})` : ''}`, a.chain, `${a.amount} ${a.symbol ?? ''}`, a.status,
+    [a.kind, a.reason ? ` (${a.reason})` : '', tx && tx.purpose !== 'transfer' ? h('small', {}, ` · ${tx.purpose}`) : null],
+    a.chain, `${a.amount} ${a.symbol ?? ''}`, a.status,
     tx ? external(tx.explorer, short(tx.tx_hash)) : t('dash'), tx ? tx.status : t('dash'),
     tx && tx.gas_used !== null ? String(tx.gas_used) : t('dash'), tx && tx.gas_price_gwei ? tx.gas_price_gwei : t('dash'),
     tx && tx.fee.amount ? `${tx.fee.amount} ${tx.fee.symbol}` : t('dash')]));
-  const transactions = table(t('transactionsTitle'), [t('colKind'), t('colChain'), t('colAmount'), t('colStatus'), t('colTx'),
-    t('colState'), t('colGas'), t('colGasPrice'), t('colFee')], txRows);
+  const transactions = table(t('transactionsTitle'), [t('colKind'), t('colChain'), t('colAmount'), t('colActionStatus'), t('colTx'),
+    t('colTxStatus'), t('colGas'), t('colGasPrice'), t('colFee')], txRows);
   const deliveries = detail.deliveries.length ? h('ul', { class: 'deliveries' }, detail.deliveries.map((d) => h('li', {},
     h('div', { class: 'line' }, h('strong', {}, `${d.event_type} #${d.sequence}`), ` → ${d.url} · ${d.status} · ${t('colAttempts')}: ${d.attempts}`),
     table(`${t('attemptsTitle')} ${d.id}`, [t('colTime'), t('colStatus'), t('colLatency'), t('colOutcome'), t('colResponse')],
@@ -118,11 +124,11 @@ function view(ctx, detail, refresh) {
         `${a.latency_ms} ms`, a.outcome, mono(short(a.response, 30), a.response)]))))) : h('p', { class: 'empty' }, t('none'));
   return [
     h('h1', {}, t('paymentTitle', { id: r.id }), ' ', statusBadge(r.intent_status)),
+    flash.el,
     section(t('whyTitle'), why),
-    approvalBlock(ctx, detail.approval, refresh),
-    commandsBlock(ctx, detail, refresh),
-    section(t('recordTitle'), definitionList(RECORD_FIELDS.map((f) => [t(`fields.${f}`),
-      f === 'intent_address' && detail.explorer.intent_address ? external(detail.explorer.intent_address, r[f]) : recordValue(f, r[f])]))),
+    approvalBlock(ctx, detail.approval, refresh, flash),
+    commandsBlock(ctx, detail, refresh, flash),
+    section(t('recordTitle'), definitionList(RECORD_FIELDS.map((f) => [t(`fields.${f}`), recordValue(f, r[f], r, detail.explorer)]))),
     section(t('timelineTitle'), events),
     section(t('depositsTitle'), deposits),
     section(t('transactionsTitle'), transactions),
@@ -135,6 +141,7 @@ export async function render(ctx) {
   const id = match[1];
   const holder = h('div', {});
   const problem = notice();
+  const flash = notice();
   append(root, [problem.el, holder]);
   let last = '';
   let stopped = false;
@@ -148,7 +155,7 @@ export async function render(ctx) {
       last = mark;
       const focused = document.activeElement && document.activeElement.closest('main') ? null : document.activeElement;
       clear(holder);
-      append(holder, view(ctx, body, refresh));
+      append(holder, view(ctx, body, refresh, flash));
       if (focused) focused.focus?.();
       return body;
     } catch (error) {

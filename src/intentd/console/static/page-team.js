@@ -35,14 +35,15 @@ export async function render(ctx) {
     });
     root.append(form);
   }
-  root.append(section(t('teamTitle'), users));
+  root.append(section(t('teamMembers'), users));
 
   async function load() {
     const { body } = await get('/team');
     clear(users);
-    users.append(table(t('teamTitle'), [t('colEmail'), t('colRole'), t('colState'), t('colTotp'), ''],
+    users.append(table(t('teamMembers'), [t('colEmail'), t('colRole'), t('colState'), t('colTotp'), ''],
       body.data.map((u) => {
         const actions = [];
+        let roleCell = t(`roles.${u.role}`);
         if (mayWrite) {
           const role = select('role', body.roles.map((r) => [r, t(`roles.${r}`)]), u.role, { 'aria-label': `${t('changeRole')}: ${u.email}` });
           role.addEventListener('change', () => busy(role, note, async () => { await patch(`/team/${u.id}`, { role: role.value }); await load(); }));
@@ -54,9 +55,10 @@ export async function render(ctx) {
             const { body: answer } = await post(`/team/${u.id}/link`);
             showLink(u.email, answer.signin_link);
           }));
-          actions.push(role, toggle, fresh);
+          roleCell = role;
+          actions.push(toggle, fresh);
         }
-        return [u.email, t(`roles.${u.role}`), u.active ? t('active') : t('inactive'), u.totp_on ? t('yes') : t('no'),
+        return [u.email, roleCell, u.active ? t('active') : t('inactive'), u.totp_on ? t('yes') : t('no'),
           h('div', { class: 'buttons' }, actions)];
       })));
   }

@@ -26,7 +26,7 @@ export async function render(ctx) {
   append(root, [h('h1', {}, t('webhooksTitle')), note.el]);
 
   if (may) {
-    const url = input('url', { type: 'url', required: true, placeholder: 'https://example.com/hooks/intentd' });
+    const url = input('url', { type: 'url', required: true, placeholder: t('urlPlaceholder') });
     const description = input('description', {});
     const form = h('form', { class: 'card' }, h('h2', {}, t('addEndpoint')),
       field(t('url'), url), field(t('description'), description), typeChecks(null),
@@ -51,9 +51,13 @@ export async function render(ctx) {
   function endpointView(e) {
     const local = notice();
     const attempts = h('div', {});
-    const banner = !e.enabled && e.disabled_reason === 'failing'
-      ? h('p', { class: 'notice notice-error', role: 'alert' }, t('disabledBanner', { since: e.failing_since || e.disabled_at }))
-      : (!e.enabled ? h('p', { class: 'notice notice-warn' }, t('disabledByYou')) : null);
+    let banner = null;
+    if (!e.enabled && (e.disabled_reason === 'failing' || e.disabled_reason === 'gone')) {
+      const text = e.disabled_reason === 'gone' ? t('goneBanner') : t('disabledBanner', { since: e.failing_since || e.disabled_at });
+      banner = h('p', { class: 'notice notice-error', role: 'alert' }, text);
+    } else if (!e.enabled) {
+      banner = h('p', { class: 'notice notice-warn' }, t('disabledByYou'));
+    }
     const buttons = [];
     if (may) {
       const toggle = button(e.enabled ? t('disable') : t('enable'), () => busy(toggle, local, async () => {
@@ -118,7 +122,7 @@ export async function render(ctx) {
     const view = section(e.url,
       banner,
       h('p', {}, [e.enabled ? t('enabled') : t('disabled'), e.description ? ` · ${e.description}` : '',
-        ` · ${(e.event_types || ['*']).join(', ')}`, ' · ', time(e.created_at)]),
+        ` · ${e.event_types ? e.event_types.join(', ') : t('allEvents')}`, ' · ', time(e.created_at)]),
       h('div', { class: 'buttons' }, buttons), local.el, recoverForm,
       h('h3', {}, t('attemptsTitle')), attempts);
     view.classList.add('card');
