@@ -31,8 +31,8 @@ from tests.e2e.console_browser import (
     sign_in,
     stack,
     until,
-    use_link,
     usdc,
+    use_link,
 )
 from tests.e2e.modal_browser import qr_text
 from tests.support import send_payments
@@ -60,7 +60,7 @@ async def status_of(stack: Stack, intent_id: int) -> str:
 
 async def received(stack: Stack, intent_id: int, amount: str) -> bool:
     status, record = await api_call(stack, "GET", f"/intents/{intent_id}")
-    return bool(record["amount_received"] == amount)
+    return status == 200 and bool(record["amount_received"] == amount)
 
 
 async def open_payment(page: Page, stack: Stack, intent_id: int) -> None:
@@ -141,6 +141,10 @@ async def _is(stack: Stack, intent_id: int, status: str) -> bool:
     return await status_of(stack, intent_id) == status
 
 
+async def _takes(step: int) -> bool:
+    return step <= int(time.time()) // 30 + 1
+
+
 async def sign_in_with_code(stack: Stack, role: str, secret: str) -> Page:
     page = await new_page(stack)
     await page.goto(stack.console())
@@ -152,8 +156,7 @@ async def sign_in_with_code(stack: Stack, role: str, secret: str) -> Page:
     step = int(time.time()) // 30
     while step in used:  # a code is accepted once: take the next step's
         step += 1
-    while step > int(time.time()) // 30 + 1:  # ... once the server takes it (one step ahead)
-        await asyncio.sleep(1)
+    await until(lambda: _takes(step), 40)  # ... once the server takes it (one step ahead)
     used.add(step)
     await page.get_by_label("Code", exact=True).fill(pyotp.TOTP(secret).at(step * 30))
     await page.get_by_role("button", name="Verify").click()
@@ -170,6 +173,9 @@ async def test_sign_in_with_and_without_the_second_factor(stack: Stack) -> None:
     await expect(
         admin.get_by_role("img", name="QR code of the authenticator setup")
     ).to_be_visible()
+    drawn = qr_text(await admin.locator("svg.qr path").get_attribute("d") or "")
+    label = stack.emails["admin"].replace("@", "%40")
+    assert drawn == f"otpauth://totp/intentd%3A{label}?secret={secret}&issuer=intentd"
     await shot(admin, "6-account-totp-setup")
     step = int(time.time()) // 30
     STATE.setdefault("steps", set()).add(step)
@@ -224,13 +230,13 @@ async def test_an_admins_refund_above_the_threshold_waits_until_an_owner_approve
     await admin.get_by_role("button", name="Cancel payment").click()
     dialog = admin.get_by_role("dialog")
     await expect(dialog).to_contain_text("3 USDC goes back")
-    await expect(dialog).to_contain_text("waits for another person’s approval")
+    await expect(dialog).to_contain_text("waits for another person\u2019s approval")
     await dialog.get_by_role("button", name="Cancel payment").click()
     await expect(
         admin.get_by_text("The refund waits for approval by another person.")
     ).to_be_visible()
     waiting = admin.get_by_role("region", name="Refund waiting for approval")
-    await expect(admin.locator("#why")).to_contain_text("waits for another person’s approval")
+    await expect(admin.locator("#why")).to_contain_text("waits for another person\u2019s approval")
     await expect(admin.get_by_role("button", name="Approve")).to_have_count(0)  # not its own
     await shot(admin, "9-approval-waiting")
     await asyncio.sleep(0)  # the admin's page stays open: it shows the outcome later
@@ -299,7 +305,8 @@ async def _focus(page: Page, match: str, presses: int = 60) -> None:
         await page.keyboard.press("Tab")
         found = await page.evaluate(
             """() => { const e = document.activeElement;
-              return (e.labels && e.labels[0] ? e.labels[0].textContent : '') + '|' + e.textContent; }"""
+              const label = e.labels && e.labels[0] ? e.labels[0].textContent : '';
+              return label + '|' + e.textContent; }"""
         )
         if re.search(match, found):
             return
