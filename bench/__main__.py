@@ -5,7 +5,9 @@ a million watched addresses), ``head-latency`` (see ``bench/head_latency.py``),
 ``execution-latency`` (FUNDED to prefill broadcast, deposit to completed), ``api-throughput``
 (create and get intents over HTTP, see ``bench/api_throughput.py``), ``event-log`` (the
 event log's write cost and reads, see ``bench/event_log.py``), ``intent-list``
-(``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``webhooks`` (events on
+(``GET /intents``'s query on 10^6 intents, see ``bench/intent_list.py``), ``console-pages``
+(the console's overview and payments pages on 10^6 intents, ``bench/console_pages.py``),
+``webhooks`` (events on
 Kafka to deliveries at local receivers, see ``bench/webhooks.py``), ``webhook-fairness`` (a
 healthy client's webhook latency with and without a tarpit client, see
 ``bench/webhook_fairness.py``), ``watched-set`` (the
@@ -32,6 +34,7 @@ ENTRIES = {
     "api-throughput": ("api_throughput", "run"),
     "event-log": ("event_log", "run"),
     "intent-list": ("intent_list", "run"),
+    "console-pages": ("console_pages", "run"),
     "webhooks": ("webhooks", "run"),
     "webhook-fairness": ("webhook_fairness", "run"),
     "watched-set": ("watched_set", "run"),

@@ -27,7 +27,9 @@ __all__ = [
     "get",
     "list_approvals",
     "lock",
+    "pending_count",
     "pending_for_intent",
+    "pending_for_intents",
     "set_threshold",
     "threshold",
 ]
@@ -109,6 +111,28 @@ async def expire_stale(
         client_id,
     )
     return int(status.rsplit(maxsplit=1)[-1])
+
+
+async def pending_for_intents(conn: Connection, intent_ids: list[int]) -> dict[int, Approval]:
+    """The pending approval of each of these intents that has one."""
+    records = await conn.fetch(
+        f"SELECT {_COLUMNS} FROM {_FROM} WHERE a.intent_id = ANY($1::bigint[])"
+        " AND a.status = 'pending'",
+        intent_ids,
+    )
+    return {r["intent_id"]: _approval(r) for r in records}
+
+
+async def pending_count(conn: Connection, client_id: UUID, mode: str, now: datetime) -> int:
+    """The client's pending approvals in ``mode`` not yet past their end."""
+    found: int = await conn.fetchval(
+        "SELECT count(*) FROM refund_approvals WHERE client_id = $1 AND mode = $2"
+        " AND status = 'pending' AND expires_at > $3",
+        client_id,
+        mode,
+        now,
+    )
+    return found
 
 
 async def pending_for_intent(conn: Connection, intent_id: int) -> Approval | None:

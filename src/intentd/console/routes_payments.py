@@ -10,6 +10,7 @@ the amount the user was shown, and a different amount held now is a 409
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
@@ -92,33 +93,49 @@ async def _intent(services: Services, user: ConsoleUser, mode: str, intent_id: i
 
 @router.get("/overview")
 async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> Response:
+    """Its three reads (the day totals, the live counts, the payments needing attention)
+    run at once, each on a connection of its own."""
     services = Services.of(request)
     settings = services.settings
     now = _now()
     chains = mode_chains(settings, mode)
     client = user.session.client_id
-    grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
-    async with services.connection() as conn:
-        totals = await console_reads.day_totals(
-            conn, client, chains, since=now.date() - timedelta(days=29), now=now
-        )
-        live = await console_reads.live_counts(conn, client, chains)
-        stuck = await console_reads.attention(
-            conn,
-            client,
-            chains,
-            now=now,
-            stuck_after=STUCK_AFTER,
-            grace=grace,
-            limit=ATTENTION_LIMIT,
-        )
-        attention = await _with_reasons(services, conn, stuck, now)
-        pending = await refund_approvals.list_approvals(
-            conn, client, [mode], status=ApprovalStatus.PENDING, limit=100
-        )
-    body = render_overview(totals, live, now.date())
-    body["attention"] = attention
-    body["approvals_pending"] = len([a for a in pending if a.expires_at > now])
+
+    async def days() -> list[console_reads.DayTotal]:
+        async with services.connection() as conn:
+            return await console_reads.day_totals(
+                conn, client, chains, since=now.date() - timedelta(days=29), now=now
+            )
+
+    async def live() -> dict[str, int]:
+        async with services.connection() as conn:
+            return await console_reads.live_counts(conn, client, chains)
+
+    async def attention() -> list[dict[str, Any]]:
+        grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
+        async with services.connection() as conn:
+            stuck = await console_reads.attention(
+                conn,
+                client,
+                chains,
+                now=now,
+                stuck_after=STUCK_AFTER,
+                grace=grace,
+                limit=ATTENTION_LIMIT,
+            )
+            return await _with_reasons(services, conn, stuck, now)
+
+    async def attention_and_approvals() -> tuple[list[dict[str, Any]], int]:
+        found = await attention()
+        async with services.connection() as conn:
+            return found, await refund_approvals.pending_count(conn, client, mode, now)
+
+    totals, counts, (stuck, pending) = await asyncio.gather(
+        days(), live(), attention_and_approvals()
+    )
+    body = render_overview(totals, counts, now.date())
+    body["attention"] = stuck
+    body["approvals_pending"] = pending
     return json_response(body)
 
 
@@ -129,22 +146,22 @@ async def _with_reasons(
     actions = await console_reads.actions_of(conn, ids)
     deposits = await console_reads.deposits_of(conn, ids)
     chains = await console_reads.chain_states(conn, list(services.settings.chains))
+    approvals = await refund_approvals.pending_for_intents(conn, ids)
     out = []
     for row in rows:
-        approval = await refund_approvals.pending_for_intent(conn, row.id)
         facts = facts_of(
             services.settings,
             row,
             actions[row.id],
             deposits[row.id],
             chains,
-            approval=approval,
+            approval=approvals.get(row.id),
             now=now,
         )
         out.append(
             {
                 "id": row.id,
-                "intent_address": render_record(row)["intent_address"],
+                "intent_address": to_checksum_address(row.intent_address),
                 "status": row.status.value,
                 "amount": format_amount(row.total_due, row.asset_token_decimals),
                 "symbol": row.asset_token_symbol,

@@ -11,7 +11,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS intents_console_ended ON intents (client
 -- Live intents of a client by status and expiry (the overview's counts, the payments
 -- needing attention).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS intents_console_live ON intents (client_id, status, expires_at)
-    INCLUDE (source_chain, updated_at)
+    INCLUDE (source_chain, updated_at, id)
     WHERE terminal_at IS NULL;
 -- A payment's webhook deliveries (its detail page).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_deliveries_by_intent ON webhook_deliveries (intent_id)
