@@ -101,7 +101,8 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
                         )
                         return 4
                     try:
-                        scopes = parse_scopes(args.scope) if args.scope else None
+                        scope = getattr(args, "scope", None)
+                        scopes = parse_scopes(scope) if scope else None
                     except ValueError as exc:
                         print(f"intentd: --scope: {exc}", file=sys.stderr)
                         return 3

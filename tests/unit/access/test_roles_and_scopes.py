@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from intentd.access.roles import PERMISSIONS, Permission, Role, allowed
@@ -91,3 +93,18 @@ def test_parse_scopes() -> None:
         parse_scopes(["refund"])
     with pytest.raises(ValueError, match="at least one"):
         parse_scopes([","])
+
+
+def test_the_docs_table_of_roles_is_the_codes() -> None:
+    """docs/console.md, Roles: one row per permission, one column per role."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "console.md").read_text()
+    section = text.split("## Roles", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        permission = Permission(cells[0].split("`")[1])
+        documented[permission] = {
+            role for role, cell in zip(Role, cells[1:], strict=True) if cell == "yes"
+        }
+    assert documented == {p: {r for r in Role if allowed(r, p)} for p in Permission}

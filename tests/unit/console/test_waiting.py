@@ -258,6 +258,7 @@ def test_a_slow_chain_is_given_fifty_poll_intervals() -> None:
         ("insufficient funds for gas * price + value", ErrorKind.RELAYER_SHORT),
         ("relayer liquidity short on ARB", ErrorKind.RELAYER_SHORT),
         ("maxFeePerGas above max_fee_per_gas", ErrorKind.FEE_CAP),
+        ("base fee 900 wei is at or above the cap 500 wei", ErrorKind.FEE_CAP),  # execution.gas
         ("RPC timed out", ErrorKind.RPC),
         ("execution reverted", ErrorKind.OTHER),
     ],
