@@ -171,6 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"intentd: {exc}", file=sys.stderr)
             return 2
+    if args.command in ("api", "run") and settings.console.enabled:
+        from intentd.console.state import ConsoleState
+
+        try:
+            ConsoleState.of_settings(settings)  # INTENTD_CONSOLE_KEY: refuse before serving
+        except ConfigError as exc:
+            print(f"intentd: {exc}", file=sys.stderr)
+            return 2
     checked = _token_checks(args, settings)
     if checked:
         failed = _check_tokens(settings, checked)

@@ -441,6 +441,11 @@ async def test_a_failing_webhook_endpoint_shows_its_attempts_and_is_recovered_fr
     await developer.reload()
     await expect(attempts.get_by_role("cell", name="200").first).to_be_visible(timeout=15_000)
     await shot(developer, "14-webhook-recovered")
+    await endpoint.get_by_text("Edit", exact=True).click()
+    await endpoint.get_by_label("Description").fill("orders backend")
+    await endpoint.get_by_role("checkbox", name="intent_refunded").check()
+    await endpoint.get_by_role("button", name="Save").click()
+    await expect(endpoint).to_contain_text("orders backend · intent_refunded")
     await developer.context.close()
 
 

@@ -83,6 +83,21 @@ export async function render(ctx) {
       }, { class: 'danger' });
       buttons.push(toggle, test, rotate, remove);
     }
+    let editor = null;
+    if (may) {
+      const url = input('url', { type: 'url', required: true, value: e.url });
+      const description = input('description', { value: e.description });
+      const form = h('form', {}, field(t('url'), url), field(t('description'), description), typeChecks(e.event_types),
+        h('button', { type: 'submit', class: 'primary' }, t('save')));
+      form.addEventListener('submit', async (event) => {
+        event.preventDefault();
+        await busy(form.querySelector('button[type=submit]'), local, async () => {
+          await patch(`/webhooks/${e.id}`, { url: url.value.trim(), description: description.value, event_types: chosenTypes(form) }, { mode });
+          await load();
+        });
+      });
+      editor = h('details', { class: 'edit' }, h('summary', {}, t('edit')), form);
+    }
     const since = input('since', { type: 'datetime-local', step: '1' });
     const until = input('until', { type: 'datetime-local', step: '1' });
     const recoverForm = may ? h('form', { class: 'inline' }, h('h3', {}, t('recoverTitle')),
@@ -123,7 +138,7 @@ export async function render(ctx) {
       banner,
       h('p', {}, [e.enabled ? t('enabled') : t('disabled'), e.description ? ` · ${e.description}` : '',
         ` · ${e.event_types ? e.event_types.join(', ') : t('allEvents')}`, ' · ', time(e.created_at)]),
-      h('div', { class: 'buttons' }, buttons), local.el, recoverForm,
+      h('div', { class: 'buttons' }, buttons), local.el, editor, recoverForm,
       h('h3', {}, t('attemptsTitle')), attempts);
     view.classList.add('card');
     view.dataset.endpoint = e.id;
