@@ -37,6 +37,7 @@ __all__ = [
     "deliveries_of",
     "deposits_of",
     "live_counts",
+    "prune_day_totals",
 ]
 
 SETTLED = timedelta(hours=1)
@@ -265,6 +266,17 @@ async def _settle_day(conn: Connection, client_id: UUID, day: date) -> None:
                 for r in rows
             ],
         )
+
+
+async def prune_day_totals(conn: Connection, *, older_than_days: int = 60) -> int:
+    """Remove day totals no overview reads any more (it reads 30 days); how many rows."""
+    total = 0
+    for table in ("console_day_totals", "console_days_done"):
+        status: str = await conn.execute(
+            f"DELETE FROM {table} WHERE day < current_date - $1::int", older_than_days
+        )
+        total += int(status.rsplit(maxsplit=1)[-1])
+    return total
 
 
 async def live_counts(conn: Connection, client_id: UUID, chains: Sequence[str]) -> dict[str, int]:

@@ -5,7 +5,8 @@
 first, then its pages), its headers, its per-app state, and a task beside the app
 that prunes what has outlived its retention (the audit log past
 ``console.audit_retention_days``, ended sessions and links, old throttle counters,
-expired approvals), once an hour; a failed round is logged and tried again the next.
+expired approvals, the overview's day totals past 60 days), once an hour; a failed
+round is logged and tried again the next.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 import structlog
 from fastapi import FastAPI
 
-from intentd.adapters import audit_log, console_sessions, refund_approvals
+from intentd.adapters import audit_log, console_reads, console_sessions, refund_approvals
 from intentd.api.context import Services
 from intentd.console import (
     routes_audit,
@@ -91,6 +92,7 @@ async def prune_once(services: Services) -> int:
             if pruned < 1_000:
                 break
         total += await console_sessions.prune(conn)
+        total += await console_reads.prune_day_totals(conn)
         total += await refund_approvals.expire_stale(conn, datetime.now(UTC))
     return total
 

@@ -19,7 +19,7 @@ from tests.support import daemon_env, run_cli
 
 from intentd.access.actors import Actor
 from intentd.access.roles import Role
-from intentd.adapters import audit_log
+from intentd.adapters import audit_log, console_reads, console_sessions, console_users
 from intentd.adapters.audit_log import AuditEntry
 from intentd.adapters.postgres import Pool
 
@@ -201,3 +201,36 @@ async def test_users_from_the_command_line(
         ("cli", "key.create"),
     ]
     assert datetime.now(UTC)  # the CLI's links are valid for console.signin_link_hours
+
+
+async def test_pruning_removes_only_what_no_one_reads_any_more(pool: Pool, team: Team) -> None:
+    async with pool.acquire() as conn:
+        user = await console_users.find_by_email(conn, team.emails[Role.VIEWER])
+        assert user is not None
+        for name, ends in (
+            ("old", "now() - interval '8 days'"),
+            ("live", "now() + interval '1 hour'"),
+        ):
+            await conn.execute(
+                "INSERT INTO console_sessions (id_hash, user_id, kind, csrf_token, expires_at)"
+                f" VALUES ($1, $2, 'session', 'x', {ends})",
+                f"{name}-{team.client_id}",
+                user[0].id,
+            )
+        for day in ("current_date - 61", "current_date - 20"):
+            await conn.execute(
+                "INSERT INTO console_day_totals (client_id, day, source_chain, symbol, decimals,"
+                f" status, count, amount, usd) VALUES ($1, {day}, 'A', 'USDC', 6, 'COMPLETED',"
+                " 1, 1, 1)",
+                team.client_id,
+            )
+        assert await console_sessions.prune(conn) >= 1
+        assert await console_reads.prune_day_totals(conn) >= 1
+        sessions = await conn.fetch(
+            "SELECT id_hash FROM console_sessions WHERE user_id = $1", user[0].id
+        )
+        days = await conn.fetchval(
+            "SELECT count(*) FROM console_day_totals WHERE client_id = $1", team.client_id
+        )
+    assert [r["id_hash"] for r in sessions] == [f"live-{team.client_id}"]
+    assert days == 1
