@@ -16,8 +16,11 @@ pollers' watched set with a watch window on 10^6 intents, see ``bench/watched_se
 ``bench/trigger_processing.py``), ``watch-migration`` (what migration 0013 and its
 backfill cost the table's users on 10^6 intents, see ``bench/watch_migration.py``),
 ``log-proof`` (what proving log answers whole costs the poller's reads, see
-``bench/log_proof.py``), ``chaos`` (intents of every scenario paid under ``kill -9`` and
-reorgs, every balance checked; not part of ``all``, see docs/chaos.md).
+``bench/log_proof.py``), ``native-flood`` (a poller following 1 s blocks with 10^4 open
+native-coin intents, see ``bench/native_flood.py``), ``quote-latency`` (quotes with
+live price feeds against static prices, see ``bench/quote_latency.py``), ``chaos``
+(intents of every scenario paid under ``kill -9`` and reorgs, every balance checked;
+not part of ``all``, see docs/chaos.md).
 ``python -m bench NAME --help`` lists a benchmark's options.
 """
 
@@ -41,6 +44,8 @@ ENTRIES = {
     "trigger-processing": ("trigger_processing", "run"),
     "watch-migration": ("watch_migration", "run"),
     "log-proof": ("log_proof", "run"),
+    "native-flood": ("native_flood", "run"),
+    "quote-latency": ("quote_latency", "run"),
 }
 """Each benchmark of ``all``: its module in ``bench`` and the function given the options."""
 NAMES = tuple(ENTRIES)

@@ -58,6 +58,7 @@ from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import create_pool, migrate
 from intentd.credentials import generate_key
 from intentd.settings import load_settings
+from intentd.settings.sections import IntentsConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "local.toml"
@@ -363,6 +364,10 @@ def run(argv: list[str]) -> None:
         INTENTD__OBSERVABILITY__METRICS_PORT=str(metrics_port),
         INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
     )
+    if "max_open_per_client" in IntentsConfig.model_fields:
+        # One client makes every create here, and none is ever paid: lift its cap of
+        # intents awaiting payment (older code has none, and would refuse the key).
+        env["INTENTD__INTENTS__MAX_OPEN_PER_CLIENT"] = "10000000"
     command = [sys.executable, "-m", "intentd", "--config", str(CONFIG), "api"]
     command += ["--port", str(port), "--workers", str(args.api_workers)]
     server = subprocess.Popen(command, env=env, cwd=ROOT)

@@ -100,6 +100,10 @@ class Payer:
         send_payments(rpc_url, funder_key, [(NATIVE_TOKEN, me, 10**18), (token, me, units)])
         self._nonce = 0
 
+    @property
+    def address(self) -> str:
+        return str(self._account.address)
+
     def pay(self, to: str, amount: int) -> str:
         """Transfer ``amount`` of the token to ``to``; the hash, once mined."""
         from web3 import Web3

@@ -1,7 +1,8 @@
 """The ``intentd`` command: parse arguments, load settings, run a process of roles.
 
-Exit codes: 0 done, 1 runtime failure, 2 usage or configuration error (the message
-names the key and value), 3 a request that cannot be served (for example an
+Exit codes: 0 done, 1 runtime failure (a bug; never an outage of PostgreSQL, Kafka or
+an RPC provider: the daemons wait those out), 2 usage or configuration error (the
+message names the key and value), 3 a request that cannot be served (for example an
 invalid intent, a rescan outside the confirmed blocks); ``intents show`` exits 4 when
 the intent does not exist.
 
@@ -165,23 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
-    if _derives_addresses(args):
-        try:
-            settings.intent_addresses()  # the xpub (or the mnemonic): refuse before serving
-        except ConfigError as exc:
-            print(f"intentd: {exc}", file=sys.stderr)
-            return 2
-    if args.command in ("api", "run") and settings.console.enabled:
-        from intentd.console.state import ConsoleState
-
-        try:
-            ConsoleState.of_settings(settings)  # INTENTD_CONSOLE_KEY: refuse before serving
-        except ConfigError as exc:
-            print(f"intentd: {exc}", file=sys.stderr)
-            return 2
+    if _refused_before_serving(args, settings):
+        return 2
     checked = _token_checks(args, settings)
     if checked:
-        failed = _check_tokens(settings, checked)
+        failed = _check_tokens(settings, checked, daemon=args.command in DAEMONS)
         if failed:
             return failed
     if args.command == "api":
@@ -191,8 +180,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
+    except BaseExceptionGroup as group:  # the roles' task groups: a configuration error found
+        found = _config_error(group)  # while running (the database refused the credentials)
+        if found is None:
+            raise
+        print(f"intentd: {found}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # pragma: no cover - signal handlers normally catch it
         return 130
+
+
+def _config_error(group: BaseExceptionGroup[BaseException]) -> ConfigError | None:
+    """The configuration error a group of errors ends with, if it is one (every other
+    leaf is the cancellation it caused)."""
+    configs = group.subgroup(ConfigError)
+    if configs is None:
+        return None
+    leaves: list[BaseException] = list(configs.exceptions)
+    while leaves and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions) + leaves[1:]
+    first = leaves[0] if leaves else None
+    return first if isinstance(first, ConfigError) else None
+
+
+def _refused_before_serving(args: argparse.Namespace, settings: Settings) -> bool:
+    """Whether the command lacks a key it needs (the xpub, or the mnemonic, of intent
+    addresses; a well-formed ``INTENTD_CONSOLE_KEY`` for the console of ``api`` and
+    ``run``); says why, naming the key, before anything is served."""
+    try:
+        if _derives_addresses(args):
+            settings.intent_addresses()
+        if args.command in ("api", "run") and settings.console.enabled:
+            from intentd.console.state import ConsoleState
+
+            ConsoleState.of_settings(settings)
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return True
+    return False
 
 
 def _derives_addresses(args: argparse.Namespace) -> bool:
@@ -217,16 +242,22 @@ def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
     return []
 
 
-def _check_tokens(settings: Settings, chains: list[str]) -> int:
-    from intentd.adapters.json_rpc import RpcError, RpcTransportError
-    from intentd.adapters.token_check import check_tokens
+ONE_SHOT_TOKEN_CHECKS = 3
+"""Tries of the token check by a one-shot command before it gives up (exit 1); a daemon
+waits for its chains' RPC as long as it takes (a signal ends the wait, exit 0)."""
 
+
+def _check_tokens(settings: Settings, chains: list[str], *, daemon: bool) -> int:
+    from intentd.adapters.token_check import check_tokens
+    from intentd.indexer.ports import ChainUnavailable
+
+    attempts = None if daemon else ONE_SHOT_TOKEN_CHECKS
     try:
-        asyncio.run(check_tokens(settings, chains))
+        asyncio.run(check_tokens(settings, chains, attempts=attempts))
     except ConfigError as exc:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
-    except (RpcError, RpcTransportError) as exc:
+    except ChainUnavailable as exc:
         print(f"intentd: cannot check the tokens against their contracts: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -439,17 +470,26 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         expires_in=args.expires_in,
     )
     client_id = UUID(args.client_id or settings.intents.default_client_id)
+    from intentd.adapters.price_feeds import running_prices
+
     try:
-        row = await create_intent(
-            settings,
-            IntentWriter(intent_store.PostgresIntentStore(pool), settings.intent_addresses()),
-            request,
-            client_id=client_id,
-            now=datetime.now(UTC),
-            idempotency_key=args.idempotency_key,
-        )
+        async with running_prices(settings) as prices:  # feeds read once, docs/pricing.md
+            row = await create_intent(
+                settings,
+                IntentWriter(
+                    intent_store.PostgresIntentStore(pool),
+                    settings.intent_addresses(),
+                    max_pending=settings.intents.max_open_per_client,
+                ),
+                request,
+                client_id=client_id,
+                now=datetime.now(UTC),
+                idempotency_key=args.idempotency_key,
+                prices=prices,
+            )
     except IntentRequestError as exc:
-        print(f"intentd: {exc.field}: {exc} [{exc.code}]", file=sys.stderr)
+        where = f"{exc.field}: " if exc.field else ""
+        print(f"intentd: {where}{exc} [{exc.code}]", file=sys.stderr)
         return 3
     print(json.dumps(render_record(row), indent=2))
     return 0

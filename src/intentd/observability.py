@@ -60,6 +60,34 @@ def configure_logging(level: str = "info") -> None:
     root.setLevel(numeric)
 
 
+# --- dependencies and supervision (every role; docs/operations.md, Outages) ----------
+DEPENDENCY_UP = Gauge(
+    "intentd_dependency_up",
+    "1 while the dependency answers this process, 0 during an outage"
+    " (dependency: postgresql, kafka, rpc; chain: the rpc's chain)",
+    ["dependency", "chain"],
+)
+DEPENDENCY_OUTAGE_SECONDS = Gauge(
+    "intentd_dependency_outage_seconds",
+    "How long the current outage of the dependency has lasted (0 while it answers)",
+    ["dependency", "chain"],
+)
+DEPENDENCY_OUTAGES = Counter(
+    "intentd_dependency_outages_total",
+    "Outages of a dependency this process rode out or rides out",
+    ["dependency", "chain"],
+)
+TASK_RESTARTS = Counter(
+    "intentd_task_restarts_total",
+    "Tasks of a role started again after a failure, by diagnosis (outage, transient)",
+    ["task", "reason"],
+)
+TASK_STALLED = Gauge(
+    "intentd_task_stalled",
+    "1 while a task has made no progress for longer than its bound (the process is not ready)",
+    ["task"],
+)
+
 # --- poller -------------------------------------------------------------------------
 POLLER_BLOCK = Gauge("intentd_poller_block", "Last block processed", ["chain"])
 BLOCKS_BEHIND = Gauge(
@@ -293,4 +321,30 @@ WEBHOOK_ENDPOINTS_DISABLED = Counter(
 )
 WEBHOOK_DISABLED_ENDPOINTS = Gauge(
     "intentd_webhook_disabled_endpoints", "Webhook endpoints currently disabled"
+)
+
+# prices (docs/pricing.md)
+PRICE_USABLE = Gauge(
+    "intentd_price_usable",
+    "1 while quoting accepts the USD price of a symbol with feeds, 0 while it refuses it"
+    " (stale, out of bounds, sequencer down, feeds disagree, unread)",
+    ["network", "symbol"],
+)
+TOKEN_DEPEGGED = Gauge(
+    "intentd_token_depegged",
+    "1 while a stablecoin's feed is further than pricing.peg_tolerance_bps from 1 USD",
+    ["network", "symbol"],
+)
+PRICE_FEED_ANSWER = Gauge(
+    "intentd_price_feed_answer_usd", "Last answer read from a price feed, USD", ["chain", "feed"]
+)
+PRICE_FEED_UPDATED = Gauge(
+    "intentd_price_feed_updated_timestamp_seconds",
+    "updatedAt of the last round read from a price feed, unix seconds",
+    ["chain", "feed"],
+)
+PRICE_FEED_READ_FAILURES = Counter(
+    "intentd_price_feed_read_failures_total",
+    "Reads of a chain's price feeds that failed",
+    ["chain"],
 )

@@ -227,6 +227,10 @@ async def test_prometheus_scrapes_every_role_and_sees_the_key_series(
                 'status="401"})': 1,
                 'sum(intentd_api_request_seconds_count{job="intentd-api"})': 2,
                 'intentd_intent_write_seconds_count{job="intentd-api"}': 1,
+                # every role's dependencies, as its probes see them (docs/operations.md, Outages)
+                'intentd_dependency_up{job="intentd-lifecycle",dependency="postgresql"}': 1,
+                'intentd_dependency_up{job="intentd-lifecycle",dependency="kafka"}': 1,
+                f'intentd_dependency_up{{job="intentd-poll",dependency="rpc",chain="{SOURCE}"}}': 1,
             }
 
             async def all_seen() -> bool:

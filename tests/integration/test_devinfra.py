@@ -221,3 +221,35 @@ def _name(url: str, address: ChecksumAddress) -> str:
 def _has_code(url: str, address: ChecksumAddress) -> bool:
     with connect(url) as w3:
         return has_code(w3, address)
+
+
+async def test_a_private_broker_goes_down_and_comes_back_keeping_its_records(
+    tmp_path: Path,
+) -> None:
+    from aiokafka.errors import KafkaConnectionError
+    from tests.outage_support import private_broker
+
+    async with private_broker(tmp_path) as broker:
+        broker.create(["outage"], partitions=1)
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+        await producer.start()
+        try:
+            await producer.send_and_wait("outage", b"before")
+        finally:
+            await producer.stop()
+        broker.down()
+        refused = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, request_timeout_ms=2000)
+        with pytest.raises(KafkaConnectionError):
+            await refused.start()
+        await refused.stop()
+        broker.up()
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("outage", 0)])
+            records = await consumer.getmany(timeout_ms=5000)
+        finally:
+            await consumer.stop()
+        assert [r.value for rs in records.values() for r in rs] == [b"before"]

@@ -38,7 +38,8 @@ category = "stablecoin"
 
 
 def test_example_config_is_valid() -> None:
-    relayers = {f"INTENTD_{c}_RELAYER": USDC for c in ("BASE", "BASE_TESTNET", "ARBITRUM_TESTNET")}
+    chains = ("BASE", "ARBITRUM", "BASE_TESTNET", "ARBITRUM_TESTNET")
+    relayers = {f"INTENTD_{c}_RELAYER": USDC for c in chains}
     settings = load_settings(ROOT / "config" / "example.toml", {**ENV, **relayers})
     assert {"BASE", "BASE_TESTNET", "ARBITRUM_TESTNET"} <= set(settings.chains)
     assert settings.chains["BASE"].chain_id == 8453

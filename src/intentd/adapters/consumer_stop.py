@@ -11,7 +11,9 @@ stopped then would miss its drain deadline.
   it was waiting for stay uncommitted, so the group delivers them again.
 - :func:`close_consumer` leaves the group, or gives up after ``within`` seconds: the
   broker then drops the member after its session timeout, as after a crash. Closing
-  commits nothing (auto-commit is off), so no offset moves past unprocessed work.
+  commits nothing (auto-commit is off), so no offset moves past unprocessed work. A
+  cancellation aiokafka raises from its own tasks while it stops is not passed on
+  (the caller's own failure would turn into a cancellation, which task groups ignore).
 """
 
 from __future__ import annotations
@@ -76,3 +78,11 @@ async def close_consumer(consumer: AIOKafkaConsumer, within: float = CLOSE_SECON
             " the group drops it after its session timeout",
             seconds=within,
         )
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the caller is being cancelled
+        # aiokafka's stop may re-raise the cancellation of one of its own tasks (the
+        # brokers away): the consumer is closed as far as it got; the caller's failure,
+        # if any, must not turn into a quiet cancellation (a task group ignores those)
+        log.warning("kafka consumer's stop was cut short by its own tasks")

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from intentd.adapters.execution_store import ACTIONS_CHANNEL
+from intentd.adapters.held_connections import unlisten
 from intentd.adapters.lease import Lease
 from intentd.adapters.postgres import Pool
 
@@ -58,6 +59,6 @@ class ExecutorLease(Lease):
         listener, self._listener = self._listener, None
         try:
             if listener is not None and self.held:
-                await self.connection.remove_listener(ACTIONS_CHANNEL, listener)
+                await unlisten(self.connection, ACTIONS_CHANNEL, listener)
         finally:
             await super().release()

@@ -3,7 +3,9 @@
 Functions take a connection so the caller decides the transaction. Saving is a
 compare-and-set on ``event_sequence``: a save whose intent changed underneath it
 fails with :class:`ConcurrentUpdate` instead of overwriting. :class:`PostgresIntentStore`
-is the intent writer's store (``intents.ports.IntentStore``) on these functions.
+is the intent writer's store (``intents.ports.IntentStore``) on these functions; its
+capped insert counts a client's PENDING intents and inserts in one transaction under
+an advisory lock per client, so a client's cap holds whatever process creates.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncpg
 from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.intents.open_limit import refused
 from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
 
@@ -121,6 +124,39 @@ class _Session:
 
     async def insert(self, items: Sequence[AddressedIntent]) -> dict[int, IntentRow]:
         return await insert_intents(self._conn, items)
+
+    async def insert_within(
+        self, items: Sequence[AddressedIntent], max_pending: int
+    ) -> tuple[dict[int, IntentRow], frozenset[int]]:
+        clients = [item.new.client_id for item in items]
+        async with self._conn.transaction():
+            # One lock per client, taken in key order (no deadlock between two writes),
+            # held to the commit; the count below is a statement of its own, so its
+            # snapshot sees every create committed by the lock's previous holder.
+            await self._conn.execute(_LOCK_CLIENTS, _CREATE_LOCK, sorted(set(map(_key, clients))))
+            counted = await self._conn.fetch(_PENDING, sorted(set(clients)))
+            over = refused(clients, {r["client_id"]: r["pending"] for r in counted}, max_pending)
+            fitting = [item for item, no in zip(items, over, strict=True) if not no]
+            written = await insert_intents(self._conn, fitting) if fitting else {}
+        return written, frozenset(i.address_index for i, no in zip(items, over, strict=True) if no)
+
+
+_CREATE_LOCK = 0x1A7E_0C01
+"""First key of the two-key advisory lock that serializes a client's creates; the
+second is :func:`_key` of the client."""
+_LOCK_CLIENTS = "SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int[]) AS k"
+_PENDING = """
+    SELECT client_id, count(*) AS pending FROM intents
+     WHERE client_id = ANY($1::uuid[]) AND status = 'PENDING'
+     GROUP BY client_id
+"""
+"""Each client's PENDING intents: a range of ``intents_list_status`` (client, status, ...)."""
+
+
+def _key(client: UUID) -> int:
+    """The client's second lock key: its first 32 bits (two clients that share them
+    only wait for each other)."""
+    return int.from_bytes(client.bytes[:4], "big", signed=True)
 
 
 _SQL_TYPES = {

@@ -318,7 +318,10 @@ class JsonRpcClient:
             self._current = (self._current + 1) % len(self._urls)
             self._verified = None  # the next URL is checked before use, every time
             metrics.RPC_FAILOVERS.labels(self.chain).inc()
-        log.warning(
+        # debug: a caller that gives up reports the outage (``supervision``), told in a
+        # few lines however many retries it holds; the metrics count each failure and
+        # each failover
+        log.debug(
             "rpc call failed",
             chain=self.chain,
             method=method,

@@ -23,6 +23,7 @@ This module and its siblings in ``adapters`` are the only code that imports aiok
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
@@ -84,18 +85,30 @@ class KafkaPublisher:
     """A producer (idempotent by default) whose sends are acknowledged before they return."""
 
     def __init__(self, config: KafkaConfig, *, client_suffix: str = "") -> None:
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=config.bootstrap_servers,
-            client_id=f"{config.client_id}{client_suffix}",
-            enable_idempotence=config.idempotent_producer,
+        self._config = config
+        self._client_id = f"{config.client_id}{client_suffix}"
+        self._producer = self._new_producer()
+        self._started = False
+
+    def _new_producer(self) -> AIOKafkaProducer:
+        return AIOKafkaProducer(
+            bootstrap_servers=self._config.bootstrap_servers,
+            client_id=self._client_id,
+            enable_idempotence=self._config.idempotent_producer,
             acks="all",
             linger_ms=0,
             request_timeout_ms=30_000,
         )
-        self._started = False
 
     async def start(self) -> None:
-        await self._producer.start()
+        """Connect; may be called again after it failed (no broker reachable yet)."""
+        try:
+            await self._producer.start()
+        except BaseException:
+            failed, self._producer = self._producer, self._new_producer()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(failed.stop(), 3.0)
+            raise
         self._started = True
 
     async def stop(self) -> None:
@@ -262,6 +275,8 @@ async def commit_positions(
     try:
         await consumer.commit(positions)
     except (CommitFailedError, RebalanceInProgressError, IllegalStateError) as exc:
-        log.warning("offset commit lost to a rebalance; the tail will be replayed", error=str(exc))
+        # info: what follows a rebalance (a member joining or leaving, the brokers away
+        # for longer than the session), and replaying the tail is idempotent
+        log.info("offset commit lost to a rebalance; the tail will be replayed", error=str(exc))
         return False
     return True

@@ -12,6 +12,10 @@ Guarantees:
   asking for the lock and knowing the answer, or a failed unlock) is terminated
   before it goes back, so its session, and the lock with it, ends: a pool never
   hands out a connection that still holds a lease.
+- A connection PostgreSQL or the network dropped (asyncpg then takes it back itself)
+  took its session and the lock with it: acquiring raises the error that dropped it,
+  never asyncpg's ``InterfaceError`` about a connection already released
+  (``adapters.held_connections``); releasing such a lease is done, without error.
 - :meth:`Lease.check` raises :class:`LeaseLost` unless the lock's session answers.
 """
 
@@ -22,6 +26,7 @@ from typing import Any
 
 import structlog
 
+from intentd.adapters.held_connections import give_back, released
 from intentd.adapters.postgres import Pool
 from intentd.wait import wait_any
 
@@ -108,18 +113,22 @@ class Lease:
             raise LeaseLost(f"the lock connection of {self._name} failed: {exc}") from exc
 
     async def release(self) -> None:
-        """Unlock and give the connection back; nothing if not held."""
+        """Unlock and give the connection back; nothing if not held (or if the
+        connection was lost: the lock ended with its session)."""
         conn, self._conn = self._conn, None
-        if conn is None:
+        if conn is None or released(conn):
             return
         unlocked = False
         try:
             await conn.execute(_UNLOCK, self._class, self._name)
             unlocked = True
+        except Exception:
+            if not released(conn):
+                raise
+            log.debug("the lease's connection was lost; its lock with it", chain=self._name)
         finally:
             await self._give_back(conn, terminate=not unlocked)
 
     async def _give_back(self, conn: Any, *, terminate: bool) -> None:
-        if terminate:
-            conn.terminate()  # the session ends, and any lock it holds with it
-        await self._pool.release(conn)
+        # terminated: the session ends, and any lock it holds with it
+        await give_back(self._pool, conn, terminate_first=terminate)

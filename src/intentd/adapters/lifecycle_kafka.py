@@ -8,7 +8,9 @@ holds is alerted on and recovered (``recover``) before it reads on, never reset 
 :class:`KafkaDeadLetters` sends the lifecycle's messages on the process's producer,
 each acknowledged before it returns. :class:`KafkaLogProgress` compares the group's
 committed positions (whichever replica committed them) with the topics' end offsets,
-both read from the brokers.
+both read from the brokers through the lifecycle's consumer of the moment
+(:class:`CurrentConsumer`: a consumer that failed is replaced by a new one; while there
+is none, how far the logs are applied is unknown).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from intentd.adapters import kafka
 from intentd.adapters.consumer_stop import fetch_until_stopped
 from intentd.messages import OutgoingMessage
 
-__all__ = ["KafkaDeadLetters", "KafkaInbox", "KafkaLogProgress"]
+__all__ = ["CurrentConsumer", "KafkaDeadLetters", "KafkaInbox", "KafkaLogProgress"]
+
+
+class CurrentConsumer:
+    """The lifecycle's consumer while one is in its group (None between two)."""
+
+    def __init__(self) -> None:
+        self.consumer: Any = None
 
 
 class KafkaInbox:
@@ -52,26 +61,37 @@ class KafkaDeadLetters:
 
 
 class KafkaLogProgress:
-    """:class:`~intentd.lifecycle.ports.LogProgress` of ``topics`` for the group of
-    ``consumer`` (the lifecycle's, started by the caller)."""
+    """:class:`~intentd.lifecycle.ports.LogProgress` of ``topics`` for the group of the
+    lifecycle's consumer (``consumer``: an ``AIOKafkaConsumer`` started by the caller, or
+    a :class:`CurrentConsumer`); unknown (None, False) while there is no consumer."""
 
     def __init__(self, consumer: Any, topics: Sequence[str]) -> None:
-        self._consumer = consumer
+        self._current = consumer if isinstance(consumer, CurrentConsumer) else None
+        self._fixed = None if isinstance(consumer, CurrentConsumer) else consumer
         self._topics = list(topics)
 
+    def _consumer(self) -> Any:
+        return self._current.consumer if self._current is not None else self._fixed
+
     async def ends(self) -> Mapping[tuple[str, int], int] | None:
+        consumer = self._consumer()
+        if consumer is None:
+            return None
         partitions = []
         for topic in self._topics:
-            numbers = self._consumer.partitions_for_topic(topic)
+            numbers = consumer.partitions_for_topic(topic)
             if not numbers:
                 return None
             partitions += [kafka.TopicPartition(topic, n) for n in sorted(numbers)]
-        found = await self._consumer.end_offsets(partitions)
+        found = await consumer.end_offsets(partitions)
         return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
     async def applied(self, ends: Mapping[tuple[str, int], int]) -> bool:
+        consumer = self._consumer()
+        if consumer is None:
+            return False
         for (topic, partition), end in ends.items():
-            committed = await self._consumer.committed(kafka.TopicPartition(topic, partition))
+            committed = await consumer.committed(kafka.TopicPartition(topic, partition))
             if (committed or 0) < end:
                 return False
         return True

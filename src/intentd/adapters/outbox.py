@@ -10,6 +10,10 @@ The relay that holds the lock sets ``intentd_outbox_backlog`` to the rows not ye
 published, before and after each batch (up to :data:`BACKLOG_COUNT_CAP`); one that
 finds the lock taken sets 0, so the largest value over the replicas is the backlog.
 
+A database or Kafka failure ends :meth:`OutboxRelay.run` with the error (rows not
+marked published are published again by the next run); its supervisor starts it again
+once the dependency is back (``composition.roles``).
+
 The outbox stays bounded: while it runs, the relay deletes rows published more than
 ``keep_days`` ago (7; the public history lives in the event log, ``intent_events``),
 every ``prune_every`` seconds (an hour; first at start), ``PRUNE_BATCH`` rows at a time
@@ -26,10 +30,12 @@ from typing import Any
 import structlog
 
 from intentd import observability as metrics
+from intentd.adapters.held_connections import give_back, unlisten
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
 from intentd.adapters.lifecycle_store import OUTBOX_CHANNEL
 from intentd.adapters.postgres import Pool
 from intentd.faults import crash_point
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 log = structlog.get_logger()
@@ -67,6 +73,7 @@ class OutboxRelay:
             await listener.add_listener(OUTBOX_CHANNEL, self._on_notify)
             while True:
                 relayed = await self.relay_once()
+                progress()
                 if relayed:
                     continue
                 if stop.is_set():
@@ -76,8 +83,8 @@ class OutboxRelay:
                 self._wakeup.clear()
                 await wait_any(self._wakeup, stop, within=self._idle_poll)
         finally:
-            await listener.remove_listener(OUTBOX_CHANNEL, self._on_notify)
-            await self._pool.release(listener)
+            await unlisten(listener, OUTBOX_CHANNEL, self._on_notify)
+            await give_back(self._pool, listener)
 
     def _on_notify(self, *_: Any) -> None:
         self._wakeup.set()

@@ -24,6 +24,7 @@ from intentd import __version__
 from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.price_feeds import running_prices
 from intentd.api import (
     refund_approvals,
     routes_chains,
@@ -49,7 +50,7 @@ from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
 from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
-from intentd.pricing import PriceSource, StaticPrices
+from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
 __all__ = ["API_PREFIX", "create_app"]
@@ -66,9 +67,11 @@ def create_app(
     on_ready: Callable[[], None] | None = None,
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
-    """The API; ``pool`` may be given (tests) and is then not closed. ``on_ready`` is
-    called once the services are up. ``extensions`` add their routes and middleware to
-    the app before the API's own middleware (the console, ``console.mount``)."""
+    """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
+    (else the config's feeds are read in the background, ``adapters.price_feeds``).
+    ``on_ready`` is called once the services are up.
+    ``extensions`` add their routes and middleware to the app before the API's own
+    middleware (the console, ``console.mount``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -84,17 +87,22 @@ def create_app(
                 stack.push_async_callback(db.close)
             processor = Processor(settings, db)
             stack.push_async_callback(processor.close)
+            if prices is None:  # feeds refreshed in the background (docs/pricing.md)
+                quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
+            else:
+                quoting = prices
             app.state.services = Services(
                 settings=settings,
                 pool=db,
                 auth=Authenticator(settings, db),
                 processor=processor,
-                prices=prices if prices is not None else StaticPrices(settings.prices),
+                prices=quoting,
                 writer=AnsweringWriter(
                     PostgresIntentStore(db, AddressIndexes(block=64)),
                     settings.intent_addresses(),
                     max_waiting=settings.api.max_waiting_creates,
                     acquire_timeout=settings.api.db_acquire_timeout,
+                    max_pending=settings.intents.max_open_per_client,
                 ),
                 intents_by_id=BatchedReads(
                     db,

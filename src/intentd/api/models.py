@@ -193,6 +193,23 @@ class IntentRecord(BaseModel):
     session_id: str | None
 
 
+class QuotePrice(BaseModel):
+    """One USD price a quote used, and where it came from."""
+
+    symbol: str
+    usd: str = Field(description="USD per whole token (a stablecoin's is its peg, 1)")
+    source: Literal["chainlink", "static", "peg"] = Field(
+        description="chainlink: on-chain feeds; static: the config's table (test networks);"
+        " peg: a stablecoin without a feed"
+    )
+    feed: str | None = Field(description="CHAIN:0xaddress of the feed whose round was used")
+    round_id: str | None = Field(description="that round's id (a decimal string)")
+    updated_at: str | None = Field(description="when that round was updated (RFC 3339)")
+    feed_usd: str | None = Field(
+        description="a stablecoin's feed answer, within pricing.peg_tolerance_bps of 1"
+    )
+
+
 class Quote(BaseModel):
     """The cost of one route and bridge option. Amounts are decimal strings; the
     ``*_asset_token`` figures are in ``tokenIn``, ``amount_out`` in ``tokenOut``."""
@@ -220,6 +237,13 @@ class Quote(BaseModel):
     token_out_symbol: str
     token_out_decimals: int
     slippage: str
+    prices: list[QuotePrice] = Field(
+        description="every USD price the quote used: tokenIn's, then amountSymbol's if converted"
+    )
+    valid_until: str = Field(
+        description="the quote's figures hold until then (RFC 3339), unless a feed publishes"
+        " a new round first; after it, ask again (docs/pricing.md)"
+    )
 
 
 class QuoteList(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from intentd.intents.validation import IdempotencyConflict, IntentRequestError
+from intentd.intents.validation import IntentConflict, IntentRequestError
 
 __all__ = [
     "PROBLEM_JSON",
@@ -100,7 +100,17 @@ def problem_response(status: int, code: str, detail: str, **extra: Any) -> Respo
     return ApiProblem(status, code, detail, **extra).response()
 
 
+UNAVAILABLE_CODES = {"price_unavailable": "5"}
+"""Request errors that are the server's state, not the request's: 503 with the
+``Retry-After`` given (docs/pricing.md: a price refused now may be trusted again soon)."""
+
+
 def from_request_error(exc: IntentRequestError) -> ApiProblem:
-    """A rejected intent or quote request: 409 for a reused idempotency key, else 422."""
-    status = 409 if isinstance(exc, IdempotencyConflict) else 422
+    """A rejected intent or quote request: 409 for a conflict with what is stored (a
+    reused idempotency key, the client's cap of open intents), 503 for a price that
+    cannot be trusted now, else 422."""
+    if exc.code in UNAVAILABLE_CODES:
+        headers = {"Retry-After": UNAVAILABLE_CODES[exc.code]}
+        return ApiProblem(503, exc.code, str(exc), field=exc.field, headers=headers)
+    status = 409 if isinstance(exc, IntentConflict) else 422
     return ApiProblem(status, exc.code, str(exc), field=exc.field)

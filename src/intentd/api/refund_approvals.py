@@ -28,7 +28,7 @@ from intentd.api.security import ApiCaller, errors
 from intentd.domain.amounts import format_amount
 from intentd.intents.record import IntentRow
 from intentd.merchant.refunds import RefundPolicy
-from intentd.pricing import token_price
+from intentd.pricing import PriceRefused, token_price
 
 __all__ = ["ApprovalRecord", "key_actor", "refund_policy", "render_approval", "router"]
 
@@ -91,9 +91,22 @@ def refund_policy(services: Services) -> RefundPolicy:
     settings = services.settings
 
     def unit_price(row: IntentRow) -> Decimal | None:
+        """The token's USD price now; None when there is none or it is refused (the
+        refund then waits for approval: ``access.approvals``)."""
         chain = settings.chains.get(row.source_chain)
         token = chain.token(row.token_in) if chain is not None else None
-        return token_price(token, services.prices) if token is not None else None
+        if chain is None or token is None:
+            return None
+        try:
+            price = token_price(
+                token,
+                chain.network,
+                services.prices,
+                peg_tolerance_bps=settings.pricing.peg_tolerance_bps,
+            )
+        except PriceRefused:
+            return None
+        return price.usd if price is not None else None
 
     return RefundPolicy(
         default_threshold=settings.console.refund_approval_above_usd,

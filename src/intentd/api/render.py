@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +19,10 @@ from intentd.settings import NATIVE_TOKEN, ChainConfig, NativeTokenConfig, Token
 __all__ = ["quote_json", "token_json", "tokens_of", "trigger_json"]
 
 
+def _time(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
 def _usd(value: Decimal | None) -> str | None:
     if value is None:
         return None
@@ -25,8 +30,11 @@ def _usd(value: Decimal | None) -> str | None:
     return "0" if text in {"-0", "0E-0"} else text
 
 
-def quote_json(quote: Quote, amount: str, amount_symbol: str) -> dict[str, Any]:
-    """``amount`` and ``amount_symbol`` are the request's (the denomination actually used)."""
+def quote_json(
+    quote: Quote, amount: str, amount_symbol: str, *, now: datetime, ttl: int
+) -> dict[str, Any]:
+    """``amount`` and ``amount_symbol`` are the request's (the denomination actually used);
+    the quote holds until ``now`` plus ``ttl`` seconds, or sooner (``Quote.valid_until``)."""
     path, fees = quote.route, quote.fees
     return {
         "source_chain": path.source.name,
@@ -50,6 +58,19 @@ def quote_json(quote: Quote, amount: str, amount_symbol: str) -> dict[str, Any]:
         "token_out_symbol": path.token_out.symbol,
         "token_out_decimals": path.token_out.decimals,
         "slippage": "0",
+        "prices": [
+            {
+                "symbol": symbol,
+                "usd": _usd(price.usd),
+                "source": price.source,
+                "feed": price.feed,
+                "round_id": None if price.round_id is None else str(price.round_id),
+                "updated_at": None if price.updated_at is None else _time(price.updated_at),
+                "feed_usd": _usd(price.observed),
+            }
+            for symbol, price in quote.prices
+        ],
+        "valid_until": _time(quote.valid_until(now, ttl)),
     }
 
 

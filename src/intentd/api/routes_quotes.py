@@ -8,7 +8,7 @@ quote's chains and tokens gives the quote's figures.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -70,7 +70,7 @@ async def multi_source(
         source_allowed=caller.may_use,
         exclude=name_set(services.settings.chains, excludeChains or ()),
     )
-    return json_response({"quotes": [quote_json(q, amount, symbol) for q in found]})
+    return json_response({"quotes": [_json(services, q, amount, symbol) for q in found]})
 
 
 @router.get(
@@ -98,7 +98,7 @@ async def single_source(
     path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quote(services.settings, services.prices, path, amount, symbol, bridge=bridge)
-    return json_response(quote_json(found, amount, symbol))
+    return json_response(_json(services, found, amount, symbol))
 
 
 @router.get(
@@ -125,7 +125,12 @@ async def bridge_options(
     path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quotes_per_bridge(services.settings, services.prices, path, amount, symbol)
-    return json_response({"quotes": [quote_json(q, amount, symbol) for q in found]})
+    return json_response({"quotes": [_json(services, q, amount, symbol) for q in found]})
+
+
+def _json(services: Services, found: quotes.Quote, amount: str, symbol: str) -> dict[str, Any]:
+    ttl = services.settings.pricing.quote_ttl
+    return quote_json(found, amount, symbol, now=services.now(), ttl=ttl)
 
 
 @router.get(

@@ -240,7 +240,10 @@ async def session_quotes(
         exclude=frozenset(session.exclude_chains)
         | name_set(services.settings.chains, excludeChains or ()),
     )
-    return json_response({"quotes": [quote_json(q, value, symbol) for q in found]})
+    now, ttl = services.now(), services.settings.pricing.quote_ttl
+    return json_response(
+        {"quotes": [quote_json(q, value, symbol, now=now, ttl=ttl) for q in found]}
+    )
 
 
 def _session_end(services: Services, session: Session, now: datetime) -> datetime:

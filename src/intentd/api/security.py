@@ -66,7 +66,8 @@ _DESCRIPTIONS = {
     404: "No such intent for this client",
     409: (
         "The Idempotency-Key was used with a different request (idempotency_key_reused),"
-        " or the session has created its cap of intents (session_intent_limit)"
+        " the session has created its cap of intents (session_intent_limit), or the"
+        " client has its cap of intents awaiting payment (open_intent_limit)"
     ),
     413: "The body is too large",
     415: "The body is not application/json",

@@ -1,13 +1,22 @@
 """One process: the roles it runs, on one pool and one Kafka producer.
 
 :func:`run_process` checks the configuration of every role first (chains known,
-executor keys loaded and matching the chain's ``relayer``), then opens one
-PostgreSQL pool sized for the roles (:func:`pool_size`) and, if a role publishes,
-one Kafka producer; it hands them to the roles, runs them with
+executor keys loaded and matching the chain's ``relayer``), then serves its health
+endpoint, then opens one PostgreSQL pool sized for the roles (:func:`pool_size`) and,
+if a role publishes, one Kafka producer; it hands them to the roles, runs them with
 :func:`~intentd.runtime.run_roles` (``process.drain_seconds``, then cancellation) and closes
 the producer, then the pool, once every role has returned (a producer that does not
 close within ``CLOSE_SECONDS`` is abandoned; a pool whose connections are not all
 back by then is closed at once).
+
+Dependencies (docs/operations.md, Outages): the process's
+:class:`~intentd.supervision.Health` probes PostgreSQL, Kafka (if a role uses it) and
+the RPC of each chain a poller or an executor of the process serves (``adapters.probes``);
+``/readyz`` is 503 while one is down or a role makes no progress. Opening the pool
+and starting the producer wait out an outage as the roles do (``until_done``), so a
+process started while PostgreSQL or the brokers are away waits for them, not ready,
+and starts once they answer. aiokafka's and asyncpg's own log lines are kept to a few
+(``adapters.library_logs``). A process of the API alone leaves its readiness to the API.
 
 A stop that comes while the pool or the producer is being opened (or before) cancels
 that step and returns at once: no role has started, nothing is to be finished.
@@ -23,8 +32,11 @@ from dataclasses import dataclass
 import structlog
 
 from intentd.adapters.consumer_stop import CLOSE_SECONDS
+from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.probes import KafkaProbe, PostgresProbe, RpcProbe
 from intentd.adapters.signer import Keyring
 from intentd.composition.roles import (
     EXECUTOR_CONNECTIONS,
@@ -33,15 +45,19 @@ from intentd.composition.roles import (
     lifecycle_role,
     poller_role,
 )
-from intentd.runtime import Role, run_roles
+from intentd.runtime import READINESS, Role, exit_within, run_roles, serve_health
 from intentd.settings import DatabaseConfig, Settings
 from intentd.stopping import Stopping, StopRequest
-from intentd.wait import Stopped, until_stopped
+from intentd.supervision import KAFKA, POSTGRESQL, Health, rpc, until_done
+from intentd.wait import Stopped
 from intentd.webhooks.secret_box import secret_box
 
 __all__ = ["PoolSize", "Roles", "close_pool", "close_publisher", "pool_size", "run_process"]
 
 log = structlog.get_logger()
+
+OPENING = "pool and producer"
+"""The readiness name of the process's own start (its pool, its producer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +81,10 @@ class Roles:
     @property
     def publishes(self) -> bool:
         return bool(self.pollers) or self.lifecycle
+
+    @property
+    def uses_kafka(self) -> bool:
+        return self.publishes or self.webhooks
 
     @property
     def kafka_client_suffix(self) -> str:
@@ -168,26 +188,89 @@ async def _open_and_run(
     api_socket: socket.socket | None,
     stopping: Stopping,
 ) -> None:
+    health = Health(readiness=READINESS, on_failure=exit_within)
+    probes = _watch(health, settings, roles)
+    quiet = QuietLibraryLogs(health)
+    quiet.install()
+    READINESS.expect(OPENING)
+    ended = asyncio.Event()  # the health endpoint and the probes serve until the very end
+    try:
+        async with asyncio.TaskGroup() as group:
+            if metrics_port is not None:
+                group.create_task(serve_health(metrics_port, ended))
+            group.create_task(health.run(ended))
+            try:
+                await _open_then_run(
+                    settings, roles, keyring, health=health, api_socket=api_socket,
+                    stopping=stopping,
+                )  # fmt: skip
+            finally:
+                ended.set()
+    finally:
+        quiet.remove()
+        for probe in probes:
+            await probe.close()
+
+
+def _watch(
+    health: Health, settings: Settings, roles: Roles
+) -> list[PostgresProbe | KafkaProbe | RpcProbe]:
+    """Probe what the process's roles use (not for the API alone: its readiness is its own)."""
+    if roles == Roles(api=True):
+        return []
+    database = PostgresProbe(settings.database.url.get_secret_value())
+    health.watch(POSTGRESQL, database)
+    probes: list[PostgresProbe | KafkaProbe | RpcProbe] = [database]
+    if roles.uses_kafka:
+        brokers = KafkaProbe(settings.kafka)
+        health.watch(KAFKA, brokers)
+        probes.append(brokers)
+    for chain in dict.fromkeys((*roles.pollers, *roles.executors)):
+        node = RpcProbe(settings.chain(chain))
+        health.watch(rpc(chain), node)
+        probes.append(node)
+    return probes
+
+
+async def _open_then_run(
+    settings: Settings,
+    roles: Roles,
+    keyring: Keyring | None,
+    *,
+    health: Health,
+    api_socket: socket.socket | None,
+    stopping: Stopping,
+) -> None:
+    diagnose = diagnose_for(None)
     async with AsyncExitStack() as resources:
         try:
-            pool = await until_stopped(open_pool(roles, settings.database), stopping.stop)
+            pool = await until_done(
+                "open the database pool", lambda: open_pool(roles, settings.database),
+                stopping.stop, health=health, diagnose=diagnose,
+            )  # fmt: skip
             resources.push_async_callback(close_pool, pool)
             publisher = None
             if roles.publishes:
                 publisher = KafkaPublisher(settings.kafka, client_suffix=roles.kafka_client_suffix)
                 resources.push_async_callback(close_publisher, publisher)
-                await until_stopped(publisher.start(), stopping.stop)
+                await until_done(
+                    "start the kafka producer", publisher.start, stopping.stop,
+                    health=health, diagnose=diagnose,
+                )  # fmt: skip
         except Stopped:
             return
+        READINESS.ready(OPENING)
         built: list[Role] = [
-            poller_role(settings, chain, pool=pool, publisher=publisher) for chain in roles.pollers
+            poller_role(settings, chain, pool=pool, publisher=publisher, health=health)
+            for chain in roles.pollers
         ]
         built += [
-            executor_role(settings, chain, pool=pool, keyring=keyring) for chain in roles.executors
+            executor_role(settings, chain, pool=pool, keyring=keyring, health=health)
+            for chain in roles.executors
         ]
         if roles.lifecycle:
             assert publisher is not None
-            built.append(lifecycle_role(settings, pool=pool, publisher=publisher))
+            built.append(lifecycle_role(settings, pool=pool, publisher=publisher, health=health))
         if roles.api:
             from intentd.api.server import api_role  # FastAPI only where the API runs
             from intentd.console.mount import console_extensions
@@ -197,10 +280,10 @@ async def _open_and_run(
         if roles.webhooks:
             from intentd.composition.webhooks import webhooks_role
 
-            built.append(webhooks_role(settings, pool=pool))
+            built.append(webhooks_role(settings, pool=pool, health=health))
         await run_roles(
             built,
-            metrics_port=metrics_port,
             drain_seconds=settings.process.drain_seconds,
             stopping=stopping,
+            on_failure=exit_within,
         )

@@ -4,6 +4,15 @@ A role builder checks what it can at once (the chain is configured, the executor
 keys are there) so a bad configuration fails before anything connects. The pool and
 the Kafka producer are the process's (:mod:`~intentd.composition.process`) and are
 not closed by the role; a role given none opens its own and closes it (tests).
+
+Every role runs its work under :func:`~intentd.supervision.supervise` with the
+process's :class:`~intentd.supervision.Health` (a role given none has one of its own):
+an outage of PostgreSQL, Kafka or the chain's RPC makes the work wait for the
+dependency and start over, as a new process would (the lease taken again, the cursor
+or the group's offsets read again), never ending the process. A poller or an executor
+starts over as one piece; the lifecycle's five tasks each on their own, its consumer
+with a new Kafka consumer (so it resumes from the committed offsets, never past a
+message it did not apply).
 """
 
 from __future__ import annotations
@@ -19,17 +28,23 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.adapters.chain import open_chain
-from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters.chain_state import open_chain_state
 from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
+from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox, KafkaLogProgress
+from intentd.adapters.lifecycle_kafka import (
+    CurrentConsumer,
+    KafkaDeadLetters,
+    KafkaInbox,
+    KafkaLogProgress,
+)
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
@@ -48,11 +63,11 @@ from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
-from intentd.lifecycle.outages import outlast_outages
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import deposits_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
+from intentd.supervision import Health, supervise
 
 __all__ = ["executor_role", "lifecycle_role", "poller_role"]
 
@@ -62,6 +77,10 @@ POLLER_CONNECTIONS = 4
 """Pool connections a poller uses at most (one holds its chain lock)."""
 EXECUTOR_CONNECTIONS = 4
 """Pool connections an executor uses at most (one holds its lease and listens)."""
+STALL_SECONDS = 120.0
+"""Seconds a role's main loop may go without finishing a round before the process is
+reported not ready (``intentd_task_stalled``): a poll batch, an executor tick, a fetch
+of the lifecycle's or the webhooks' consumer (a long gap rescan may exceed it)."""
 
 
 _L = TypeVar("_L", bound=Lease)
@@ -97,6 +116,7 @@ def poller_role(
     publisher: Publisher | None = None,
     reader: ChainReader | None = None,
     reconciliation: Reconciliation | None = None,
+    health: Health | None = None,
 ) -> Role:
     """The ``poll --chain NAME`` role: follow ``chain`` until stop, then close what it opened.
 
@@ -104,112 +124,135 @@ def poller_role(
     client; with one, only if ``reconciliation`` is given.
     """
     config = settings.chain(chain)
+    ready_name = f"poll:{chain}"
+
+    async def follow(stop: asyncio.Event) -> None:
+        async with AsyncExitStack() as resources:
+            leased = await _leased(
+                lambda db: ChainLock(db, chain), stop, resources,
+                settings=settings, pool=pool, connections=POLLER_CONNECTIONS,
+            )  # fmt: skip
+            if leased is None:
+                return
+            db, _ = leased
+            out = publisher
+            if out is None:
+                kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
+                resources.push_async_callback(kafka.stop)
+                await kafka.start()
+                out = kafka
+            intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
+            watch_retention = timedelta(days=settings.indexer.watch_retention_days)
+            chain_reader, reconcile = reader, reconciliation
+            if chain_reader is None:
+                _, evm = open_chain(config)
+                resources.push_async_callback(evm.close)
+                chain_reader = evm
+                if reconcile is None:
+                    balances, state = open_chain_state(config)
+                    resources.push_async_callback(balances.close)
+                    reconcile = Reconciliation(
+                        chain,
+                        state,
+                        intents,
+                        by_transaction=config.reconciled_identity == "transaction",
+                    )
+            poller = Poller(
+                config,
+                reader=chain_reader,
+                store=PostgresPollerStore(db, chain),
+                publisher=out,
+                watched=WatchedIntents(intents, retention=watch_retention),
+                topic=deposits_topic(settings.kafka.topic_prefix, chain),
+                reconciliation=reconcile,
+            )
+            await poller.start()
+            READINESS.ready(ready_name)
+            await poller.run(stop)
+            log.info("poller stopped", cursor=poller.cursor.number)
 
     async def role(stop: asyncio.Event) -> None:
-        ready_name = f"poll:{chain}"
         READINESS.expect(ready_name)
         with structlog.contextvars.bound_contextvars(chain=chain):
-            async with AsyncExitStack() as resources:
-                leased = await _leased(
-                    lambda db: ChainLock(db, chain), stop, resources,
-                    settings=settings, pool=pool, connections=POLLER_CONNECTIONS,
-                )  # fmt: skip
-                if leased is None:
-                    return
-                db, _ = leased
-                out = publisher
-                if out is None:
-                    kafka = KafkaPublisher(settings.kafka, client_suffix=f"-poll-{chain}")
-                    await kafka.start()
-                    resources.push_async_callback(kafka.stop)
-                    out = kafka
-                intents = PostgresOpenNativeIntents(db, chain)  # the watched set reads through it
-                watch_retention = timedelta(days=settings.indexer.watch_retention_days)
-                chain_reader, reconcile = reader, reconciliation
-                if chain_reader is None:
-                    client, evm = open_chain(config)
-                    resources.push_async_callback(evm.close)
-                    chain_reader = evm
-                    if reconcile is None:
-                        reconcile = Reconciliation(
-                            chain,
-                            EvmChainState(client),
-                            intents,
-                            by_transaction=config.reconciled_identity == "transaction",
-                        )
-                poller = Poller(
-                    config,
-                    reader=chain_reader,
-                    store=PostgresPollerStore(db, chain),
-                    publisher=out,
-                    watched=WatchedIntents(intents, retention=watch_retention),
-                    topic=deposits_topic(settings.kafka.topic_prefix, chain),
-                    reconciliation=reconcile,
-                )
-                await poller.start()
-                READINESS.ready(ready_name)
-                await poller.run(stop)
-                log.info("poller stopped", cursor=poller.cursor.number)
+            await supervise(
+                ready_name, follow, stop, health=health or Health(), diagnose=diagnose_for(chain),
+                stall_after=STALL_SECONDS, readiness=ready_name,
+            )  # fmt: skip
 
     return role
 
 
 def executor_role(
-    settings: Settings, chain: str, *, pool: Pool | None = None, keyring: Keyring | None = None
+    settings: Settings,
+    chain: str,
+    *,
+    pool: Pool | None = None,
+    keyring: Keyring | None = None,
+    health: Health | None = None,
 ) -> Role:
     """The ``execute --chain NAME`` role. Keys are loaded (and the relayer key checked
     against the chain's ``relayer``) now, so a bad secret fails at start."""
     config = settings.chain(chain)
     keys = keyring if keyring is not None else Keyring.from_settings(settings)
     keys.check_relayer(config)
+    ready_name = f"execute:{chain}"
+
+    async def execute(stop: asyncio.Event) -> None:
+        async with AsyncExitStack() as resources:
+            leased = await _leased(
+                lambda db: ExecutorLease(db, chain), stop, resources,
+                settings=settings, pool=pool, connections=EXECUTOR_CONNECTIONS,
+            )  # fmt: skip
+            if leased is None:
+                return
+            db, lease = leased
+            metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
+            resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
+            urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
+            once = JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id)
+            writer = EvmChainWriter(
+                JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id), once
+            )
+            resources.push_async_callback(writer.close)
+            # None: no token sets a threshold
+            verifier = DepositVerifier.from_settings(settings, RpcSecondProvider)
+            if verifier is not None:
+                resources.push_async_callback(verifier.close)
+            executor = Executor(
+                config,
+                settings.execution,
+                store=PostgresExecutionStore(db, chain, settings.kafka.topic_prefix),
+                writer=writer,
+                keyring=keys,
+                verifier=verifier,
+                l1_fees=l1_fees_for(config, once),
+            )
+            READINESS.ready(ready_name)
+            started = time.monotonic()
+            await executor.run(stop, lease)
+            log.info("executor stopped", seconds=round(time.monotonic() - started, 1))
 
     async def role(stop: asyncio.Event) -> None:
-        ready_name = f"execute:{chain}"
         READINESS.expect(ready_name)
         with structlog.contextvars.bound_contextvars(chain=chain):
-            async with AsyncExitStack() as resources:
-                leased = await _leased(
-                    lambda db: ExecutorLease(db, chain), stop, resources,
-                    settings=settings, pool=pool, connections=EXECUTOR_CONNECTIONS,
-                )  # fmt: skip
-                if leased is None:
-                    return
-                db, lease = leased
-                metrics.EXECUTOR_ACTIVE.labels(chain).set(1)
-                resources.callback(metrics.EXECUTOR_ACTIVE.labels(chain).set, 0)
-                urls, timeout, chain_id = config.rpc_urls, config.rpc_timeout, config.chain_id
-                once = JsonRpcClient(chain, urls, timeout=timeout, attempts=1, chain_id=chain_id)
-                writer = EvmChainWriter(
-                    JsonRpcClient(chain, urls, timeout=timeout, chain_id=chain_id), once
-                )
-                resources.push_async_callback(writer.close)
-                # None: no token sets a threshold
-                verifier = DepositVerifier.from_settings(settings, RpcSecondProvider)
-                if verifier is not None:
-                    resources.push_async_callback(verifier.close)
-                executor = Executor(
-                    config,
-                    settings.execution,
-                    store=PostgresExecutionStore(db, chain, settings.kafka.topic_prefix),
-                    writer=writer,
-                    keyring=keys,
-                    verifier=verifier,
-                    l1_fees=l1_fees_for(config, once),
-                )
-                READINESS.ready(ready_name)
-                started = time.monotonic()
-                await executor.run(stop, lease)
-                log.info("executor stopped", seconds=round(time.monotonic() - started, 1))
+            await supervise(
+                ready_name, execute, stop, health=health or Health(), diagnose=diagnose_for(chain),
+                stall_after=STALL_SECONDS, readiness=ready_name,
+            )  # fmt: skip
 
     return role
 
 
-def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher) -> Role:
-    """The lifecycle consumer, the outbox relay, the expiry and the verifier of
-    trigger-credited deposits, on the process's pool and producer."""
+def lifecycle_role(
+    settings: Settings, *, pool: Pool, publisher: KafkaPublisher, health: Health | None = None
+) -> Role:
+    """The lifecycle consumer, the outbox relay, the expiry, the verifier of
+    trigger-credited deposits and the watch of reorg holds, on the process's pool and
+    producer; each supervised on its own (see the module)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
+        supervisor = health or Health()
         store = PostgresStore(pool)
         positions = PostgresLogPositions(pool)
         lifecycle = LifecycleConsumer(
@@ -217,36 +260,56 @@ def lifecycle_role(settings: Settings, *, pool: Pool, publisher: KafkaPublisher)
         )
         verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
         gap_chains = EvmVerifierChains()
-        dead_letters = KafkaDeadLetters(publisher)
         gaps = LogGapRecovery(
-            settings, store, positions, gap_chains, dead_letters, reorg_window=WINDOW
-        )
-        consumer = make_consumer(
-            settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
-        )
+            settings, store, positions, gap_chains, KafkaDeadLetters(publisher),
+            reorg_window=WINDOW,
+        )  # fmt: skip
+        current = CurrentConsumer()
+
+        async def consume(stop: asyncio.Event) -> None:
+            """Join the group with a new consumer, apply until stop, leave."""
+            consumer = make_consumer(
+                settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
+            )
+            try:
+                if not await start_until_stopped(consumer, stop):
+                    return
+                current.consumer = consumer
+                READINESS.ready("lifecycle")
+                log.info("lifecycle started", topics=lifecycle.topics)
+                await lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
+            finally:
+                current.consumer = None
+                await close_consumer(consumer)
+
+        deposit_logs = [deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains]
+        expiry = Expiry(settings, store, progress=KafkaLogProgress(current, deposit_logs))
+        tasks = {
+            "outbox relay": OutboxRelay(pool, publisher).run,
+            "expiry": expiry.run,
+            "trigger verifier": verifier.run,
+            "reorg hold watch": HoldWatch(store).run,
+        }
+        diagnose = diagnose_for(None)
         async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
             closing.callback(log.info, "lifecycle stopped")
             closing.push_async_callback(verifier.close)
             closing.push_async_callback(gap_chains.close)
-            closing.push_async_callback(close_consumer, consumer)
-            if not await start_until_stopped(consumer, stop):
-                return
-            READINESS.ready("lifecycle")
-            log.info("lifecycle started", topics=lifecycle.topics)
             async with asyncio.TaskGroup() as group:
-                relay = OutboxRelay(pool, publisher)
                 group.create_task(
-                    outlast_outages("outbox relay", relay.run, stop, classify=store.classify)
+                    supervise(
+                        "lifecycle consumer",
+                        consume,
+                        stop,
+                        health=supervisor,
+                        diagnose=diagnose,
+                        stall_after=STALL_SECONDS,
+                        readiness="lifecycle",
+                    )
                 )
-                group.create_task(
-                    lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
-                )
-                deposit_logs = [
-                    deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains
-                ]
-                progress = KafkaLogProgress(consumer, deposit_logs)
-                group.create_task(Expiry(settings, store, progress=progress).run(stop))
-                group.create_task(verifier.run(stop))
-                group.create_task(HoldWatch(store).run(stop))
+                for name, run in tasks.items():
+                    group.create_task(
+                        supervise(name, run, stop, health=supervisor, diagnose=diagnose)
+                    )
 
     return role

@@ -8,8 +8,12 @@ An event that cannot be parsed is logged and skipped (it could never be delivere
 Replicas share the partitions through the consumer group, and the dispatchers of every
 replica share the deliveries through their leases.
 
-A database outage ends the role (the intake must not go past a batch it could not
-record, and a restart resumes from the committed offsets); the supervisor restarts it.
+Three tasks, each supervised (``intentd.supervision``): the intake, the dispatcher
+(with its ``LISTEN`` connection) and the upkeep (health gauges, pruning). An outage of
+PostgreSQL or Kafka makes the task that met it wait for the dependency and start over:
+the intake with a new consumer, so it resumes from the committed offsets and never
+goes past a batch it could not record; the dispatcher with the deliveries whose leases
+expire in the meantime (delivery is at least once). The process stays up.
 """
 
 from __future__ import annotations
@@ -30,15 +34,19 @@ from intentd.adapters.consumer_stop import (
     fetch_until_stopped,
     start_until_stopped,
 )
+from intentd.adapters.diagnosis import diagnose_for
+from intentd.adapters.held_connections import give_back, unlisten
 from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
 from intentd.adapters.postgres import Pool
 from intentd.adapters.webhook_http import HttpSender
 from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
+from intentd.composition.roles import STALL_SECONDS
 from intentd.faults import crash_point
 from intentd.lifecycle.log_gaps import LogGap
 from intentd.messages import events_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
+from intentd.supervision import Diagnose, Health, Kind, progress, supervise
 from intentd.webhooks.dispatcher import Dispatcher
 from intentd.webhooks.intake import MalformedEvent, parse_event
 from intentd.webhooks.ports import EventToRecord, WebhookStore
@@ -81,6 +89,7 @@ async def consume_events(
         batches = await fetch_until_stopped(
             consumer, stop, timeout_ms=200, max_records=1000, recover=_events_gap
         )
+        progress()
         if not batches:
             continue
         events: list[EventToRecord] = []
@@ -106,8 +115,12 @@ async def consume_events(
         await commit_positions(consumer, positions)
 
 
-async def _maintain(store: PostgresWebhookStore, retention: timedelta, stop: asyncio.Event) -> None:
-    """Every 15 s the health gauges; every hour, forget what is older than ``retention``."""
+async def _maintain(
+    store: PostgresWebhookStore, retention: timedelta, stop: asyncio.Event, diagnose: Diagnose
+) -> None:
+    """Every 15 s the health gauges; every hour, forget what is older than ``retention``.
+    An outage ends it (its supervisor waits and starts it again); any other failure is
+    logged and tried at the next round (gauges and pruning must not stop the role)."""
     last_prune = 0.0
     while not stop.is_set():
         try:
@@ -118,23 +131,28 @@ async def _maintain(store: PostgresWebhookStore, retention: timedelta, stop: asy
                 last_prune = time.monotonic()
                 if pruned:
                     log.info("webhook deliveries pruned", count=pruned)
-        except Exception:  # gauges and pruning must not stop the role; next round retries
+        except Exception as exc:
+            if diagnose(exc).kind is Kind.OUTAGE:
+                raise
             log.exception("webhook maintenance failed")
         else:
             metrics.WEBHOOK_PENDING.set(health.pending)
             metrics.WEBHOOK_OLDEST_PENDING.set(health.oldest_seconds)
             metrics.WEBHOOK_DISABLED_ENDPOINTS.set(health.disabled_endpoints)
+            progress()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), _HEALTH_EVERY)
 
 
-def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
-    """Intake and dispatcher on the process's pool, with their own HTTP client."""
+def webhooks_role(settings: Settings, *, pool: Pool, health: Health | None = None) -> Role:
+    """Intake, dispatcher and upkeep on the process's pool, with their own HTTP client."""
     box = secret_box(settings)  # refuse to start without the key
     config = settings.webhooks
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("webhooks")
+        supervisor = health or Health()
+        diagnose = diagnose_for(None)
         store = PostgresWebhookStore(pool)
         sender = HttpSender(
             allow_private=config.allow_private_targets,
@@ -152,36 +170,62 @@ def webhooks_role(settings: Settings, *, pool: Pool) -> Role:
             lease=timedelta(seconds=2 * config.total_timeout + 5),
             idle_poll=config.poll_interval,
         )
-        consumer = make_consumer(
-            settings.kafka,
-            [events_topic(settings.kafka.topic_prefix)],
-            group_id=config.group,
-            fetch_max_wait_ms=config.fetch_max_wait_ms,
-        )
+        networks = networks_of(settings)
+        retention = timedelta(days=config.retention_days)
 
         def wake(*_: object) -> None:
             dispatcher.wakeup.set()
 
+        async def intake(stop: asyncio.Event) -> None:
+            """Join the group with a new consumer, record until stop, leave."""
+            consumer = make_consumer(
+                settings.kafka,
+                [events_topic(settings.kafka.topic_prefix)],
+                group_id=config.group,
+                fetch_max_wait_ms=config.fetch_max_wait_ms,
+            )
+            try:
+                if not await start_until_stopped(consumer, stop):
+                    return
+                READINESS.ready("webhooks")
+                log.info("webhooks started", group=config.group)
+                await consume_events(consumer, store, networks, stop, dispatcher.wakeup.set)
+            finally:
+                await close_consumer(consumer)
+
+        async def dispatch(stop: asyncio.Event) -> None:
+            """Dispatch until stop, woken by NOTIFY on a connection of its own."""
+            listener = await pool.acquire()
+            try:
+                await listener.add_listener(CHANNEL, wake)
+                try:
+                    await dispatcher.run(stop)
+                finally:
+                    await unlisten(listener, CHANNEL, wake)
+            finally:
+                await give_back(pool, listener)
+
+        async def upkeep(stop: asyncio.Event) -> None:
+            await _maintain(store, retention, stop, diagnose)
+
         async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
             closing.callback(log.info, "webhooks stopped")
             closing.push_async_callback(sender.close)
-            listener = await pool.acquire()
-            closing.push_async_callback(pool.release, listener)
-            await listener.add_listener(CHANNEL, wake)
-            closing.push_async_callback(listener.remove_listener, CHANNEL, wake)
-            closing.push_async_callback(close_consumer, consumer)
-            if not await start_until_stopped(consumer, stop):
-                return
-            READINESS.ready("webhooks")
-            log.info("webhooks started", group=config.group)
             async with asyncio.TaskGroup() as group:
                 group.create_task(
-                    consume_events(
-                        consumer, store, networks_of(settings), stop, dispatcher.wakeup.set
+                    supervise(
+                        "webhook intake",
+                        intake,
+                        stop,
+                        health=supervisor,
+                        diagnose=diagnose,
+                        stall_after=STALL_SECONDS,
+                        readiness="webhooks",
                     )
                 )
-                group.create_task(dispatcher.run(stop))
-                retention = timedelta(days=config.retention_days)
-                group.create_task(_maintain(store, retention, stop))
+                for name, run in (("webhook dispatcher", dispatch), ("webhook upkeep", upkeep)):
+                    group.create_task(
+                        supervise(name, run, stop, health=supervisor, diagnose=diagnose)
+                    )
 
     return role

@@ -27,7 +27,9 @@ A thin loop over the ports of ``execution.ports``; the steps live in
   (``execution.transfer_planner``); without a bound it is not signed and waits
   (``adapters.l1_fee``).
 - The loop checks the lease before every tick and stops (raising) once it is lost;
-  an RPC error ends the tick, which is retried with backoff (at most 10 s).
+  an RPC error ends the tick, which is retried with backoff (at most 10 s) and
+  reported as part of the RPC's outage (``supervision.report``); a database error
+  ends :meth:`Executor.run` (its supervisor takes the lease again and starts over).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
+from intentd.supervision import progress, report, rpc
 from intentd.wait import wait_any
 
 __all__ = ["Executor"]
@@ -67,6 +70,7 @@ class Executor:
         l1_fees: L1Fees = NO_L1_FEE,
     ) -> None:
         self._config = config
+        self._rpc = rpc(chain.name)
         sender = Sender(chain, store=store, writer=writer, keyring=keyring)
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
@@ -99,10 +103,13 @@ class Executor:
             wakeup.clear()
             try:
                 await self.tick()
-                backoff = 0.0
             except ChainUnavailable as exc:
                 backoff = Backoff(0.5, cap=10.0).after(backoff)
-                log.warning("chain unavailable; retrying", error=str(exc), wait=backoff)
+                report(self._rpc, exc)  # told as the RPC's outage, not a line per tick
+                log.debug("chain unavailable; retrying", error=str(exc), wait=backoff)
+            else:
+                backoff = 0.0
+                progress()
             await wait_any(stop, wakeup, within=max(backoff, self._config.poll_interval))
 
     async def tick(self) -> None:

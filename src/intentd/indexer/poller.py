@@ -22,6 +22,9 @@ Guarantees (see ``docs/indexer.md``):
   logs not proven whole, see ``indexer.coverage``) is read again after a backoff, for
   as long as it takes (``indexer.read_failures``): the cursor neither moves past blocks
   not proven nor back on a lagging node's word, and the poller does not exit for it.
+- Any other failure (the database or the brokers not answering) ends
+  :meth:`Poller.run` with the error; its supervisor (``composition.roles``) starts a
+  new poller from the stored cursor once the dependency is back.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancesto
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import OutgoingMessage, encode
 from intentd.settings import ChainConfig
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 __all__ = ["Poller"]
@@ -134,6 +138,7 @@ class Poller:
         pending: _Fetch | None = None
         try:
             while not stop.is_set():
+                progress()  # a round done: a batch applied, an idle wait, or a read failed
                 try:
                     if pending is None:
                         blocks = await self._plan()

@@ -84,6 +84,19 @@ class IntentSession(Protocol):
         """
         ...
 
+    async def insert_within(
+        self, items: Sequence[AddressedIntent], max_pending: int
+    ) -> tuple[dict[int, IntentRow], frozenset[int]]:
+        """As :meth:`insert`, but none that would give its client more than
+        ``max_pending`` PENDING intents (``intents.open_limit.refused``): the rows
+        written, and the address indexes of the items refused for it.
+
+        One transaction, holding a lock per client of ``items`` from before the count
+        to the commit, so concurrent calls for a client count one after the other.
+        Raises if it fails: then none of ``items`` was written.
+        """
+        ...
+
 
 class IntentStore(Protocol):
     def session(self, *, within: float | None = None) -> AbstractAsyncContextManager[IntentSession]:

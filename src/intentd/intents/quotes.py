@@ -19,12 +19,18 @@ app_fee_in_asset_token``).
   ``amount_too_precise_for_route`` when dust would be left to the relayer), and a
   converted amount is rounded up to a whole unit of ``tokenOut``. An amount whose
   total or amount out does not fit 256 bits is refused (``amount_too_large``).
+- Prices (:mod:`intentd.pricing`) are asked for the route's network class. A price the
+  source has but does not trust now refuses the quote (``price_unavailable``), so does
+  a stablecoin at either end of the route that is off its peg (``token_depegged``); a
+  quote carries every price it used (``Quote.prices``) and how long it holds
+  (:meth:`Quote.valid_until`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
@@ -44,7 +50,7 @@ from intentd.intents.validation import (
     known_chain,
     supported_token,
 )
-from intentd.pricing import PriceSource, token_price
+from intentd.pricing import Price, PriceRefused, PriceSource, token_price
 from intentd.settings import NATIVE_TOKEN, BridgeOption, ChainConfig, Settings
 
 __all__ = ["USD_SYMBOLS", "Quote", "Route", "multi_source", "quote", "quotes_per_bridge", "route"]
@@ -76,11 +82,16 @@ class Quote:
     bridge: BridgeOption
     fees: FeeBreakdown
     amount_out: int
-    price_in: Decimal | None
+    price_in: Price | None
+    """``tokenIn``'s USD price, if it has one."""
+    denomination: tuple[str, Price] | None = None
+    """``amountSymbol`` and its USD price, when the amount was converted from it."""
 
     def usd(self, units: int) -> Decimal | None:
         """USD value of ``units`` of ``tokenIn``, None without a price."""
-        return None if self.price_in is None else units_to_usd(units, self.decimals, self.price_in)
+        if self.price_in is None:
+            return None
+        return units_to_usd(units, self.decimals, self.price_in.usd)
 
     @property
     def decimals(self) -> int:
@@ -97,6 +108,22 @@ class Quote:
     @property
     def total_in_usd(self) -> Decimal | None:
         return self.usd(self.fees.total)
+
+    @property
+    def prices(self) -> list[tuple[str, Price]]:
+        """(symbol, price) of every price the quote used: ``tokenIn``'s, then the
+        denomination's if the amount was converted."""
+        used = [] if self.price_in is None else [(self.route.token_in.symbol, self.price_in)]
+        if self.denomination is not None and self.denomination[0] != self.route.token_in.symbol:
+            used.append(self.denomination)
+        return used
+
+    def valid_until(self, now: datetime, ttl: int) -> datetime:
+        """``now + ttl`` seconds, or sooner if a price used would then be refused
+        (unless its feed publishes a new round first)."""
+        ends = [now + timedelta(seconds=ttl)]
+        ends += [p.good_until for _, p in self.prices if p.good_until is not None]
+        return min(ends)
 
     def asset(self, units: int) -> str:
         return format_amount(units, self.decimals)
@@ -157,12 +184,15 @@ def quote(
     """Price ``amount`` (in ``amount_symbol``, else ``default_symbol``, else ``tokenIn``'s
     symbol) over ``path`` with the named bridge option, or the cheapest one."""
     options = _options(settings, path, bridge)
-    price_in = token_price(path.token_in, prices)
-    units = _denominate(
+    price_in = _route_price(settings, prices, path)
+    units, denomination = _denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
     return min(
-        (_priced(settings, path, option, units, price_in) for option in options),
+        (
+            _priced(settings, path, option, units, price_in, denomination=denomination)
+            for option in options
+        ),
         key=lambda q: q.fees.total,
     )
 
@@ -177,11 +207,14 @@ def quotes_per_bridge(
     default_symbol: str | None = None,
 ) -> list[Quote]:
     """One quote per bridge option serving ``path``, cheapest first."""
-    price_in = token_price(path.token_in, prices)
-    units = _denominate(
+    price_in = _route_price(settings, prices, path)
+    units, denomination = _denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
-    found = [_priced(settings, path, o, units, price_in) for o in _options(settings, path, None)]
+    found = [
+        _priced(settings, path, option, units, price_in, denomination=denomination)
+        for option in _options(settings, path, None)
+    ]
     return sorted(found, key=lambda q: q.fees.total)
 
 
@@ -266,6 +299,30 @@ def _options(settings: Settings, path: Route, bridge: str | None) -> list[Bridge
     return serving
 
 
+def _route_price(settings: Settings, prices: PriceSource, path: Route) -> Price | None:
+    """``tokenIn``'s price; a stablecoin ``tokenOut`` of another symbol must be on its peg
+    too (the recipient is paid in it, 1:1)."""
+    price_in = _token_price(settings, prices, path, path.token_in, "tokenIn")
+    out = path.token_out
+    if out.category == "stablecoin" and out.symbol != path.token_in.symbol:
+        _token_price(settings, prices, path, out, "tokenOut")
+    return price_in
+
+
+def _token_price(
+    settings: Settings, prices: PriceSource, path: Route, token: Token, field: str
+) -> Price | None:
+    try:
+        return token_price(
+            token,
+            path.source.network,
+            prices,
+            peg_tolerance_bps=settings.pricing.peg_tolerance_bps,
+        )
+    except PriceRefused as exc:
+        raise IntentRequestError(exc.code, field, exc.detail) from None
+
+
 def _denominate(
     settings: Settings,
     prices: PriceSource,
@@ -273,23 +330,29 @@ def _denominate(
     amount: str,
     *,
     symbol: str | None,
-    price_in: Decimal | None,
-) -> int:
-    """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up)."""
+    price_in: Price | None,
+) -> tuple[int, tuple[str, Price] | None]:
+    """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up), and the
+    symbol's price if the amount was converted at one the price source gave."""
     token_in = path.token_in
     symbol = symbol or token_in.symbol
     stable_alias = token_in.category == "stablecoin" and (
         symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol)
     )
     if symbol == token_in.symbol or stable_alias:
-        return _carried(path, _parse(amount, token_in.decimals), amount, exact=True)
+        return _carried(path, _parse(amount, token_in.decimals), amount, exact=True), None
+    symbol_price: Price | None
     if symbol.upper() in USD_SYMBOLS:
-        symbol_price: Decimal | None = Decimal(1)
-        decimals = USD_DECIMALS
+        symbol_price, decimals, quoted = Price(Decimal(1), "peg"), USD_DECIMALS, False
     elif _is_stablecoin_symbol(settings, symbol):
-        symbol_price, decimals = Decimal(1), _decimals_of(settings, symbol)
+        symbol_price, decimals = Price(Decimal(1), "peg"), _decimals_of(settings, symbol)
+        quoted = False
     else:
-        symbol_price = prices.usd_price(symbol)
+        quoted = True
+        try:
+            symbol_price = prices.usd_price(symbol, path.source.network)
+        except PriceRefused as exc:
+            raise IntentRequestError(exc.code, "amountSymbol", exc.detail) from None
         decimals = _decimals_of(settings, symbol)
     if symbol_price is None or price_in is None:
         raise IntentRequestError(
@@ -299,12 +362,13 @@ def _denominate(
             f" use {token_in.symbol!r} or a priced symbol",
         )
     value = Fraction(_parse(amount, decimals), 10**decimals)
-    units = convert_units(value, symbol_price, price_in, token_in.decimals, round_up=True)
+    units = convert_units(value, symbol_price.usd, price_in.usd, token_in.decimals, round_up=True)
     if units == 0:
         raise IntentRequestError(
             "amount_too_small", "amount", f"amount {amount} is worth less than 1 base unit"
         )
-    return _carried(path, units, amount, exact=False)
+    denomination = (symbol, symbol_price) if quoted else None  # USD is 1 by definition
+    return _carried(path, units, amount, exact=False), denomination
 
 
 def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:
@@ -356,14 +420,20 @@ def _decimals_of(settings: Settings, symbol: str) -> int:
 
 
 def _priced(
-    settings: Settings, path: Route, option: BridgeOption, units: int, price_in: Decimal | None
+    settings: Settings,
+    path: Route,
+    option: BridgeOption,
+    units: int,
+    price_in: Price | None,
+    *,
+    denomination: tuple[str, Price] | None,
 ) -> Quote:
     fees = settings.fees
     try:
         breakdown = charge(
             units,
             path.token_in.decimals,
-            price_in,
+            None if price_in is None else price_in.usd,
             route=FeeSchedule(option.fixed_usd, option.bps),
             app=FeeSchedule(fees.app_fee_fixed_usd, fees.app_fee_bps),
         )
@@ -380,4 +450,4 @@ def _priced(
             "amount",
             "the total due or the amount out does not fit in 256 bits",
         )
-    return Quote(path, option, breakdown, amount_out, price_in)
+    return Quote(path, option, breakdown, amount_out, price_in, denomination)

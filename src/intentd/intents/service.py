@@ -34,6 +34,7 @@ from uuid import UUID
 import orjson
 
 from intentd.intents import quotes
+from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.record import IntentRow
 from intentd.intents.validation import (
@@ -42,7 +43,8 @@ from intentd.intents.validation import (
     check_address,
 )
 from intentd.intents.writer import IntentWriter
-from intentd.pricing import PriceSource, StaticPrices
+from intentd.pricing import PriceSource
+from intentd.pricing.cache import FeedPrices
 from intentd.settings import Settings
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "IdempotencyConflict",
     "IntentRequest",
     "IntentRequestError",
+    "OpenIntentLimit",
     "create_intent",
     "plan_intent",
 ]
@@ -102,7 +105,8 @@ def plan_intent(
 ) -> NewIntent:
     """Validate ``request`` and compute the intent to store (no I/O).
 
-    ``prices`` defaults to the static prices of the config.
+    ``prices`` defaults to the config's prices with no feed read: a symbol with feeds
+    is then refused (``price_unavailable``), never priced from the static table.
     """
     path = quotes.route(
         settings,
@@ -113,7 +117,7 @@ def plan_intent(
     )
     quote = quotes.quote(
         settings,
-        prices if prices is not None else StaticPrices(settings.prices),
+        prices if prices is not None else FeedPrices(settings),
         path,
         request.amount,
         request.amount_symbol,
@@ -231,7 +235,14 @@ async def create_intent(
         existing = await _existing(writer.store, new)
         if existing is not None:
             return existing
-    row = await writer.insert(new)
+    try:
+        row = await writer.insert(new)
+    except OpenIntentLimit:
+        # A retry racing the create it repeats may be counted first: it gets that one.
+        existing = await _existing(writer.store, new) if idempotency_key is not None else None
+        if existing is None:
+            raise
+        return existing
     if row is None:  # a concurrent request with the same key won the race
         existing = await _existing(writer.store, new)
         assert existing is not None

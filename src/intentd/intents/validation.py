@@ -9,6 +9,7 @@ from intentd.settings import ChainConfig, NativeTokenConfig, Settings, TokenConf
 
 __all__ = [
     "IdempotencyConflict",
+    "IntentConflict",
     "IntentRequestError",
     "check_address",
     "known_chain",
@@ -19,15 +20,20 @@ Token = TokenConfig | NativeTokenConfig
 
 
 class IntentRequestError(ValueError):
-    """A request that cannot become an intent or a quote; ``code`` and ``field`` are stable."""
+    """A request that cannot become an intent or a quote; ``code`` and ``field`` are stable
+    (``field`` None: no one field of the request is at fault)."""
 
-    def __init__(self, code: str, field: str, message: str) -> None:
+    def __init__(self, code: str, field: str | None, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.field = field
 
 
-class IdempotencyConflict(IntentRequestError):
+class IntentConflict(IntentRequestError):
+    """A request that is well formed but conflicts with what is stored (HTTP 409)."""
+
+
+class IdempotencyConflict(IntentConflict):
     """The idempotency key was used before with a different request."""
 
 

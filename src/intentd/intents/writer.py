@@ -28,6 +28,12 @@ Bounded: at most ``max_waiting`` creates wait (not yet in a write); one more is
 refused at once with ``WriterBusy``, and nothing of it is written. A write waits at
 most ``acquire_timeout`` seconds for a connection; past that its creates fail with
 ``WriterBusy`` too (nothing of them was written).
+
+With ``max_pending`` (``intents.max_open_per_client``), a write counts each client's
+PENDING intents and inserts in one transaction that serializes the client's creates
+(``IntentSession.insert_within``); a create that would pass the cap fails with
+``OpenIntentLimit`` (``intents.open_limit``), nothing of it written, and the others of
+the batch are written as usual.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from collections import deque
 from typing import Protocol
 
 from intentd import observability as metrics
+from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import (
     AddressedIntent,
     IntentSession,
@@ -72,6 +79,7 @@ class IntentWriter:
         max_in_flight: int = 1,
         max_waiting: int | None = None,
         acquire_timeout: float | None = None,
+        max_pending: int | None = None,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("max_batch and max_in_flight must be at least 1")
@@ -81,6 +89,7 @@ class IntentWriter:
         self._max_in_flight = max_in_flight
         self._max_waiting = max_waiting
         self._acquire_timeout = acquire_timeout
+        self._max_pending = max_pending
         self._waiting: deque[_Waiting] = deque()
         self._in_flight = 0
         self._writers: set[asyncio.Task[None]] = set()  # references, against collection
@@ -140,25 +149,39 @@ class IntentWriter:
             for (new, _), index in zip(batch, indexes, strict=True)
         ]
         try:
-            written = await session.insert(items)
+            written = await self._insert(session, items, batch)
         except Exception as refused:
             # A row the database refuses: find it (any other error, such as a
             # timeout or a lost connection, fails the batch as it is).
             if len(items) == 1 or not store.refuses_row(refused):
                 raise
-            for item, (_, future) in zip(items, batch, strict=True):
+            for item, waiting in zip(items, batch, strict=True):
+                future = waiting[1]
                 try:
-                    alone = await session.insert([item])
+                    alone = await self._insert(session, [item], [waiting])
                 except Exception as exc:
                     if not store.answered_with_error(exc):
                         raise
                     future.set_exception(exc)
                 else:
-                    future.set_result(_created(alone.get(item.address_index)))
+                    if not future.done():
+                        future.set_result(_created(alone.get(item.address_index)))
             return
         for item, (_, future) in zip(items, batch, strict=True):
             if not future.done():
                 future.set_result(_created(written.get(item.address_index)))
+
+    async def _insert(
+        self, session: IntentSession, items: list[AddressedIntent], batch: list[_Waiting]
+    ) -> dict[int, IntentRow]:
+        """The rows written; the creates refused for their client's cap fail here."""
+        if self._max_pending is None:
+            return await session.insert(items)
+        written, over = await session.insert_within(items, self._max_pending)
+        for item, (_, future) in zip(items, batch, strict=True):
+            if item.address_index in over and not future.done():
+                future.set_exception(OpenIntentLimit(self._max_pending))
+        return written
 
 
 class IntentWriteFailed(RuntimeError):

@@ -18,8 +18,12 @@ action result disagrees with what the executor recorded
 (:mod:`intentd.lifecycle.admission`), or when applying it raises: at once for an
 error that would only repeat, after bounded retries with backoff for a transaction
 that kept losing to others (:mod:`intentd.lifecycle.failures`; the store classifies).
-While the database itself does not answer, messages are not dead-lettered: the
-consumer waits for it, committing nothing past the message in hand.
+A message is never dead-lettered because the database did not answer: while it does
+not, the consumer waits for it, committing nothing past the message in hand; if it
+answers and yet applying the message keeps failing for want of a connection, the
+consumer keeps trying (with a growing pause), never skipping it: an action result
+skipped would leave its intent stuck. Each such failure is reported as part of the
+database's outage (``supervision.report``), not logged on its own.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from intentd.messages import (
     dlq_topic,
 )
 from intentd.settings import Settings
+from intentd.supervision import POSTGRESQL, progress, report
 from intentd.wait import Stopped
 
 log = structlog.get_logger()
@@ -95,6 +100,7 @@ class LifecycleConsumer:
         self._store = store
         self._publisher = publisher
         self._retry_base = retry_base
+        self._round_base = retry_base * 20  # between two rounds of attempts: 1 s by default
         self._stop = asyncio.Event()
         prefix = settings.kafka.topic_prefix
         self._prefix = prefix
@@ -113,6 +119,7 @@ class LifecycleConsumer:
     async def _consume(self, consumer: Inbox, stop: asyncio.Event) -> None:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=200)
+            progress()
             for tp, records in batches.items():
                 settled: int | None = None
                 block: int | None = None
@@ -143,15 +150,11 @@ class LifecycleConsumer:
             try:
                 await self._positions.record_applied_block(topic, partition, block)
             except Exception as exc:
-                if self._store.classify(exc) is Failure.PERMANENT:
+                failure = self._store.classify(exc)
+                if failure is Failure.PERMANENT:
                     raise
-                log.warning(
-                    "transient database error recording the applied block; retrying",
-                    topic=topic,
-                    partition=partition,
-                    attempt=attempt,
-                    error=repr(exc),
-                )
+                self._transient(failure, exc, "recording the applied block", attempt=attempt,
+                                topic=topic, partition=partition)  # fmt: skip
             else:
                 return
             if attempt < failures.ATTEMPTS:
@@ -197,7 +200,7 @@ class LifecycleConsumer:
     async def _apply_guarded(self, message: Message) -> Outcome | _Refused:
         """Apply ``message``, retrying what :mod:`failures` calls transient; never raises
         but :class:`Stopped`."""
-        attempt = 0
+        attempt = rounds = 0
         while True:
             attempt += 1
             try:
@@ -214,20 +217,27 @@ class LifecycleConsumer:
                         error=repr(exc),
                     )
                     return _Refused(failures.reason(failure, exc))
+                self._transient(failure, exc, "applying a message", attempt=attempt,
+                                message_id=message.id)  # fmt: skip
                 if attempt < failures.ATTEMPTS:
-                    log.warning(
-                        "transient database error; retrying",
-                        message_id=message.id,
-                        attempt=attempt,
-                        error=repr(exc),
-                    )
                     await asyncio.sleep(failures.backoff(attempt, base=self._retry_base))
                     continue
-                if failure is Failure.UNAVAILABLE and not await self._database_answers():
+                if failure is Failure.CONTENTION:
+                    return _Refused(failures.reason(failure, exc))
+                # Unavailable: never dead-lettered (that would skip the message).
+                if not await self._database_answers():
                     await self._wait_for_database()
-                    attempt = 0
-                    continue
-                return _Refused(failures.reason(failure, exc))
+                else:
+                    rounds += 1
+                    if rounds == 1:
+                        log.warning(
+                            "applying a message fails for want of a connection although the"
+                            " database answers; trying again, never skipping it",
+                            message_id=message.id,
+                            error=repr(exc),
+                        )
+                    await self._pause(failures.backoff(rounds, base=self._round_base, cap=30))
+                attempt = 0
 
     async def _database_answers(self) -> bool:
         try:
@@ -239,19 +249,31 @@ class LifecycleConsumer:
             return False
         return True
 
+    def _transient(self, failure: Failure, exc: Exception, doing: str, **fields: object) -> None:
+        """One failure to retry: part of the database's outage if it is unavailable (the
+        process's health tells the outage in a few lines), else a line of its own."""
+        if failure is Failure.UNAVAILABLE:
+            report(POSTGRESQL, exc)
+            log.debug(f"the database is unavailable {doing}; retrying", error=repr(exc), **fields)
+        else:
+            log.warning(f"transient database error {doing}; retrying", error=repr(exc), **fields)
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``; raise :class:`Stopped` if stopped first."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        if self._stop.is_set():
+            raise Stopped("stopped while a message waited to be applied")
+
     async def _wait_for_database(self) -> None:
         """Return once the database answers; raise :class:`Stopped` if stopped first."""
-        log.error("the database does not answer; waiting for it before going on")
+        log.debug("the database does not answer; waiting for it before going on")
         waits = 0
         while True:
             waits += 1
-            delay = failures.backoff(waits, base=self._retry_base)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), delay)
-            if self._stop.is_set():
-                raise Stopped("stopped while the database was down")
+            await self._pause(failures.backoff(waits, base=self._retry_base))
             if await self._database_answers():
-                log.info("the database answers again")
+                log.debug("the database answers again")
                 return
 
     async def _apply(self, uow: UnitOfWork, message: Message) -> Outcome:

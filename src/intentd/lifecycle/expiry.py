@@ -66,6 +66,7 @@ from intentd.lifecycle.handlers import expire
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import LogProgress, Store, UnitOfWork
 from intentd.settings import Settings
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 log = structlog.get_logger()
@@ -109,16 +110,12 @@ class Expiry:
         """When the last pruning finished (nothing older left, or it failed)."""
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Expire and prune until ``stop``. A database that does not answer ends it with
+        the error (its supervisor waits for the database and runs it again)."""
         while not stop.is_set():
-            try:
-                await self.prune_when_due()
-                expired = await self.expire_due()
-            except Exception as exc:
-                if self._store.classify(exc) is not Failure.UNAVAILABLE:
-                    raise
-                log.warning("expiry: the database is unavailable; next round", error=repr(exc))
-                await wait_any(stop, within=self._max_sleep)
-                continue
+            await self.prune_when_due()
+            expired = await self.expire_due()
+            progress()
             if expired >= self._batch:
                 continue
             await self._sleep(stop)
@@ -150,8 +147,9 @@ class Expiry:
                     ends = await self._progress.ends()
                     if ends is not None:
                         self._barrier = (now, ends)
-        except Exception as exc:
-            log.warning("expiry: how far the deposits logs are applied is unknown", error=repr(exc))
+        except Exception as exc:  # unknown this round (forced expiries go on): the brokers
+            # away (their probe tells that outage) or the consumer rejoining its group
+            log.debug("expiry: how far the deposits logs are applied is unknown", error=repr(exc))
         return self._applied
 
     async def _expire(

@@ -3,8 +3,10 @@
 A gap (:mod:`intentd.lifecycle.log_gaps`) is recovered before the consumer reads on,
 and :meth:`LogGapRecovery.recover` returns only once the recovery is durable. It never
 raises (a raise would end the lifecycle and crash-loop ``intentd run``): a failed
-attempt (a node down or answering from two forks, the database away, a bug) is logged
-at error, counted (``failed``) and retried with backoff up to ``retry_cap`` seconds,
+attempt (a node down or answering from two forks, the database away, a bug) is
+counted (``failed``), logged at error (the database or the chain's RPC not answering
+is reported instead as part of that dependency's outage, ``supervision.report``: a
+few lines however long it lasts) and retried with backoff up to ``retry_cap`` seconds,
 until it succeeds or the caller cancels it (a stop). If it is cut short, the group's
 position stays where it was and the gap is found, and recovered, again at the next
 read (a crash halfway does the same: every step is idempotent).
@@ -66,6 +68,7 @@ from intentd.lifecycle.outcomes import Unappliable
 from intentd.lifecycle.ports import LogPositions, Publisher, Store, VerifierChains
 from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
 from intentd.settings import Settings
+from intentd.supervision import POSTGRESQL, report, rpc
 
 __all__ = ["LogGapRecovery", "UnboundedGap"]
 
@@ -115,13 +118,19 @@ class LogGapRecovery:
                 )
                 delay = self._backoff.cap
             except Exception as exc:
-                log.exception(
-                    "log gap recovery failed; retrying",
-                    topic=gap.topic,
-                    partition=gap.partition,
-                    attempt=attempt,
-                    error=repr(exc),
-                )
+                chain = self._chain_of.get(gap.topic)
+                if self._store.classify(exc) is Failure.UNAVAILABLE:
+                    report(POSTGRESQL, exc)  # told as the database's outage
+                elif chain is not None and self._chains.failed_read(exc):
+                    report(rpc(chain), exc)  # told as the chain's RPC outage
+                else:
+                    log.exception(
+                        "log gap recovery failed; retrying",
+                        topic=gap.topic,
+                        partition=gap.partition,
+                        attempt=attempt,
+                        error=repr(exc),
+                    )
                 delay = self._backoff.delay(attempt)
             else:
                 if outcome is not None:

@@ -18,6 +18,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.lifecycle.ports import Store
+from intentd.supervision import progress
 from intentd.wait import wait_any
 
 __all__ = ["HOLD_ALERT_AFTER", "HoldWatch"]
@@ -37,8 +38,11 @@ class HoldWatch:
         self._interval = interval
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Check every ``interval`` seconds until ``stop``. A database that does not answer
+        ends it with the error (its supervisor waits for the database and runs it again)."""
         while not stop.is_set():
             await self.check()
+            progress()
             await wait_any(stop, within=self._interval)
 
     async def check(self) -> int:

@@ -42,7 +42,8 @@ window, 256):
 Every step is idempotent and guarded by the recorded block hash, so two lifecycle
 replicas, or a poller that also published the deposit, change nothing twice. A chain
 whose node or database fails (``VerifierChains.failed_read``, ``Store.classify`` of
-:mod:`intentd.lifecycle.ports`) is skipped for the round (logged; any other error is
+:mod:`intentd.lifecycle.ports`) is skipped for the round (reported to the process's
+health as part of that dependency's outage, ``supervision.report``; any other error is
 logged with its traceback and counted as ``outcome="error"``): nothing is decided on
 a failed read, and nothing here stops the lifecycle role.
 """
@@ -73,6 +74,7 @@ from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import DepositChain, Store, VerifierChains
 from intentd.lifecycle.retractions import retract
 from intentd.settings import ChainConfig, Settings
+from intentd.supervision import POSTGRESQL, answered, progress, report, rpc
 from intentd.wait import wait_any
 
 __all__ = ["TriggerVerifier"]
@@ -112,17 +114,16 @@ class TriggerVerifier:
                     await self.check(chain)
                 except Exception as exc:
                     # A task beside the consumer: whatever fails here must not stop the role.
-                    if self._chains.failed_read(exc) or (
-                        self._store.classify(exc) is Failure.UNAVAILABLE
-                    ):
-                        log.warning(
-                            "trigger deposits not checked this round",
-                            chain=chain,
-                            error=repr(exc),
-                        )
+                    if self._chains.failed_read(exc):
+                        report(rpc(chain), exc)  # part of the RPC's outage, not a line a round
+                    elif self._store.classify(exc) is Failure.UNAVAILABLE:
+                        report(POSTGRESQL, exc)
                     else:
                         metrics.TRIGGER_DEPOSIT_CHECKS.labels(chain, "error").inc()
                         log.exception("trigger deposits check failed", chain=chain)
+                else:
+                    answered(rpc(chain))  # the end of its outage, if one was reported
+            progress()
             await wait_any(stop, within=self._interval)
 
     async def check(self, chain: str) -> dict[str, int]:

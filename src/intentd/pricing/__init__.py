@@ -1,44 +1,44 @@
-"""USD prices of tokens: a small port and the config-backed implementation.
+"""USD prices of tokens: the port quoting reads, and what a price may be.
 
-Stablecoins (category ``stablecoin``) are worth 1 USD by definition and never asked
-of a price source. Other tokens are priced by a :class:`PriceSource`. The port is
-synchronous on purpose: quoting is pure code; a live source (an exchange feed)
-refreshes its own cache in the background and answers reads from it, returning
-None for a price it no longer trusts (too old), which quotes report as
-``price_unavailable``.
+Quoting is pure code: it asks a :class:`PriceSource` for the USD price of a symbol on a
+network class (``main`` or ``test``) and never waits for I/O. Sources:
+
+- :class:`StaticPrices`: the config's ``[prices]`` table, for **test networks only**
+  (it answers nothing for ``main``; the config refuses a main-network token that only
+  the table would price, :mod:`intentd.settings.pricing`).
+- :class:`~intentd.pricing.cache.FeedPrices`: Chainlink-style feeds read in the
+  background (:mod:`~intentd.pricing.refresh`) into a cache, judged against the clock
+  when read (:mod:`~intentd.pricing.rounds`, :mod:`~intentd.pricing.consensus`); symbols
+  without feeds fall back to the static table.
+
+A source answers None when it has no price for a symbol (no feed, no table entry) and
+raises :class:`PriceUnavailable` when it has one it does not trust now (stale, out of
+bounds, the sequencer down, feeds that disagree, no reading yet): quoting then refuses
+instead of pricing without it. :func:`token_price` adds the stablecoin rule: a
+stablecoin is worth exactly 1 USD while its feed (if any) stays within the peg
+tolerance, and is refused (:class:`TokenDepegged`) outside it. Amounts are ``Decimal``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from decimal import Decimal
-from typing import Protocol
+from intentd.pricing.consensus import token_price
+from intentd.pricing.sources import (
+    ONE_USD,
+    Price,
+    PriceRefused,
+    PriceSource,
+    PriceUnavailable,
+    StaticPrices,
+    TokenDepegged,
+)
 
-from intentd.settings import NativeTokenConfig, TokenConfig
-
-__all__ = ["PriceSource", "StaticPrices", "token_price"]
-
-ONE_USD = Decimal(1)
-
-
-class PriceSource(Protocol):
-    def usd_price(self, symbol: str) -> Decimal | None:
-        """USD value of one whole ``symbol`` (case as configured), or None if unknown."""
-        ...
-
-
-class StaticPrices:
-    """Prices from the ``[prices]`` table of the config (``ETH = "3000"``)."""
-
-    def __init__(self, prices: Mapping[str, Decimal]) -> None:
-        self._prices = dict(prices)
-
-    def usd_price(self, symbol: str) -> Decimal | None:
-        return self._prices.get(symbol)
-
-
-def token_price(token: TokenConfig | NativeTokenConfig, prices: PriceSource) -> Decimal | None:
-    """USD price of a configured token: 1 for stablecoins, else the price source's."""
-    if token.category == "stablecoin":
-        return ONE_USD
-    return prices.usd_price(token.symbol)
+__all__ = [
+    "ONE_USD",
+    "Price",
+    "PriceRefused",
+    "PriceSource",
+    "PriceUnavailable",
+    "StaticPrices",
+    "TokenDepegged",
+    "token_price",
+]

@@ -39,6 +39,7 @@ from intentd.settings.chains import OP_STACK_CHAIN_IDS, ChainConfig
 from intentd.settings.console import ConsoleConfig
 from intentd.settings.loading import load_settings
 from intentd.settings.model import Settings
+from intentd.settings.pricing import PriceFeedConfig, PricingConfig
 from intentd.settings.secrets import secret_from_env
 from intentd.settings.sections import (
     ApiConfig,
@@ -73,6 +74,8 @@ __all__ = [
     "KafkaConfig",
     "NativeTokenConfig",
     "ObservabilityConfig",
+    "PriceFeedConfig",
+    "PricingConfig",
     "ProcessConfig",
     "Settings",
     "TokenConfig",

@@ -42,6 +42,10 @@ class ChainConfig(ConfigModel):
     max_log_range: int = Field(default=2000, ge=1, le=100_000)
     """Widest ``eth_getLogs`` block range tried before splitting."""
     rpc_timeout: float = Field(default=10.0, gt=0, le=300)
+    rpc_batch_limit: int = Field(default=100, ge=1, le=10_000)
+    """Most calls the provider accepts in one JSON-RPC batch (geth and Alchemy: 1000,
+    Erigon: 100). The balance reconciliation's reads (small answers) fill POSTs up to
+    it; full blocks go 50 to a POST whatever it says."""
     start_block: int | Literal["latest"] = "latest"
     """Where a chain with no stored cursor starts; ``latest`` is the confirmed head."""
     native: NativeTokenConfig = NativeTokenConfig()
@@ -72,6 +76,12 @@ class ChainConfig(ConfigModel):
     """``op_stack``: the chain charges an OP-stack L1 data fee on top of gas, which native
     sweeps reserve (docs/execution.md). Unset: ``op_stack`` for the chain ids of
     :data:`OP_STACK_CHAIN_IDS`, else ``none``; an anvil on such an id says ``none``."""
+
+    sequencer_uptime_feed: Address | Literal[""] = ""
+    """Chainlink's L2 sequencer uptime feed on this chain (answer 0: up, 1: down); set, a
+    price read on this chain is refused while the sequencer is down and for
+    ``sequencer_grace`` seconds after it came back (docs/pricing.md)."""
+    sequencer_grace: int = Field(default=3600, ge=0, le=86_400)
 
     @model_validator(mode="before")
     @classmethod

@@ -2,8 +2,9 @@
 
 Guarantees, checked when the config is read: chain keys are upper case and equal their
 names, chain ids are unique, every chain that can be a route's destination has its
-``relayer``, prices are positive, a session secret has at least 32 characters, and a
-mnemonic and an xpub given together agree. The accessors of keys raise
+``relayer``, prices are positive, a main network is priced by feeds and never by the
+static table (:mod:`~intentd.settings.pricing`), a session secret has at least 32
+characters, and a mnemonic and an xpub given together agree. The accessors of keys raise
 :class:`ConfigError` naming the variable to set when a role needs a key it was not
 given (least privilege, docs/configuration.md, Keys).
 """
@@ -21,6 +22,7 @@ from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
 from intentd.settings.base import ConfigError, ConfigModel
 from intentd.settings.chains import ChainConfig
 from intentd.settings.console import ConsoleConfig
+from intentd.settings.pricing import PricingConfig, check_price_sources
 from intentd.settings.sections import (
     ApiConfig,
     DatabaseConfig,
@@ -48,7 +50,8 @@ class Settings(ConfigModel):
     api: ApiConfig = ApiConfig()
     fees: FeesConfig = FeesConfig()
     prices: dict[str, Decimal] = Field(default_factory=dict)
-    """Static USD prices by token symbol for non-stablecoins (stablecoins are 1 USD)."""
+    """Static USD prices by token symbol, for test networks only (docs/pricing.md)."""
+    pricing: PricingConfig = PricingConfig()
     hd_mnemonic: SecretStr | None = None
     """From the environment only (see module docstring); only the executor needs it."""
     hd_xpub: str | None = None
@@ -118,6 +121,11 @@ class Settings(ConfigModel):
                     " (fees.bridges), and its prefills are paid by the relayer and repaid"
                     " to it; give the relayer's address"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _prices_from_feeds(self) -> Settings:
+        check_price_sources(self.chains, self.prices)
         return self
 
     @model_validator(mode="after")

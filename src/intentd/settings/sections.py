@@ -59,6 +59,10 @@ class IntentsConfig(ConfigModel):
     max_expires_in: int = Field(default=7 * 86400, ge=60)
     default_client_id: str = "00000000-0000-0000-0000-000000000000"
     """Client that owns intents created from the CLI."""
+    max_open_per_client: int = Field(default=10_000, ge=1, le=10_000_000)
+    """PENDING intents (awaiting payment) one client may have at once, whoever creates
+    them (its API keys, its sessions' payers, the CLI); one more create is refused with
+    409 ``open_intent_limit`` (docs/api.md)."""
     event_retention_days: int = Field(default=90, ge=1, le=3650)
     """Days the event log (``GET /api/v1/events``) keeps an event; older ones are pruned."""
     expiry_grace_seconds: int = Field(default=120, ge=0, le=86400)

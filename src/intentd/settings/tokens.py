@@ -12,14 +12,16 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from intentd.domain.amounts import AmountError, parse_amount
-from intentd.settings.base import Address, ConfigModel
+from intentd.settings.base import Address
+from intentd.settings.pricing import PricedToken
 
 MIN_SWEEP_DEFAULTS = {"stablecoin": "0.1", "major": "0.00005"}
 """Default ``min_sweep`` per token category, whole units (see docs/execution.md)."""
 
 
-class _SweptToken(ConfigModel):
-    """What every supported token says about moving it out of an intent address."""
+class _SweptToken(PricedToken):
+    """What every supported token says about moving it out of an intent address (and,
+    from :class:`PricedToken`, about its USD price)."""
 
     symbol: str
     decimals: int

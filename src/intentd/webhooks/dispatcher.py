@@ -16,7 +16,8 @@ Guarantees:
   attempts running first, in turn (``webhooks.fairness``): a client whose endpoints
   all hang, or who has a large backlog, holds at most ``per_client`` slots and another
   client's delivery finds a free slot at once.
-- A database error while claiming ends the role (the supervisor restarts it; nothing
+- A database error while claiming ends :meth:`Dispatcher.run` (its supervisor,
+  ``composition.webhooks``, runs it again once the database answers; nothing
   is lost: leases expire); one while recording an attempt is logged and the
   delivery is sent again when its lease expires.
 - **Order**: within one intent, first attempts to an endpoint go out in ``sequence``

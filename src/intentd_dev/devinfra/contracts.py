@@ -1,7 +1,9 @@
 """The test contracts: compiling them (``contracts/*.sol``), deploying and minting the ERC-20.
 
 ``contracts/TestToken.sol`` is the test ERC-20; ``contracts/Forwarder.sol`` forwards ETH
-through an internal call (tests of deposits that arrive through a contract).
+through an internal call (tests of deposits that arrive through a contract);
+``contracts/MockAggregator.sol`` is a Chainlink-style price (or sequencer uptime) feed,
+placed by its runtime code (``devinfra.feeds``).
 
 Compilation uses solc-js from npm (``npm ci``) and is cached in ``.local/build/``, keyed by
 the source, the compiler version and the settings. Chain calls use web3.py synchronously:
@@ -32,14 +34,19 @@ SOURCE: Final = "contracts/TestToken.sol"
 CONTRACT: Final = "TestToken"
 FORWARDER_SOURCE: Final = "contracts/Forwarder.sol"
 FORWARDER: Final = "Forwarder"
+AGGREGATOR_SOURCE: Final = "contracts/MockAggregator.sol"
+AGGREGATOR: Final = "MockAggregator"
 
 
-def _settings(contract: str) -> dict[str, Any]:
+def _settings(contract: str, runtime: bool = False) -> dict[str, Any]:
+    outputs = ["abi", "evm.bytecode.object"]
+    if runtime:  # only asked for where needed: the other artifacts keep their cache keys
+        outputs.append("evm.deployedBytecode.object")
     return {
         "optimizer": {"enabled": True, "runs": 200},
         # Cancun is what every chain we target (and anvil) runs; newer opcodes are not needed.
         "evmVersion": "cancun",
-        "outputSelection": {"*": {contract: ["abi", "evm.bytecode.object"]}},
+        "outputSelection": {"*": {contract: outputs}},
     }
 
 
@@ -79,6 +86,8 @@ class Artifact:
 
     abi: ABI
     bytecode: HexStr
+    runtime: HexStr | None = None
+    """The code a deployment leaves (0x-prefixed hex), when it was asked for."""
 
 
 def token_artifact(layout: Layout | None = None) -> Artifact:
@@ -91,20 +100,35 @@ def forwarder_artifact(layout: Layout | None = None) -> Artifact:
     return compiled(FORWARDER_SOURCE, FORWARDER, layout)
 
 
-def compiled(path: str, contract: str, layout: Layout | None = None) -> Artifact:
+def aggregator_artifact(layout: Layout | None = None) -> Artifact:
+    """The compiled MockAggregator, with its runtime code (placed with ``anvil_setCode``)."""
+    return compiled(AGGREGATOR_SOURCE, AGGREGATOR, layout, runtime=True)
+
+
+def compiled(
+    path: str, contract: str, layout: Layout | None = None, *, runtime: bool = False
+) -> Artifact:
     """``contract`` of the source file ``path`` (relative to the repository), compiled
-    with the project's solc-js and cached in ``.local/build/``."""
+    with the project's solc-js and cached in ``.local/build/``; ``runtime`` adds the
+    code a deployment leaves."""
     layout = layout or find_layout()
     source = (layout.root / path).read_text()
-    key = _cache_key(source, _solc_version(layout), contract)
+    key = _cache_key(source, _solc_version(layout), contract, runtime)
     cached = layout.build / f"{contract}.json"
     if cached.exists():
         stored = json.loads(cached.read_text())
         if stored.get("key") == key:
-            return Artifact(cast(ABI, stored["abi"]), HexStr(stored["bytecode"]))
-    artifact = _compile(layout, path, contract, source)
+            found = stored.get("runtime")
+            return Artifact(
+                cast(ABI, stored["abi"]),
+                HexStr(stored["bytecode"]),
+                HexStr(found) if found else None,
+            )
+    artifact = _compile(layout, path, contract, source, runtime)
     layout.build.mkdir(parents=True, exist_ok=True)
     record = {"key": key, "abi": artifact.abi, "bytecode": artifact.bytecode}
+    if artifact.runtime is not None:
+        record["runtime"] = artifact.runtime
     tmp = cached.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n")
     tmp.replace(cached)
@@ -119,17 +143,17 @@ def _solc_version(layout: Layout) -> str:
         raise InfraError(COMPONENT, f"{manifest} is missing: run `make install`") from None
 
 
-def _cache_key(source: str, solc_version: str, contract: str) -> str:
-    material = json.dumps([source, solc_version, _settings(contract)], sort_keys=True)
+def _cache_key(source: str, solc_version: str, contract: str, runtime: bool = False) -> str:
+    material = json.dumps([source, solc_version, _settings(contract, runtime)], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _compile(layout: Layout, path: str, contract: str, source: str) -> Artifact:
+def _compile(layout: Layout, path: str, contract: str, source: str, runtime: bool) -> Artifact:
     node = shutil.which("node")
     if node is None:
         raise InfraError(COMPONENT, "node is not on PATH: install Node.js, then `make install`")
     request = {"language": "Solidity", "sources": {path: {"content": source}}}
-    request["settings"] = _settings(contract)
+    request["settings"] = _settings(contract, runtime)
     completed = subprocess.run(
         [node, "-e", _COMPILE_SCRIPT],
         input=json.dumps(request),
@@ -147,7 +171,12 @@ def _compile(layout: Layout, path: str, contract: str, source: str) -> Artifact:
         text = "; ".join(e.get("formattedMessage", e.get("message", "?")) for e in errors)
         raise InfraError(COMPONENT, f"{path} does not compile: {text}")
     found = output["contracts"][path][contract]
-    return Artifact(cast(ABI, found["abi"]), HexStr("0x" + found["evm"]["bytecode"]["object"]))
+    deployed = found["evm"].get("deployedBytecode", {}).get("object") if runtime else None
+    return Artifact(
+        cast(ABI, found["abi"]),
+        HexStr("0x" + found["evm"]["bytecode"]["object"]),
+        HexStr("0x" + deployed) if deployed else None,
+    )
 
 
 @contextlib.contextmanager

@@ -63,6 +63,15 @@ def create_topics(control_addr: str, topics: Sequence[str], partitions: int = PA
             raise KafkaMockError(f"create {topic}: {reply.removeprefix('error ')}")
 
 
+def set_broker_down(control_addr: str, down: bool = True) -> None:
+    """Cut the broker's connections and refuse new ones (``down``), or serve again.
+
+    For outage tests on a broker of their own: the dev stack's broker is shared."""
+    [reply] = _exchange(control_addr, ["down" if down else "up"])
+    if reply != "ok":
+        raise KafkaMockError(f"{'down' if down else 'up'}: {reply.removeprefix('error ')}")
+
+
 def ping(control_addr: str, timeout: float = 2.0) -> bool:
     """True if the control endpoint at `control_addr` answers."""
     try:

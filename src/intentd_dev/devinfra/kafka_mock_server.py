@@ -11,6 +11,12 @@ the client)::
 
     ping                          -> ok
     create <topic> <partitions>   -> ok | error <reason>
+    down                          -> ok | error <reason>
+    up                            -> ok | error <reason>
+
+``down`` cuts every client connection of the broker and refuses new ones (a broker
+that went away: the dependency-outage tests); ``up`` serves again. Topics and records
+are kept.
 """
 
 import argparse
@@ -49,6 +55,9 @@ class Broker:
         self._topics[topic] = partitions
         return None
 
+    def _answer(self, code: int) -> str:
+        return "ok" if code == ERR_NO_ERROR else f"error {self._cluster.error_text(code)}"
+
     def handle(self, line: str) -> str:
         """The reply (without newline) to one command line."""
         words = line.split()
@@ -60,6 +69,10 @@ class Broker:
                 return "ok" if reason is None else f"error {reason}"
             case ["create", *_]:
                 return "error usage: create <topic> <partitions>"
+            case ["down"]:
+                return self._answer(self._cluster.set_broker_down(1))
+            case ["up"]:
+                return self._answer(self._cluster.set_broker_up(1))
             case _:
                 return f"error unknown command {line.strip()[:80]!r}"
 

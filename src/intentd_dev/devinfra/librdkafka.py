@@ -49,6 +49,8 @@ def _load(path: Path) -> ctypes.CDLL:
         "rd_kafka_mock_cluster_bootstraps": ([vp], cp),
         "rd_kafka_mock_topic_create": ([vp, cp, i, i], i),
         "rd_kafka_mock_group_initial_rebalance_delay_ms": ([vp, ctypes.c_int32], None),
+        "rd_kafka_mock_broker_set_down": ([vp, ctypes.c_int32], i),
+        "rd_kafka_mock_broker_set_up": ([vp, ctypes.c_int32], i),
     }
     for name, (argtypes, restype) in signatures.items():
         function = getattr(lib, name)
@@ -99,6 +101,17 @@ class MockCluster:
     def set_initial_rebalance_delay(self, milliseconds: int) -> None:
         """Like the broker's group.initial.rebalance.delay.ms (the mock's default is 3000)."""
         self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster, milliseconds)
+
+    def set_broker_down(self, broker_id: int) -> int:
+        """Cut every connection of broker ``broker_id`` (1-based) and refuse new ones, as a
+        broker that went away would; librdkafka's error code (0 on success)."""
+        code: int = self._lib.rd_kafka_mock_broker_set_down(self._cluster, broker_id)
+        return code
+
+    def set_broker_up(self, broker_id: int) -> int:
+        """Accept connections to broker ``broker_id`` again; librdkafka's error code."""
+        code: int = self._lib.rd_kafka_mock_broker_set_up(self._cluster, broker_id)
+        return code
 
     def error_text(self, code: int) -> str:
         raw: bytes = self._lib.rd_kafka_err2str(code)

@@ -7,11 +7,13 @@ a restarted chain gets its tokens again. ``down`` stops only what ``up`` started
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import requests
 from eth_typing import ChecksumAddress
+from web3.exceptions import Web3Exception
 
-from intentd_dev.devinfra import chains, envfile, kafka_mock, postgres, tansu
+from intentd_dev.devinfra import chains, envfile, feeds, kafka_mock, postgres, tansu
 from intentd_dev.devinfra.accounts import Role, dev_account, ensure_hd_mnemonic, ensure_secret
-from intentd_dev.devinfra.contracts import token_artifact
+from intentd_dev.devinfra.contracts import Artifact, aggregator_artifact, connect, token_artifact
 from intentd_dev.devinfra.errors import InfraError
 from intentd_dev.devinfra.layout import Layout
 
@@ -56,6 +58,7 @@ def up(layout: Layout, say: Say) -> None:
         }
         results = {name: future.result() for name, future in futures.items()}
     tokens = {name: found for name, (found, _) in results.items()}
+    _ensure_feeds(aggregator_artifact(layout), say)
     if any(fresh for _, fresh in results.values()):
         # The dev database describes the chains it was used with (cursors, intents,
         # transactions in flight); against chains started from genesis it is stale.
@@ -105,10 +108,30 @@ def status(layout: Layout, say: Say) -> bool:
     else:
         report("tansu", True, f"running, bootstrap {tansu_state.bootstrap} (pid {tansu_state.pid})")
     for chain in chains.DEV_CHAINS:
-        report(f"anvil {chain.name}", *chains.chain_status(layout, chain))
+        ok, text = chains.chain_status(layout, chain)
+        report(f"anvil {chain.name}", ok, text)
+        if ok:
+            with connect(chain.url) as w3:
+                absent = feeds.missing(w3)
+            listed = "missing " + ", ".join(absent) if absent else "placed"
+            report(f"feeds {chain.name}", not absent, f"{listed} (docs/local-infrastructure.md)")
     present = layout.env_file.exists()
     report("infra.env", present, str(layout.env_file) if present else "missing")
     return healthy
+
+
+def _ensure_feeds(artifact: Artifact, say: Say) -> None:
+    """The mock price feeds and the sequencer uptime feed of every dev chain, at their
+    fixed addresses (``devinfra.feeds``); those already there are kept as they are."""
+    for chain in chains.DEV_CHAINS:
+        try:
+            with connect(chain.url) as w3:
+                placed = feeds.ensure_feeds(w3, artifact)
+        except (Web3Exception, requests.RequestException) as error:
+            message = f"placing the mock feeds failed: {error}"
+            raise InfraError(f"feeds {chain.name}", message) from error
+        what = f"placed {', '.join(placed)}" if placed else "all there"
+        say(f"feeds {chain.name}: {what} (ETH/USD {feeds.DEV_FEEDS[0].address}, …)")
 
 
 def _require_node_modules(layout: Layout) -> None:

@@ -20,12 +20,14 @@ from intentd.adapters.postgres import Connection, Pool
 from intentd.api.app import create_app
 from intentd.api.server import Server, bind
 from intentd.credentials import generate_key
+from intentd.pricing import PriceSource
 from intentd.settings import Settings
 
 SESSION_SECRET = "test-session-secret-" + "x" * 24
 TEST_WEBHOOK_KEY = "00" * 32
 """Seals webhook secrets in the API tests (a test value, hex)."""
 MAIN_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+MAIN_ETH_FEED = "0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70"
 
 
 def api_sections(infra: dict[str, str], **changes: Any) -> dict[str, Any]:
@@ -46,6 +48,11 @@ def api_sections(infra: dict[str, str], **changes: Any) -> dict[str, Any]:
                 "category": "stablecoin",
             }
         ],
+        # a main network is priced by feeds only (docs/pricing.md); this one is never
+        # read (the URL answers another chain id), so ETH on it is price_unavailable
+        native={
+            "price_feed": {"address": MAIN_ETH_FEED, "heartbeat": 1320, "min": "100", "max": "1e6"}
+        },
     )
     sections: dict[str, Any] = {
         "chains": chains,
@@ -100,10 +107,12 @@ class Api:
             return response.status, data, response
 
 
-async def serve(settings: Settings, pool: Pool) -> AsyncIterator[str]:
+async def serve(
+    settings: Settings, pool: Pool, prices: PriceSource | None = None
+) -> AsyncIterator[str]:
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(settings, pool=pool),
+        create_app(settings, pool=pool, prices=prices),
         http="httptools",
         lifespan="on",
         access_log=False,

@@ -4,12 +4,14 @@ A route between tokens of different decimals must not round the recipient's amou
 to 0 or leave dust to the relayer; an amount whose figures do not fit 256 bits (the
 on-chain limit, and below PostgreSQL's ``NUMERIC(78,0)``) is refused before it is
 stored. The main network ``BASE`` of these settings is never read, so a stablecoin of
-18 decimals can be configured on it.
+18 decimals can be configured on it (beside USDC without a feed: ``assume_peg``), and
+ETH is priced there by a fixed source instead of feeds.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
 from typing import Any
 
 import aiohttp
@@ -18,6 +20,7 @@ from tests.integration.api.conftest import MAIN_USDC, Api, api_sections, serve
 from tests.integration.api.test_api_http import assert_problem, intent_body
 
 from intentd.adapters.postgres import Pool
+from intentd.pricing import Price
 from intentd.settings import NATIVE_TOKEN, Settings
 
 pytestmark = pytest.mark.integration
@@ -35,12 +38,21 @@ async def decimals_api(
     fresh_addresses: None,
 ) -> AsyncIterator[Api]:
     sections = api_sections(infra)
+    dai = {"address": DAI, "symbol": "DAI", "name": "Dai", "decimals": 18}
     sections["chains"]["BASE"]["tokens"].append(
-        {"address": DAI, "symbol": "DAI", "name": "Dai", "decimals": 18, "category": "stablecoin"}
+        {**dai, "category": "stablecoin", "assume_peg": True}
     )
+    sections["chains"]["BASE"]["tokens"][0]["assume_peg"] = True
     settings = make_settings(**sections)
-    async for url in serve(settings, pool):
+    async for url in serve(settings, pool, prices=EthAt3000()):
         yield Api(url, settings, http)
+
+
+class EthAt3000:
+    """ETH at 3000 USD on every network class, nothing else priced."""
+
+    def usd_price(self, symbol: str, network: str) -> Price | None:
+        return Price(Decimal(3000), "static") if symbol == "ETH" else None
 
 
 def dai_to_usdc(amount: str, symbol: str = "DAI") -> dict[str, Any]:

@@ -20,6 +20,7 @@ USDC_B = "0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d"
 USDT_B = "0x" + "7" * 40
 USDC_MAIN = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+ETH_FEED = "0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70"
 
 
 def token(address: str, symbol: str, decimals: int = 6) -> dict[str, Any]:
@@ -49,7 +50,13 @@ SETTINGS = Settings.model_validate(
         "chains": {
             "A_TESTNET": chain(1001, "test", token(USDC_A, "USDC")),
             "B_TESTNET": chain(1002, "test", token(USDC_B, "USDC"), token(USDT_B, "USDT", 18)),
-            "MAIN": chain(8453, "main", token(USDC_MAIN, "USDC")),
+            "MAIN": {
+                **chain(8453, "main", token(USDC_MAIN, "USDC")),
+                # a main network is priced by feeds only (docs/pricing.md); never read here
+                "native": {
+                    "price_feed": {"address": ETH_FEED, "heartbeat": 60, "min": "1", "max": "1e6"}
+                },
+            },
         },
         "fees": {
             "app_fee_bps": "10",

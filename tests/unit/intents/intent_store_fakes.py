@@ -8,6 +8,7 @@ session is recorded, so tests can say how creates were grouped.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
@@ -16,6 +17,7 @@ from decimal import Decimal
 from uuid import UUID, uuid4
 
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.intents.open_limit import refused
 from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
 from intentd.intents.record import IntentRow
 
@@ -173,6 +175,18 @@ class FakeIntentStore:
             written[item.address_index] = row
         return written
 
+    async def insert_within(
+        self, items: Sequence[AddressedIntent], max_pending: int
+    ) -> tuple[dict[int, IntentRow], frozenset[int]]:
+        """As PostgreSQL: count each client's PENDING rows and insert, with nothing in
+        between (the fake has one connection's worth of concurrency: none)."""
+        rows = self.rows.values()
+        pending = Counter(r.client_id for r in rows if r.status is IntentStatus.PENDING)
+        over = refused([item.new.client_id for item in items], pending, max_pending)
+        fitting = [item for item, no in zip(items, over, strict=True) if not no]
+        written = await self.insert(fitting) if fitting else {}
+        return written, frozenset(i.address_index for i, no in zip(items, over, strict=True) if no)
+
 
 @dataclass
 class FakeSession:
@@ -183,3 +197,8 @@ class FakeSession:
 
     async def insert(self, items: Sequence[AddressedIntent]) -> dict[int, IntentRow]:
         return await self.store.insert(items)
+
+    async def insert_within(
+        self, items: Sequence[AddressedIntent], max_pending: int
+    ) -> tuple[dict[int, IntentRow], frozenset[int]]:
+        return await self.store.insert_within(items, max_pending)

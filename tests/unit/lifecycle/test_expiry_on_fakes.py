@@ -13,12 +13,15 @@ from tests.unit.lifecycle.lifecycle_builders import book, deposit, intent_row, s
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_progress_fakes import FakeLogProgress
 
+from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.backoff import Backoff
 from intentd.domain.intent import ActionKind
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.outcomes import Outcome
+from intentd.supervision import Health, supervise
 
 GRACE = timedelta(seconds=settings().intents.expiry_grace_seconds)
 
@@ -79,7 +82,7 @@ async def test_an_intent_that_lost_to_another_transaction_is_tried_next_round() 
     assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.EXPIRED]
 
 
-async def test_an_unavailable_database_ends_the_round_and_the_loop_goes_on() -> None:
+async def test_an_unavailable_database_ends_the_round_and_the_supervised_loop_goes_on() -> None:
     store = store_with(-1)
     store.uow.fail_next = ConnectionResetError("gone")
     loop = Expiry(settings(), store, max_sleep=0.01)
@@ -87,7 +90,16 @@ async def test_an_unavailable_database_ends_the_round_and_the_loop_goes_on() -> 
         await loop.expire_due()
     store.uow.fail_next = ConnectionResetError("gone")
     stop = asyncio.Event()
-    task = asyncio.create_task(loop.run(stop))
+    task = asyncio.create_task(
+        supervise(
+            "expiry",
+            loop.run,
+            stop,
+            health=Health(),
+            diagnose=diagnose_for(None),
+            restart=Backoff(0.001, cap=0.01),
+        )
+    )
     async with asyncio.timeout(5):
         await all_expired(store)
     stop.set()

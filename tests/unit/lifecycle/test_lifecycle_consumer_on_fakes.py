@@ -171,6 +171,37 @@ async def test_while_the_database_is_down_the_message_waits_for_it() -> None:
     assert harness.store.pings == 4  # three unanswered, then it answers
 
 
+async def test_an_action_result_failing_for_want_of_a_connection_is_never_dead_lettered() -> None:
+    """The database answers the consumer's ``SELECT 1`` (it came back between two of the
+    message's attempts, or it refuses only some connections), yet applying an action
+    result keeps failing for want of a connection past the retries: dead-lettering it
+    would leave its intent stuck (a refund confirmed on chain, no ``intent_refunded``).
+    It is tried again until it applies."""
+    harness = Harness()
+    await harness.handle(SOURCE_TOPIC, encode(deposit_message(1_000)))
+    [prefill] = harness.uow.actions_of(1)
+    harness.uow.state.facts[prefill.id] = ActionFacts(
+        intent_id=1, kind="prefill", chain=DESTINATION, status="sent", tx_hash=None,
+        amount_sent=None, gas_cost=None, transfer_sent=True,
+    )  # fmt: skip
+    attempts = 0
+    real = harness.uow.transaction
+
+    def flaky() -> Any:
+        nonlocal attempts
+        attempts += 1
+        if attempts <= 20:  # more than the retries of two rounds
+            raise ConnectionResetError("connection reset by peer")
+        return real()
+
+    harness.uow.transaction = flaky  # type: ignore[method-assign]
+    topic = action_results_topic(PREFIX)
+    outcome = await asyncio.wait_for(harness.handle(topic, encode(sent_prefill(prefill.id))), 10)
+    assert harness.dead() == []
+    assert outcome is Outcome.APPLIED and attempts == 21
+    assert harness.uow.row(1).status is IntentStatus.INITIATED
+
+
 async def test_stopping_while_the_database_is_down_settles_nothing() -> None:
     harness = Harness()
     harness.store.unanswered = 10**6

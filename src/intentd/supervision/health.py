@@ -1,0 +1,308 @@
+"""One process's view of its dependencies and of its tasks' progress.
+
+:class:`Health` knows, for each dependency the process's roles use, whether it answers:
+
+- while it answers, its probe (``SELECT 1``, a Kafka metadata request,
+  ``eth_blockNumber``) runs every ``probe_every`` seconds, and at once when a task
+  reports a failure of it (:meth:`Health.failed`) or something suggests one
+  (:meth:`Health.suspect`: a Kafka client's error line); each probe is bounded by
+  ``probe_timeout`` (a stalled server counts as down);
+- from the first failure (a task's or the probe's) it is down: the process is not
+  ready, ``intentd_dependency_up`` is 0, and the probe runs again after a bounded,
+  jittered backoff (``retry``) until it answers; then it is up again and every task
+  waiting for it (:meth:`Health.wait_up`) resumes. A dependency without a probe (a
+  chain's RPC read by the lifecycle's verifier) is up again when a task says it
+  answered (:meth:`Health.answered`).
+
+Its outages are logged as :mod:`~intentd.supervision.outage_log` says: a first line,
+a summary every 30 s, a last line with the duration. The tasks it supervises
+(``supervision.tasks``) tell it of their progress: one that made none for longer than
+its bound while every dependency answered is *stalled* (one line,
+``intentd_task_stalled``, not ready) until it does.
+
+``/readyz`` asks :meth:`Health.not_ready` while :meth:`run` runs. A task that fails for
+good (:meth:`Health.fail`) makes the process not ready for good and, in a daemon,
+bounds its exit (``runtime.exit_within``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from intentd import observability as metrics
+from intentd.backoff import Backoff
+from intentd.runtime import Readiness
+from intentd.supervision.dependencies import Dependency
+from intentd.supervision.outage_log import SUMMARY_EVERY, Line, OutageLog
+from intentd.wait import wait_any
+
+__all__ = ["PROBE_EVERY", "PROBE_TIMEOUT", "RETRY", "Health", "Probe", "describe"]
+
+log = structlog.get_logger()
+
+Probe = Callable[[], Awaitable[object]]
+"""Asks the dependency something cheap; raises unless it answered."""
+
+PROBE_EVERY = 5.0
+"""Seconds between two probes of a dependency that answers."""
+PROBE_TIMEOUT = 3.0
+"""Seconds a probe may take before the dependency counts as down."""
+RETRY = Backoff(0.5, cap=5.0, jitter=0.5)
+"""Delays between the probes of a dependency that is down: 0.5 s doubling to 5 s, plus
+up to 0.5 s at random (so replicas do not probe in step)."""
+MIN_GAP = 0.5
+"""Seconds at least between two probes of one dependency (however many suspicions)."""
+TICK = 1.0
+"""Seconds between two looks at outage durations, summaries and stalled tasks."""
+
+
+def describe(error: BaseException | str) -> str:
+    """One line for a log: the exception's type and message (no traceback), bounded."""
+    if isinstance(error, str):
+        return error[:300]
+    text, kind = str(error), type(error).__name__
+    if not text:
+        return kind[:300]
+    return (text if text.startswith(kind) else f"{kind}: {text}")[:300]  # aiokafka's say it
+
+
+@dataclass(slots=True)
+class _Watched:
+    dependency: Dependency
+    probe: Probe | None
+    log: OutageLog
+    up: asyncio.Event = field(default_factory=asyncio.Event)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    probed_at: float = -1e9
+
+
+@dataclass(slots=True)
+class _Task:
+    stall_after: float | None
+    last_beat: float
+    stalled: bool = False
+    progressed: bool = False
+
+
+class Health:
+    def __init__(
+        self,
+        *,
+        probe_every: float = PROBE_EVERY,
+        probe_timeout: float = PROBE_TIMEOUT,
+        retry: Backoff = RETRY,
+        summary_every: float = SUMMARY_EVERY,
+        min_gap: float = MIN_GAP,
+        tick: float = TICK,
+        clock: Callable[[], float] = time.monotonic,
+        readiness: Readiness | None = None,
+        on_failure: Callable[[int], None] | None = None,
+    ) -> None:
+        """``readiness``: where ``/readyz`` reads it (a process's: ``runtime.READINESS``;
+        by default one of its own); ``on_failure(exit_status)``: what a task that failed
+        for good does to the process (a process's: ``runtime.exit_within``)."""
+        self._probe_every = probe_every
+        self._probe_timeout = probe_timeout
+        self._retry = retry
+        self._summary_every = summary_every
+        self._min_gap = min_gap
+        self._tick = tick
+        self._clock = clock
+        self._readiness = readiness if readiness is not None else Readiness()
+        self._on_failure = on_failure
+        self._watched: dict[Dependency, _Watched] = {}
+        self._tasks: dict[str, _Task] = {}
+
+    # --- dependencies ---------------------------------------------------------------
+
+    def watch(self, dependency: Dependency, probe: Probe | None = None) -> None:
+        """Follow ``dependency`` (probed by ``probe`` while :meth:`run` runs); idempotent."""
+        if dependency in self._watched:
+            if probe is not None and self._watched[dependency].probe is None:
+                self._watched[dependency].probe = probe
+            return
+        outages = OutageLog(dependency, summary_every=self._summary_every)
+        watched = _Watched(dependency, probe, outages)
+        watched.up.set()
+        self._watched[dependency] = watched
+        self._gauges(watched)
+
+    def is_down(self, dependency: Dependency) -> bool:
+        watched = self._watched.get(dependency)
+        return watched is not None and watched.log.down
+
+    def failed(
+        self, dependency: Dependency, error: BaseException | str, *, task: str | None = None
+    ) -> None:
+        """A task met a failure of ``dependency``: it is down from now (the first failure
+        of an outage is logged; later ones are counted in it)."""
+        self.watch(dependency)
+        self._down(self._watched[dependency], describe(error), task=task)
+
+    def suspect(self, dependency: Dependency) -> None:
+        """Something suggests ``dependency`` failed: probe it now (if it is up)."""
+        watched = self._watched.get(dependency)
+        if watched is not None and watched.probe is not None and not watched.log.down:
+            watched.wake.set()
+
+    def answered(self, dependency: Dependency) -> None:
+        """A task's call to ``dependency`` succeeded: the end of its outage if it has no
+        probe (a probe alone says when one with a probe is back)."""
+        watched = self._watched.get(dependency)
+        if watched is not None and watched.probe is None and watched.log.down:
+            self._up(watched)
+
+    async def wait_up(self, dependency: Dependency, stop: asyncio.Event) -> bool:
+        """Wait until ``dependency`` answers again (at once if it does or has no probe);
+        False if ``stop`` came first."""
+        watched = self._watched.get(dependency)
+        if watched is not None and watched.probe is not None:
+            await wait_any(watched.up, stop, within=None)
+        return not stop.is_set()
+
+    # --- tasks ----------------------------------------------------------------------
+
+    def begin(self, task: str, *, stall_after: float | None) -> None:
+        """``task`` runs (again); with ``stall_after``, it must make progress within that."""
+        self._tasks[task] = _Task(stall_after, self._clock())
+
+    def end(self, task: str) -> None:
+        found = self._tasks.pop(task, None)
+        if found is not None and found.stalled:
+            metrics.TASK_STALLED.labels(task).set(0)
+
+    def beat(self, task: str) -> None:
+        """``task`` made progress (a round of its loop done)."""
+        found = self._tasks.get(task)
+        if found is None:
+            return
+        found.last_beat = self._clock()
+        found.progressed = True
+        if found.stalled:
+            found.stalled = False
+            metrics.TASK_STALLED.labels(task).set(0)
+            log.info("task makes progress again", task=task)
+
+    def made_progress(self, task: str) -> bool:
+        """Whether ``task`` made progress since it began (this run)."""
+        found = self._tasks.get(task)
+        return found is not None and found.progressed
+
+    def fail(self, task: str, error: BaseException, *, exit_status: int) -> None:
+        """``task`` failed for good: the process is not ready from now on and ends with
+        ``exit_status`` (at the latest ``runtime.EXIT_DEADLINE`` seconds from now)."""
+        if exit_status == 1:
+            log.error("task failed; the process exits", task=task, exit_status=1, exc_info=error)
+        else:
+            log.error("task failed; the process exits", task=task, exit_status=exit_status,
+                      error=describe(error))  # fmt: skip
+        self._readiness.fail(task)
+        if self._on_failure is not None:
+            self._on_failure(exit_status)
+
+    # --- readiness and the loops ----------------------------------------------------
+
+    def not_ready(self) -> list[str]:
+        """What keeps the process from being ready: dependencies down (those probed: the
+        roles' own; one without a probe serves side work only), tasks stalled."""
+        found = [
+            f"{w.dependency} unavailable"
+            for w in self._watched.values()
+            if w.log.down and w.probe is not None  # one without: the role's side work
+        ]
+        found += [f"{name} makes no progress" for name, t in self._tasks.items() if t.stalled]
+        return found
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Probe the dependencies and watch the tasks until ``stop``; ``/readyz`` asks
+        :meth:`not_ready` meanwhile."""
+        self._readiness.add_check(self.not_ready)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for watched in list(self._watched.values()):
+                    if watched.probe is not None:
+                        group.create_task(self._probing(watched, stop))
+                group.create_task(self._ticking(stop))
+        finally:
+            self._readiness.remove_check(self.not_ready)
+
+    async def _probing(self, watched: _Watched, stop: asyncio.Event) -> None:
+        assert watched.probe is not None
+        failures = 0
+        while not stop.is_set():
+            if watched.log.down:
+                await wait_any(stop, within=self._retry.delay(max(failures, 1)))
+            else:
+                await wait_any(stop, watched.wake, within=self._probe_every)
+            watched.wake.clear()
+            gap = self._min_gap - (self._clock() - watched.probed_at)
+            if gap > 0:
+                await wait_any(stop, within=gap)
+            if stop.is_set():
+                return
+            watched.probed_at = self._clock()
+            try:
+                async with asyncio.timeout(self._probe_timeout):
+                    await watched.probe()
+            except Exception as exc:  # any failure to answer is the outage, not a bug here
+                failures += 1
+                error = f"no answer within {self._probe_timeout:g} s" if isinstance(
+                    exc, TimeoutError) else describe(exc)  # fmt: skip
+                self._down(watched, error)
+            else:
+                failures = 0
+                self._up(watched)
+
+    async def _ticking(self, stop: asyncio.Event) -> None:
+        while not await wait_any(stop, within=self._tick):
+            now = self._clock()
+            for watched in self._watched.values():
+                self._emit(watched.log.still(now))
+                self._gauges(watched)
+            outage = any(w.log.down and w.probe is not None for w in self._watched.values())
+            for name, task in self._tasks.items():
+                if outage:  # waiting for a dependency is not a stall: counted from its end
+                    task.last_beat = now
+                    continue
+                late = now - task.last_beat
+                if task.stall_after is None or task.stalled or late <= task.stall_after:
+                    continue
+                task.stalled = True
+                metrics.TASK_STALLED.labels(name).set(1)
+                log.warning("task makes no progress", task=name, seconds=round(late, 1))
+
+    def _down(self, watched: _Watched, error: str, *, task: str | None = None) -> None:
+        first = not watched.log.down
+        self._emit(watched.log.failed(self._clock(), error, task=task))
+        watched.up.clear()
+        if first:
+            watched.wake.set()  # a task's report: probe at once (it may be one broken connection)
+            dependency = watched.dependency
+            metrics.DEPENDENCY_OUTAGES.labels(dependency.kind, dependency.chain).inc()
+            self._gauges(watched)
+
+    def _up(self, watched: _Watched) -> None:
+        self._emit(watched.log.answered(self._clock()))
+        watched.up.set()
+        self._gauges(watched)
+
+    def _gauges(self, watched: _Watched) -> None:
+        labels = (watched.dependency.kind, watched.dependency.chain)
+        metrics.DEPENDENCY_UP.labels(*labels).set(0 if watched.log.down else 1)
+        metrics.DEPENDENCY_OUTAGE_SECONDS.labels(*labels).set(
+            round(watched.log.seconds(self._clock()), 1)
+        )
+
+    @staticmethod
+    def _emit(line: Line | None) -> None:
+        if line is None:
+            return
+        if line.level == "info":
+            log.info(line.event, **line.fields)
+        else:
+            log.warning(line.event, **line.fields)

@@ -1,0 +1,175 @@
+"""Health: which dependencies answer (probes and the tasks' reports), which tasks make
+progress, and what readiness says of both."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import structlog
+
+from intentd.backoff import Backoff
+from intentd.runtime import Readiness
+from intentd.supervision import KAFKA, POSTGRESQL, Health, rpc
+
+FAST = {"probe_every": 0.05, "probe_timeout": 0.2, "retry": Backoff(0.01, cap=0.05),
+        "min_gap": 0.0, "tick": 0.01}  # fmt: skip
+
+
+class Dependency:
+    """A probe that answers while ``up``."""
+
+    def __init__(self, *, hangs: bool = False) -> None:
+        self.up = True
+        self.hangs = hangs
+        self.probes = 0
+
+    async def __call__(self) -> None:
+        self.probes += 1
+        if self.hangs and not self.up:
+            await asyncio.sleep(3600)  # a stalled server: the probe's timeout ends it
+        if not self.up:
+            raise ConnectionRefusedError("refused")
+
+
+async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[Callable[[Health], None]]:
+    stops: list[tuple[asyncio.Event, asyncio.Task[None]]] = []
+
+    def start(health: Health) -> None:
+        stop = asyncio.Event()
+        stops.append((stop, asyncio.create_task(health.run(stop))))
+
+    yield start
+    for stop, task in stops:
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
+    running: Callable[[Health], None],
+) -> None:
+    readiness = Readiness()
+    database = Dependency()
+    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
+    health.watch(POSTGRESQL, database)
+    running(health)
+    with structlog.testing.capture_logs() as logs:
+        await until(lambda: database.probes > 0)
+        assert readiness.missing() == []
+        database.up = False
+        await until(lambda: health.is_down(POSTGRESQL))
+        assert readiness.missing() == ["postgresql unavailable"]
+        await until(lambda: database.probes > 10)  # it keeps asking, backing off
+        database.up = True
+        await until(lambda: not health.is_down(POSTGRESQL))
+        assert readiness.missing() == []
+    events = [entry["event"] for entry in logs]
+    assert events == ["dependency unavailable", "dependency available again"]
+
+
+async def test_a_stalled_dependency_is_down_after_the_probe_timeout(
+    running: Callable[[Health], None],
+) -> None:
+    database = Dependency(hangs=True)
+    health = Health(**FAST)  # type: ignore[arg-type]
+    health.watch(POSTGRESQL, database)
+    running(health)
+    database.up = False
+    await until(lambda: health.is_down(POSTGRESQL))
+    database.up = True
+    await until(lambda: not health.is_down(POSTGRESQL))
+
+
+async def test_a_task_report_is_down_at_once_and_the_probe_says_when_it_is_back(
+    running: Callable[[Health], None],
+) -> None:
+    broker = Dependency()
+    health = Health(**{**FAST, "probe_every": 3600})  # type: ignore[arg-type]
+    health.watch(KAFKA, broker)
+    running(health)
+    broker.up = False
+    health.failed(KAFKA, ConnectionError("reset"), task="relay")
+    assert health.is_down(KAFKA)  # at once, not at the next probe
+    stop = asyncio.Event()
+    waiting = asyncio.create_task(health.wait_up(KAFKA, stop))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    broker.up = True
+    assert await asyncio.wait_for(waiting, 5)
+
+
+async def test_a_suspicion_probes_at_once(running: Callable[[Health], None]) -> None:
+    broker = Dependency()
+    health = Health(**{**FAST, "probe_every": 3600})  # type: ignore[arg-type]
+    health.watch(KAFKA, broker)
+    running(health)
+    await asyncio.sleep(0.05)
+    assert broker.probes == 0  # every hour, while it answers
+    broker.up = False
+    health.suspect(KAFKA)
+    await until(lambda: health.is_down(KAFKA))
+
+
+async def test_a_dependency_without_a_probe_ends_its_outage_when_a_call_answers() -> None:
+    readiness = Readiness()
+    health = Health(readiness=readiness)
+    health.failed(rpc("BASE"), TimeoutError(), task="trigger verifier")
+    assert health.is_down(rpc("BASE"))
+    assert readiness.missing() == []  # side work: the process is still ready
+    assert await health.wait_up(rpc("BASE"), asyncio.Event())  # nothing to wait for
+    health.answered(rpc("BASE"))
+    assert not health.is_down(rpc("BASE"))
+
+
+async def test_a_task_without_progress_is_stalled_until_it_progresses(
+    running: Callable[[Health], None],
+) -> None:
+    readiness = Readiness()
+    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
+    running(health)
+    health.begin("consumer", stall_after=0.1)
+    health.begin("relay", stall_after=None)  # not watched for progress
+    with structlog.testing.capture_logs() as logs:
+        await until(lambda: readiness.missing() == ["consumer makes no progress"])
+        health.beat("consumer")
+        assert readiness.missing() == []
+    assert [entry["event"] for entry in logs] == [
+        "task makes no progress", "task makes progress again"
+    ]  # fmt: skip
+
+
+async def test_a_failed_task_makes_the_process_never_ready_and_ends_it() -> None:
+    readiness = Readiness()
+    exits: list[int] = []
+    health = Health(readiness=readiness, on_failure=exits.append)
+    health.fail("reorg hold watch", KeyError("bug"), exit_status=1)
+    assert readiness.missing() == ["failed: reorg hold watch"]
+    assert exits == [1]
+
+
+async def test_waiting_for_a_dependency_is_not_a_stall(
+    running: Callable[[Health], None],
+) -> None:
+    readiness = Readiness()
+    database = Dependency()
+    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
+    health.watch(POSTGRESQL, database)
+    running(health)
+    health.begin("consumer", stall_after=0.1)
+    database.up = False
+    await until(lambda: health.is_down(POSTGRESQL))
+    await asyncio.sleep(0.3)  # thrice the bound, the database away
+    assert readiness.missing() == ["postgresql unavailable"]
+    database.up = True
+    await until(lambda: readiness.missing() == [])  # the bound counts from its return
+    await until(lambda: readiness.missing() == ["consumer makes no progress"])
