@@ -8,7 +8,8 @@ NPM_STAMP := node_modules/.installed
 .PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench openapi clean
 
 help:
-	@echo "make demo       run the daemon on local infrastructure and watch intents get funded"
+	@echo "make demo       run the daemon on local infrastructure, watch intents get funded, then"
+	@echo "                sign in to the merchant console (the link it prints; Ctrl-C ends it)"
 	@echo "make modal-demo a demo shop on http://127.0.0.1:8090 paying through the payment modal"
 	@echo "make test       lint, typecheck and the whole test suite against real services"
 	@echo "make infra-up   start PostgreSQL (if absent), the Kafka dev broker, Tansu, two anvil chains"
@@ -49,7 +50,7 @@ migrate: infra-up
 	$(VENV)/bin/intentd --config config/local.toml migrate
 
 demo: infra-up
-	$(PY) -m intentd_dev.demo --config config/local.toml
+	$(PY) -m intentd_dev.demo --config config/local.toml --stay
 
 # The payment modal's demo shop (docs/payment-modal.md): runs intentd and the shop.
 modal-demo: infra-up

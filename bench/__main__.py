@@ -19,6 +19,7 @@ ENTRIES = {
     "api-throughput": ("api_throughput", "run", "create and get intents over HTTP"),
     "event-log": ("event_log", "run", "the event log's write cost and reads"),
     "intent-list": ("intent_list", "run", "GET /intents on 10^6 intents"),
+    "console-pages": ("console_pages", "run", "the console's pages on 10^6 intents"),
     "webhooks": ("webhooks", "run", "events on Kafka to deliveries at local receivers"),
     "webhook-fairness": ("webhook_fairness", "run", "a client's webhooks beside a tarpit"),
     "watched-set": ("watched_set", "run", "the pollers' watched set on 10^6 intents"),

@@ -61,6 +61,35 @@ def _add_clients(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     csub.add_parser("list", help="list clients (ids, names, creation times)")
 
 
+def _add_keys(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    keys = sub.add_parser("keys", help="create, revoke and list API keys")
+    ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    kcreate = ksub.add_parser("create", help="create a key and print it once, as JSON")
+    kcreate.add_argument(
+        "--client",
+        required=True,
+        help="an existing client's id or name (intentd clients create); its keys share intents",
+    )
+    kcreate.add_argument("--mode", required=True, choices=["test", "live"])
+    kcreate.add_argument(
+        "--rate-limit", type=int, help="requests per second (default: api.default_rate_limit)"
+    )
+    kcreate.add_argument(
+        "--scope",
+        action="append",
+        help="restrict the key to this scope (repeat, or a comma list; default: every scope):"
+        " intents:read, intents:write, refunds, webhooks, events:read, reports:read",
+    )
+    krevoke = ksub.add_parser("revoke", help="revoke a key by its id")
+    krevoke.add_argument("key_id", help="the key's id (printed at creation and by keys list)")
+    ksub.add_parser("list", help="list keys (ids, clients, modes, prefixes; never the keys)")
+    ksub.add_parser(
+        "xpub",
+        help="print the extended public key of intent addresses (m/44'/60'/0'/0) from the"
+        " mnemonic in INTENTD_HD_MNEMONIC(_FILE); needs no config",
+    )
+
+
 def _add_rescan(isub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rescan = isub.add_parser(
         "rescan", help="credit what reached an intent address in a block range (late payments)"
@@ -97,32 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     api.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # see api.workers
 
-    keys = sub.add_parser("keys", help="create, revoke and list API keys")
-    ksub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
-    kcreate = ksub.add_parser("create", help="create a key and print it once, as JSON")
-    kcreate.add_argument(
-        "--client",
-        required=True,
-        help="an existing client's id or name (intentd clients create); its keys share intents",
-    )
-    kcreate.add_argument("--mode", required=True, choices=["test", "live"])
-    kcreate.add_argument(
-        "--rate-limit", type=int, help="requests per second (default: api.default_rate_limit)"
-    )
-    krevoke = ksub.add_parser("revoke", help="revoke a key by its id")
-    krevoke.add_argument("key_id", help="the key's id (printed at creation and by keys list)")
-    ksub.add_parser("list", help="list keys (ids, clients, modes, prefixes; never the keys)")
-    ksub.add_parser(
-        "xpub",
-        help="print the extended public key of intent addresses (m/44'/60'/0'/0) from the"
-        " mnemonic in INTENTD_HD_MNEMONIC(_FILE); needs no config",
-    )
-
+    _add_keys(sub)
     _add_clients(sub)
     status = sub.add_parser(
         "status", help="the relayer's float on every chain (from PostgreSQL), as a table"
     )
     status.add_argument("--json", action="store_true", help="as JSON, amounts in base units")
+
+    from intentd.users_cli import add_users_parser
+
+    add_users_parser(sub)
 
     intents = sub.add_parser("intents", help="create and inspect intents")
     isub = intents.add_subparsers(dest="intents_command", required=True, metavar="ACTION")
@@ -159,12 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"intentd: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.observability.log_level)
-    if _derives_addresses(args):
-        try:
-            settings.intent_addresses()  # the xpub (or the mnemonic): refuse before serving
-        except ConfigError as exc:
-            print(f"intentd: {exc}", file=sys.stderr)
-            return 2
+    if _refused_before_serving(args, settings):
+        return 2
     checked = _token_checks(args, settings)
     if checked:
         failed = _check_tokens(settings, checked, daemon=args.command in DAEMONS)
@@ -198,6 +207,23 @@ def _config_error(group: BaseExceptionGroup[BaseException]) -> ConfigError | Non
         leaves = list(leaves[0].exceptions) + leaves[1:]
     first = leaves[0] if leaves else None
     return first if isinstance(first, ConfigError) else None
+
+
+def _refused_before_serving(args: argparse.Namespace, settings: Settings) -> bool:
+    """Whether the command lacks a key it needs (the xpub, or the mnemonic, of intent
+    addresses; a well-formed ``INTENTD_CONSOLE_KEY`` for the console of ``api`` and
+    ``run``); says why, naming the key, before anything is served."""
+    try:
+        if _derives_addresses(args):
+            settings.intent_addresses()
+        if args.command in ("api", "run") and settings.console.enabled:
+            from intentd.console.state import ConsoleState
+
+            ConsoleState.of_settings(settings)
+    except ConfigError as exc:
+        print(f"intentd: {exc}", file=sys.stderr)
+        return True
+    return False
 
 
 def _derives_addresses(args: argparse.Namespace) -> bool:
@@ -329,6 +355,10 @@ async def _one_shot(args: argparse.Namespace, settings: Settings) -> int:
             from intentd.status_cli import status_command
 
             return await status_command(args, settings)
+        case "users":
+            from intentd.users_cli import users_command
+
+            return await users_command(args, settings)
     raise AssertionError(f"unhandled command {args.command}")
 
 

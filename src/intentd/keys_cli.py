@@ -4,7 +4,9 @@
 ID|NAME`` then creates a key for that client only, and fails (exit 4) for a client
 that does not exist, so a typo never founds a new tenant. ``keys create`` prints the
 key once (JSON on stdout); only its SHA-256 is stored, so a lost key cannot be shown
-again: revoke it and create another.
+again: revoke it and create another. ``--scope`` restricts a key to some scopes
+(``access.scopes``; without it the key may do everything). Creating and revoking keys
+is written to the client's audit log, by ``cli``.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import json
 import sys
 from uuid import UUID
 
+from intentd.access.actors import Actor
+from intentd.access.scopes import parse_scopes
 from intentd.adapters import api_keys, clients
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.clients import Client, ClientExists
 from intentd.adapters.postgres import create_pool
-from intentd.credentials import generate_key
+from intentd.merchant.keys import create_key, revoke_key
 from intentd.settings import Settings
 
 __all__ = ["clients_command", "keys_command"]
@@ -32,6 +36,7 @@ def _describe(key: ApiKey) -> dict[str, object]:
         "mode": key.mode,
         "prefix": key.prefix,
         "rate_limit": key.rate_limit,
+        "scopes": sorted(key.scopes) if key.scopes is not None else "all",
         "created_at": key.created_at.isoformat(),
         "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
     }
@@ -95,15 +100,21 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
                             file=sys.stderr,
                         )
                         return 4
-                    new = generate_key(args.mode)
-                    key = await api_keys.insert_key(
+                    try:
+                        scope = getattr(args, "scope", None)
+                        scopes = parse_scopes(scope) if scope else None
+                    except ValueError as exc:
+                        print(f"intentd: --scope: {exc}", file=sys.stderr)
+                        return 3
+                    key, secret = await create_key(
                         conn,
-                        new,
-                        client=client,
+                        Actor.cli(client.id),
+                        client,
                         mode=args.mode,
+                        scopes=frozenset(scopes) if scopes is not None else None,
                         rate_limit=args.rate_limit,
                     )
-                    print(json.dumps({**_describe(key), "api_key": new.key}, indent=2))
+                    print(json.dumps({**_describe(key), "api_key": secret}, indent=2))
                     print(
                         "intentd: store the api_key now; it cannot be shown again", file=sys.stderr
                     )
@@ -114,7 +125,12 @@ async def keys_command(args: argparse.Namespace, settings: Settings) -> int:
                     except ValueError:
                         print(f"intentd: {args.key_id!r} is not a key id", file=sys.stderr)
                         return 3
-                    revoked = await api_keys.revoke(conn, key_id)
+                    found = await api_keys.find_by_id(conn, key_id)
+                    revoked = (
+                        await revoke_key(conn, Actor.cli(found.client_id), key_id, client_id=None)
+                        if found is not None
+                        else None
+                    )
                     if revoked is None:
                         print(f"intentd: no key {args.key_id}", file=sys.stderr)
                         return 4

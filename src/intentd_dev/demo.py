@@ -17,6 +17,13 @@ key made for this run (``INTENTD_WEBHOOK_KEY``, never printed) and
 ``webhooks.allow_private_targets = true`` (the receiver is on localhost; development
 only). Every setting can be overridden with ``INTENTD__SECTION__KEY`` variables (its
 own database, topic prefix, ports, as the tests do).
+
+It ends by printing the merchant console's address and a one-time sign-in link of a
+demo owner of the client ``demo`` (``intentd users create``, or ``users link`` when the
+owner exists from an earlier run), whose payments are there to see; with ``--stay``
+(what ``make demo`` passes) the daemon keeps running for the console until Ctrl-C.
+The daemon gets a console key made for this run (``INTENTD_CONSOLE_KEY``: the second
+factor can be tried).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -47,6 +55,7 @@ from intentd_dev.demo_payer import Payer
 from intentd_dev.webhook_receiver import Receiver, describe_delivery, wait_signed
 
 BOLD, DIM, GREEN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[32m", "\033[33m", "\033[0m"
+DEMO_OWNER = "owner@demo.example"
 
 
 def say(text: str) -> None:
@@ -152,7 +161,47 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> Non
     raise SystemExit(f"timed out waiting for {what}")
 
 
-async def demo(config: str, timeout: float, log_path: Path) -> int:
+def console_link(config: str, env: dict[str, str]) -> str:
+    """A one-time sign-in link of the demo's owner (made on the first run, renewed later)."""
+    intentd = [sys.executable, "-m", "intentd", "--config", config, "users"]
+    create = [*intentd, "create", "--client", "demo", "--email", DEMO_OWNER, "--role", "owner"]
+    result = subprocess.run(create, capture_output=True, text=True, check=False, env=env)
+    if result.returncode == 4 and "exists already" in result.stderr:
+        result = subprocess.run(
+            [*intentd, "link", DEMO_OWNER], capture_output=True, text=True, check=False, env=env
+        )
+    if result.returncode != 0:
+        raise SystemExit(f"the console's sign-in link failed: {result.stderr.strip()}")
+    link: str = json.loads(result.stdout)["signin_link"]
+    return link
+
+
+async def show_console(
+    config: str, env: dict[str, str], api: str, daemon: subprocess.Popen[bytes], *, stay: bool
+) -> int:
+    """Print the console's address and the demo owner's link; with ``stay``, keep the
+    daemon running until Ctrl-C. The demo's exit code: 0."""
+    link = console_link(config, env)
+    say(color(f"merchant console: {api}/console", BOLD))
+    say(f"sign in as the demo owner {DEMO_OWNER} (once, choose a password): {link}")
+    if stay:
+        say(color("the daemon keeps running for the console; Ctrl-C stops it", DIM))
+        await stay_up(daemon)
+    return 0
+
+
+async def stay_up(daemon: subprocess.Popen[bytes]) -> None:
+    """Keep the daemon running until Ctrl-C (or SIGTERM), or until it exits."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    while not stop.is_set() and daemon.poll() is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+
+
+async def demo(config: str, timeout: float, log_path: Path, *, stay: bool = False) -> int:
     settings = load_settings(Path(config))
     env_file = Path(config).parent / "../.local/infra.env"
     infra = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
@@ -165,6 +214,7 @@ async def demo(config: str, timeout: float, log_path: Path) -> int:
     say(color(f"starting `intentd run` (logs: {log_path})", BOLD))
     env = os.environ.copy()
     env["INTENTD_WEBHOOK_KEY"] = base64.b64encode(os.urandom(32)).decode()  # this run's only
+    env["INTENTD_CONSOLE_KEY"] = base64.b64encode(os.urandom(32)).decode()
     env["INTENTD__WEBHOOKS__ALLOW_PRIVATE_TARGETS"] = "true"  # the receiver is on localhost
     with log_path.open("wb") as log_file:
         daemon = subprocess.Popen(
@@ -320,7 +370,8 @@ async def demo(config: str, timeout: float, log_path: Path) -> int:
             say(f"missing events: {sorted(expected - seen)}; daemon log: {log_path}")
             return 1
         say(color("every intent went through its lifecycle as expected", GREEN))
-        return 0 if await all_signed(receiver, event_ids) else 1
+        signed = await all_signed(receiver, event_ids)
+        return await show_console(config, env, api, daemon, stay=stay) if signed else 1
     finally:
         await consumer.stop()
         await receiver.stop()
@@ -353,8 +404,11 @@ def main() -> None:
     parser.add_argument("--config", default="config/local.toml")
     parser.add_argument("--timeout", type=float, default=150.0)
     parser.add_argument("--log", type=Path, default=Path(".local/run/demo-daemon.log"))
+    parser.add_argument(
+        "--stay", action="store_true", help="keep the daemon running for the console (Ctrl-C)"
+    )
     args = parser.parse_args()
-    raise SystemExit(asyncio.run(demo(args.config, args.timeout, args.log)))
+    raise SystemExit(asyncio.run(demo(args.config, args.timeout, args.log, stay=args.stay)))
 
 
 if __name__ == "__main__":

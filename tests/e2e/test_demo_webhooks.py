@@ -2,7 +2,8 @@
 this test alone: ``intentd run`` with a webhook key delivers every event of the demo's
 intents to the demo merchant's receiver, each signature verified by
 ``standardwebhooks``, as many as the webhooks role recorded; the demo deletes its
-endpoint at the end."""
+endpoint at the end, and prints the console's address and a sign-in link of the demo's
+owner, whose client holds the demo's payments."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from tests.support import ROOT, daemon_env
 
+from intentd.access.tokens import token_hash
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
 
@@ -71,3 +73,22 @@ async def test_demo_merchant_receives_every_event_signed(
     recorded = await pool.fetchval("SELECT count(*) FROM webhook_events WHERE intent_id > 0")
     assert int(received.group(1)) == recorded >= 10
     assert await pool.fetchval("SELECT count(*) FROM webhook_endpoints") == 0
+
+    # It ends with the console's address and a sign-in link of the demo's owner, whose
+    # client holds the demo's payments.
+    console = re.search(r"merchant console: (http://\S+)/console\n", text)
+    assert console is not None, text
+    link = re.search(r"(http://\S+/console/signin#link=(\S+))", text)
+    assert link is not None, text
+    assert link.group(1).startswith(console.group(1))
+    owner = await pool.fetchrow(
+        "SELECT u.role, u.client_id FROM console_users u JOIN console_signin_links l"
+        " ON l.user_id = u.id WHERE l.token_hash = $1 AND l.used_at IS NULL",
+        token_hash(link.group(2)),
+    )
+    assert owner is not None
+    assert owner["role"] == "owner"
+    demo_intents = await pool.fetchval(
+        "SELECT count(*) FROM intents WHERE client_id = $1", owner["client_id"]
+    )
+    assert demo_intents == 3

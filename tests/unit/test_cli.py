@@ -107,3 +107,26 @@ def test_the_api_without_an_xpub_or_mnemonic_refuses_to_start(tmp_path: Path) ->
     )
     assert result.returncode == 2
     assert "hd_xpub: not set; give INTENTD_HD_XPUB" in result.stderr
+
+
+def test_the_api_with_a_malformed_console_key_refuses_to_start(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[database]\nurl = "postgresql://127.0.0.1:1/none"\n'
+        '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n'
+        '[chains.BASE]\nchain_id = 8453\nnetwork = "main"\nrpc_urls = ["http://127.0.0.1:1"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD")}
+    env["INTENTD_HD_MNEMONIC"] = " ".join(["abandon"] * 11 + ["about"])
+    env["INTENTD_CONSOLE_KEY"] = "too short"
+    result = subprocess.run(
+        [sys.executable, "-m", "intentd", "--config", str(config), "api"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "console_key (INTENTD_CONSOLE_KEY) = <secret>: not 32 bytes" in result.stderr
+    assert "too short" not in result.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -30,6 +30,7 @@ from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.price_feeds import running_prices
 from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.api import (
+    refund_approvals,
     routes_chains,
     routes_events,
     routes_intent_commands,
@@ -73,11 +74,14 @@ def create_app(
     pool: Pool | None = None,
     prices: PriceSource | None = None,
     on_readiness: Callable[[bool], None] | None = None,
+    extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
     """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
     (else the config's feeds are read in the background, ``adapters.price_feeds``).
     ``on_readiness`` hears True once the services are up, then False while the
-    database is away and True again once it answers (``api.outage``)."""
+    database is away and True again once it answers (``api.outage``). ``extensions``
+    add their routes and middleware to the app before the API's own middleware (the
+    console, ``console.mount``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -149,6 +153,7 @@ def create_app(
         routes_intent_list.router,
         routes_intents.router,
         routes_intent_commands.router,
+        refund_approvals.router,
         routes_sessions.router,
         routes_events.router,
         routes_webhooks.router,
@@ -158,6 +163,8 @@ def create_app(
     ):
         app.include_router(router)
     app.include_router(pay_router(settings))  # the payment modal and checkout page
+    for extend in extensions:
+        extend(app)
     app.add_middleware(HotPath, prefix=API_PREFIX)  # added first: inside CORS
     if settings.api.cors_origins:
         app.add_middleware(

@@ -15,6 +15,10 @@ used first out: made-up keys never push a valid key out. A lookup waits at most
 ``api.db_acquire_timeout`` for a connection, then answers 503 with ``Retry-After``;
 with the database away it answers 503 ``database_unavailable`` (never 401: a key
 is unknown only when the database said so).
+
+Scopes (``access.scopes``): :meth:`Caller.require_scope` answers 403
+``insufficient_scope`` when a restricted key calls an operation its scopes do not
+cover; a key without scopes (every key made before them) may call everything.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from uuid import UUID
 
 from starlette.types import Scope
 
+from intentd.access.scopes import ANY_KEY, required_scope, scope_allows
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Connection
@@ -60,6 +65,24 @@ class Caller:
 
     def may_use(self, chain: ChainConfig) -> bool:
         return chain.network in self.networks
+
+    def require_scope(self, method: str, template: str) -> None:
+        """403 ``insufficient_scope`` unless the key's scopes cover the operation
+        ``method template`` (its route's path template)."""
+        need = required_scope(method, template)
+        if scope_allows(self.key.scopes, need):
+            return
+        held = ", ".join(sorted(self.key.scopes or ())) or "none"
+        wanted = need if need is not None and need != ANY_KEY else "every scope"
+        raise ApiProblem(
+            403,
+            "insufficient_scope",
+            f"this key's scopes ({held}) do not allow {method} {template}: it needs {wanted}",
+            headers={
+                "WWW-Authenticate": f'Bearer realm="intentd", error="insufficient_scope",'
+                f' scope="{wanted}"'
+            },
+        )
 
     def require(self, chain: ChainConfig, field: str) -> None:
         """403 ``network_class_mismatch`` unless the key may use ``chain``."""

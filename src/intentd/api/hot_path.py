@@ -12,7 +12,8 @@ own parameter checks would surely pass, so that it never has to imitate them:
 - for a create, at most one ``Idempotency-Key``, of 1 to 255 visible ASCII characters.
 
 It then does what the FastAPI route does, in the same order: authenticate (the
-same ``Authenticator`` call, so the rate limit counts the request once), then the
+same ``Authenticator`` call, so the rate limit counts the request once) and check
+the key's scopes (``Caller.require_scope``, as ``api.security`` does), then the
 handler code of ``routes_intents``; it answers the same status, headers and body,
 and names the route template for ``api.metrics`` as FastAPI's routing would.
 ``ApiProblem`` and ``IntentRequestError`` become problem answers here, as the
@@ -91,6 +92,7 @@ class HotPath:
             caller = await services.auth.api_key(
                 _authorization(scope), services.auth.source_of(scope)
             )
+            caller.require_scope("GET", scope[ROUTE_KEY])
             if intent_id is not None:
                 record = await read_by_id(services, caller, intent_id)
             else:
@@ -107,6 +109,7 @@ class HotPath:
             caller = await services.auth.api_key(
                 _authorization(scope), services.auth.source_of(scope)
             )
+            caller.require_scope("POST", self._intents)
             record = await create_record(Request(scope, receive), caller, key)
         except (ApiProblem, IntentRequestError) as exc:
             await _problem(exc, scope, receive, send)

@@ -5,8 +5,12 @@ The API does not write intents: each command runs the lifecycle's service
 database transaction under the intent's row lock, and answers what it decided (the
 intent record, 200). A repeated command answers the same 200 with the current state;
 a state that does not allow it answers 409 (``intent_not_cancellable`` or
-``intent_not_refundable``) naming the state. Merchant API keys only: a session token
-(the payment modal) cannot give an intent up.
+``intent_not_refundable``) naming the state. Merchant API keys only (scope
+``refunds``): a session token (the payment modal) cannot give an intent up.
+
+Above the client's approval threshold (docs/console.md, Refund approval) nothing is
+refunded yet: the answer is 202 with the pending approval, which a second person
+decides in the console (``merchant.refunds``). Every outcome is in the audit log.
 """
 
 from __future__ import annotations
@@ -16,17 +20,24 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.models import IntentRecord
 from intentd.api.problems import ApiProblem
+from intentd.api.refund_approvals import (
+    ApprovalWaiting,
+    key_actor,
+    refund_policy,
+    render_approval,
+)
 from intentd.api.routes_intents import IntentAddress, load_intent
 from intentd.api.security import ApiCaller, errors
+from intentd.domain.events import mode_of
 from intentd.intents.record import render_record
 from intentd.lifecycle import commands
 from intentd.lifecycle.chain_book import ChainBook
+from intentd.merchant import refunds
 
-__all__ = ["router"]
+__all__ = ["book_of", "refused_problem", "router"]
 
 router = APIRouter(prefix=API_PREFIX, tags=["intents"])
 
@@ -37,12 +48,17 @@ _CODES = {
 
 
 def _responses(conflict: str) -> dict[int | str, dict[str, Any]]:
-    answers = errors(404, 409, 422)
+    answers = errors(403, 404, 409, 422)
     answers[409] = {**answers[409], "description": conflict}
+    answers[202] = {
+        "model": ApprovalWaiting,
+        "description": "Above the client's approval threshold: nothing refunded yet, the"
+        " approval waits for a second person (GET /refund-approvals/{id} follows it)",
+    }
     return answers
 
 
-def _book(request: Request) -> ChainBook:
+def book_of(request: Request) -> ChainBook:
     """The chain book of the app's settings, built once per app."""
     book: ChainBook | None = getattr(request.app.state, "chain_book", None)
     if book is None:
@@ -56,17 +72,33 @@ async def _run(
 ) -> Response:
     services = Services.of(request)
     row = await load_intent(services, caller, intent_address)
-    run = commands.cancel if command is commands.Command.CANCEL else commands.refund
+    mode = mode_of(services.settings.chains[row.source_chain].network)
     async with services.connection() as conn:
         try:
-            answer = await run(PostgresUnitOfWork(conn), _book(request), row.id, now=services.now())
+            outcome = await refunds.request(
+                conn,
+                book_of(request),
+                refund_policy(services),
+                key_actor(services, caller, request),
+                row.id,
+                command=command,
+                mode=mode,
+                now=services.now(),
+            )
         except commands.Refused as refused:
-            raise ApiProblem(
-                409,
-                _CODES[command],
-                f"intent {row.intent_address} is {refused.status.value}: {refused.why}",
-            ) from None
-    return json_response(render_record(answer.row))
+            raise refused_problem(command, row.intent_address, refused) from None
+    if isinstance(outcome, refunds.Waiting):
+        return json_response({"approval": render_approval(outcome.approval)}, 202)
+    return json_response(render_record(outcome.answer.row))
+
+
+def refused_problem(
+    command: commands.Command, address: str, refused: commands.Refused
+) -> ApiProblem:
+    """The 409 of a command the intent's state does not allow."""
+    return ApiProblem(
+        409, _CODES[command], f"intent {address} is {refused.status.value}: {refused.why}"
+    )
 
 
 @router.post(

@@ -5,7 +5,8 @@ An endpoint belongs to the caller's client and to the mode of the caller's key (
 each change (``webhooks.targets``; a name is resolved and every address checked) and
 again by the dispatcher at connect time. The secret is answered once, by the create
 and rotate calls. Without ``INTENTD_WEBHOOK_KEY`` the routes answer 503
-``webhooks_disabled``.
+``webhooks_disabled``. Every change is written to the audit log with it
+(``merchant.webhooks``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from intentd.adapters import webhook_endpoints as store
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.problems import ApiProblem
+from intentd.api.refund_approvals import key_actor
 from intentd.api.security import ApiCaller
 from intentd.api.webhook_models import (
     AttemptList,
@@ -49,6 +51,7 @@ from intentd.api.webhook_views import (
     sealing_box,
     spend_send_call,
 )
+from intentd.merchant import webhooks as audited
 
 __all__ = ["router"]
 
@@ -94,10 +97,10 @@ async def create(request: Request, caller: ApiCaller) -> Response:
     url = await checked_url(services, caller, body.url)
     try:
         async with services.connection() as conn:
-            endpoint, secret = await store.create(
+            endpoint, secret = await audited.create(
                 conn,
                 box,
-                client_id=caller.client_id,
+                key_actor(services, caller, request),
                 mode=caller.key.mode,
                 url=url,
                 event_types=list(body.event_types) if body.event_types is not None else None,
@@ -167,8 +170,13 @@ async def change(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
     if changes.get("event_types") is not None:
         changes["event_types"] = list(changes["event_types"])
     async with services.connection() as conn:
-        endpoint = await store.update(
-            conn, caller.client_id, caller.key.mode, endpoint_id, changes, now=services.now()
+        endpoint = await audited.update(
+            conn,
+            key_actor(services, caller, request),
+            caller.key.mode,
+            endpoint_id,
+            changes,
+            now=services.now(),
         )
     if endpoint is None:
         raise not_found(endpoint_id)
@@ -184,7 +192,9 @@ async def change(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
 async def remove(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -> Response:
     services = Services.of(request)
     async with services.connection() as conn:
-        deleted = await store.delete(conn, caller.client_id, caller.key.mode, endpoint_id)
+        deleted = await audited.delete(
+            conn, key_actor(services, caller, request), caller.key.mode, endpoint_id
+        )
     if not deleted:
         raise not_found(endpoint_id)
     return Response(status_code=204)
@@ -201,10 +211,10 @@ async def rotate(request: Request, caller: ApiCaller, endpoint_id: EndpointId) -
     box = sealing_box(services)
     overlap = timedelta(seconds=services.settings.webhooks.rotation_overlap)
     async with services.connection() as conn:
-        rotated = await store.rotate_secret(
+        rotated = await audited.rotate_secret(
             conn,
             box,
-            caller.client_id,
+            key_actor(services, caller, request),
             caller.key.mode,
             endpoint_id,
             now=services.now(),
@@ -228,7 +238,9 @@ async def send_test(request: Request, caller: ApiCaller, endpoint_id: EndpointId
     require_enabled(endpoint)
     await spend_send_call(services, caller)
     async with services.connection() as conn:
-        event_id, delivery_id = await store.send_test(conn, endpoint, services.now())
+        event_id, delivery_id = await audited.send_test(
+            conn, key_actor(services, caller, request), endpoint, services.now()
+        )
     return json_response({"event_id": event_id, "delivery_id": delivery_id}, 202)
 
 
@@ -277,7 +289,9 @@ async def redeliver(
     require_enabled(endpoint)
     await spend_send_call(services, caller)
     async with services.connection() as conn:
-        found = await store.redeliver(conn, endpoint_id, delivery_id, services.now())
+        found = await audited.redeliver(
+            conn, key_actor(services, caller, request), endpoint, delivery_id, services.now()
+        )
     if not found:
         raise ApiProblem(
             404, "delivery_not_found", f"no delivery {delivery_id} for endpoint {endpoint_id}"
@@ -306,5 +320,12 @@ async def recover(request: Request, caller: ApiCaller, endpoint_id: EndpointId) 
     require_enabled(endpoint)
     await spend_send_call(services, caller)
     async with services.connection() as conn:
-        count = await store.recover(conn, endpoint_id, body.since, until, now)
+        count = await audited.recover(
+            conn,
+            key_actor(services, caller, request),
+            endpoint,
+            since=body.since,
+            until=until,
+            now=now,
+        )
     return json_response({"recovered": count}, 202)

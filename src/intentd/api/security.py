@@ -32,7 +32,10 @@ async def _api_caller(
     request: Request, _: Annotated[Credentials, Security(_api_key_scheme)]
 ) -> Caller:
     auth = Services.of(request).auth
-    return await auth.api_key(request.headers.get("authorization"), auth.source_of(request.scope))
+    caller = await auth.api_key(request.headers.get("authorization"), auth.source_of(request.scope))
+    route = request.scope.get("route")
+    caller.require_scope(request.method, getattr(route, "path", request.url.path))
+    return caller
 
 
 async def _session_caller(
@@ -56,7 +59,10 @@ IdempotencyKey = Annotated[
 _DESCRIPTIONS = {
     400: "The request does not fit the schema (code validation_error, malformed_json, ...)",
     401: "Missing, malformed, unknown, revoked or expired credentials",
-    403: "The key's network class, or the session, does not allow this",
+    403: (
+        "The key's network class, or the session, does not allow this; or the key's"
+        " scopes do not (insufficient_scope)"
+    ),
     404: "No such intent for this client",
     409: (
         "The Idempotency-Key was used with a different request (idempotency_key_reused),"

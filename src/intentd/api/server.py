@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 
 import structlog
 import uvicorn
+from fastapi import FastAPI
 
 from intentd.adapters.postgres import Pool
 from intentd.api.app import create_app
@@ -88,14 +89,16 @@ def api_role(
     *,
     pool: Pool | None = None,
     sock: socket.socket | None = None,
+    extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> Role:
-    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop."""
+    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop, with
+    ``extensions`` (``api.app.create_app``)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect(READY_NAME)
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
-            create_app(settings, pool=pool, on_readiness=_readiness),
+            create_app(settings, pool=pool, on_readiness=_readiness, extensions=extensions),
             http=guarded_protocol(settings.api.header_timeout, settings.api.max_connections),
             timeout_keep_alive=settings.api.keep_alive_timeout,
             lifespan="on",

@@ -18,6 +18,7 @@ from intentd.api.context import Services
 from intentd.api.models import Problem
 from intentd.api.problems import ApiProblem
 from intentd.api.security import errors
+from intentd.credentials import KeyMode
 from intentd.settings import ConfigError
 from intentd.webhooks import send_budget
 from intentd.webhooks.secret_box import SecretBox, secret_box
@@ -26,6 +27,7 @@ from intentd.webhooks.targets import TargetRefused, check_url, refusal
 __all__ = [
     "bad_cursor",
     "checked_url",
+    "checked_url_of_mode",
     "decode_cursor",
     "encode_cursor",
     "endpoint_of",
@@ -35,6 +37,7 @@ __all__ = [
     "require_enabled",
     "responses",
     "sealing_box",
+    "spend_client_send_call",
     "spend_send_call",
 ]
 
@@ -94,9 +97,14 @@ def not_found(endpoint_id: UUID) -> ApiProblem:
 
 async def checked_url(services: Services, caller: Caller, url: str) -> str:
     """``url`` if an endpoint of the caller's mode may use it; 422 problems otherwise."""
+    return await checked_url_of_mode(services, caller.key.mode, url)
+
+
+async def checked_url_of_mode(services: Services, mode: KeyMode, url: str) -> str:
+    """``url`` if an endpoint of ``mode`` may use it; 422 problems otherwise."""
     allow_private = services.settings.webhooks.allow_private_targets
     try:
-        target = check_url(url, caller.key.mode, allow_private=allow_private)
+        target = check_url(url, mode, allow_private=allow_private)
     except TargetRefused as exc:
         raise ApiProblem(422, exc.code, str(exc), field="url") from None
     if target.literal is not None or allow_private:
@@ -188,9 +196,14 @@ def responses(*statuses: int, sends: bool = False) -> dict[int | str, dict[str, 
 async def spend_send_call(services: Services, caller: Caller) -> None:
     """Count a test, redeliver or recover call against the client's budget; a 429
     ``webhook_sends_rate_limited`` with ``Retry-After`` when it is spent."""
+    await spend_client_send_call(services, caller.client_id)
+
+
+async def spend_client_send_call(services: Services, client_id: UUID) -> None:
+    """:func:`spend_send_call` for a client (the console's calls spend the same budget)."""
     per_minute = services.settings.webhooks.send_calls_per_minute
     async with services.connection() as conn:
-        wait = await take_send_call(conn, caller.client_id, per_minute)
+        wait = await take_send_call(conn, client_id, per_minute)
     if wait > 0:
         seconds = send_budget.retry_after(wait)
         raise ApiProblem(

@@ -273,8 +273,10 @@ async def _open_then_run(
             built.append(lifecycle_role(settings, pool=pool, publisher=publisher, health=health))
         if roles.api:
             from intentd.api.server import api_role  # FastAPI only where the API runs
+            from intentd.console.mount import console_extensions
 
-            built.append(api_role(settings, pool=pool, sock=api_socket))
+            extensions = console_extensions(settings)  # the console, if enabled
+            built.append(api_role(settings, pool=pool, sock=api_socket, extensions=extensions))
         if roles.webhooks:
             from intentd.composition.webhooks import webhooks_role
 

@@ -36,6 +36,7 @@ section), :mod:`~intentd.settings.base` (the error, the base model, addresses).
 
 from intentd.settings.base import NATIVE_TOKEN, Address, ConfigError
 from intentd.settings.chains import OP_STACK_CHAIN_IDS, ChainConfig
+from intentd.settings.console import ConsoleConfig
 from intentd.settings.liquidity import LiquidityConfig
 from intentd.settings.loading import load_settings
 from intentd.settings.model import Settings
@@ -65,6 +66,7 @@ __all__ = [
     "BridgeOption",
     "ChainConfig",
     "ConfigError",
+    "ConsoleConfig",
     "DatabaseConfig",
     "ExecutionConfig",
     "FeesConfig",

@@ -21,6 +21,7 @@ from intentd.custody import IntentKeys
 from intentd.extended_keys import ExtendedPublicKey, IntentAddresses
 from intentd.settings.base import ConfigError, ConfigModel
 from intentd.settings.chains import ChainConfig
+from intentd.settings.console import ConsoleConfig
 from intentd.settings.liquidity import LiquidityConfig
 from intentd.settings.pricing import PricingConfig, check_price_sources
 from intentd.settings.sections import (
@@ -67,6 +68,10 @@ class Settings(ConfigModel):
     webhooks: WebhooksConfig = WebhooksConfig()
     webhook_key: SecretStr | None = None
     """From the environment only: ``INTENTD_WEBHOOK_KEY(_FILE)``, seals webhook secrets."""
+    console: ConsoleConfig = ConsoleConfig()
+    console_key: SecretStr | None = None
+    """From the environment only: ``INTENTD_CONSOLE_KEY(_FILE)``, seals console users'
+    TOTP secrets (32 bytes, base64 or hex); without it the second factor is off."""
 
     @field_validator("prices")
     @classmethod

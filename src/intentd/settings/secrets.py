@@ -32,6 +32,7 @@ SECRET_KEYS: Mapping[str, str] = {
     "relayer_key": "INTENTD_RELAYER_KEY",
     "gas_tank_key": "INTENTD_GAS_TANK_KEY",
     "webhook_key": "INTENTD_WEBHOOK_KEY",
+    "console_key": "INTENTD_CONSOLE_KEY",
 }
 """Settings keys read only from the environment (or a file it names), by variable.
 ``hd_xpub`` is no secret (it cannot spend) but links every intent address to us."""
