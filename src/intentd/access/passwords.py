@@ -26,7 +26,10 @@ MIN_LENGTH = 12
 MAX_LENGTH = 256
 """Longer inputs are refused before hashing (each costs the same memory; no DoS lever)."""
 _HASHER = PasswordHasher()
-DUMMY_HASH = "$argon2id$v=19$m=65536,t=3,p=4$wiMUzZAjiD5MXWnx9cdjGw$a5mgTVR8YAUivs/2vz0DDQs77odxivmhH68i1IlixsM"
+DUMMY_HASH = (
+    "$argon2id$v=19$m=65536,t=3,p=4$wiMUzZAjiD5MXWnx9cdjGw"
+    "$a5mgTVR8YAUivs/2vz0DDQs77odxivmhH68i1IlixsM"
+)
 """A hash of no one's password, with the hasher's parameters (a test keeps them equal),
 written out: hashing it at import would cost every process that imports this module
 64 MiB and 0.1 s at start."""
