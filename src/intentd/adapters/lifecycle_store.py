@@ -147,6 +147,17 @@ async def record_deposit(
     return int(deposit_id)
 
 
+async def record_valuation(conn: Connection, intent_id: int, rate: Rate) -> int:
+    """Record ``rate`` with the intent's credited deposits that have none; how many."""
+    status = await conn.execute(
+        "UPDATE deposits SET valuation = $2::jsonb, updated_at = now()"
+        " WHERE intent_id = $1 AND disposition = 'credited' AND valuation IS NULL",
+        intent_id,
+        rate_json(rate),
+    )
+    return int(status.split()[-1])
+
+
 async def relocate(conn: Connection, stored: RecordedDeposit, deposit: Deposit) -> None:
     """Record where a deposit is now (a reorg moved it), and its identity if it lacked one."""
     await conn.execute(

@@ -84,6 +84,9 @@ class PostgresUnitOfWork:
             rate=rate,
         )
 
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        return await lifecycle_store.record_valuation(self.conn, intent_id, rate)
+
     async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
         await lifecycle_store.relocate(self.conn, recorded, deposit)
 

@@ -10,7 +10,7 @@ process's :class:`~intentd.supervision.Health` (a role given none has one of its
 an outage of PostgreSQL, Kafka or the chain's RPC makes the work wait for the
 dependency and start over, as a new process would (the lease taken again, the cursor
 or the group's offsets read again), never ending the process. A poller or an executor
-starts over as one piece; the lifecycle's five tasks each on their own, its consumer
+starts over as one piece; the lifecycle's six tasks each on their own, its consumer
 with a new Kafka consumer (so it resumes from the committed offsets, never past a
 message it did not apply).
 """
@@ -252,8 +252,10 @@ def lifecycle_role(
     settings: Settings, *, pool: Pool, publisher: KafkaPublisher, health: Health | None = None
 ) -> Role:
     """The lifecycle consumer, the outbox relay, the expiry, the verifier of
-    trigger-credited deposits and the watch of reorg holds, on the process's pool and
-    producer; each supervised on its own (see the module)."""
+    trigger-credited deposits, the watch of reorg holds and the valuing of intents
+    awaiting a price, on the process's pool and producer, with a price refresher of its
+    own (``running_prices``: the prices a revalued intent's payment is valued at); each
+    supervised on its own (see the module)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")

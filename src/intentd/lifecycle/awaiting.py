@@ -53,6 +53,7 @@ async def value_awaiting(
             if not intent.value_awaiting(rate):
                 continue
             await save(uow, book, row, intent, now=now)
+            await uow.record_valuation(intent_id, rate)
             valued += 1
             log.info(
                 "a payment credited while no price could be trusted is valued",

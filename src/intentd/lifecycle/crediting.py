@@ -121,6 +121,8 @@ async def _credit(
         revive=revive,
         rate=valued,
     )
+    if valued is not None and row.awaiting_price:  # the credits that awaited it, too
+        await uow.record_valuation(row.id, valued)
     linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
     await save(uow, book, row, intent, now=now, deposit_id=linked)
     if row.status is IntentStatus.PENDING and intent.status is IntentStatus.FUNDED:

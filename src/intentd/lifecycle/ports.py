@@ -131,6 +131,11 @@ class UnitOfWork(Protocol):
         its credit was valued at (``rate``); its id."""
         ...
 
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        """Record ``rate`` with the intent's credited deposits recorded without one (credited
+        while no price could be trusted, valued now); how many."""
+        ...
+
     async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
         """The recorded transfer is now where ``deposit`` was seen; no longer orphaned."""
         ...

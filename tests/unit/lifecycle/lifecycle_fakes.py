@@ -219,6 +219,18 @@ class FakeUnitOfWork(DueWork):
         )
         return deposit_id
 
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        found = [
+            stored
+            for stored in self.state.deposits.values()
+            if stored.intent_id == intent_id
+            and stored.disposition is Disposition.CREDITED
+            and stored.rate is None
+        ]
+        for stored in found:
+            self.state.deposits[stored.id] = replace(stored, rate=rate)
+        return len(found)
+
     async def awaiting_price(self, *, limit: int) -> list[int]:
         found = [
             row.id

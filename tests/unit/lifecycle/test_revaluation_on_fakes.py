@@ -208,7 +208,22 @@ async def test_no_trusted_price_credits_the_payment_and_the_intent_awaits_one(
     event = uow.events()[-1]
     assert event["type"] == "intent_funded" and "deposit" not in event["data"]
     assert event["data"]["valuation"]["token_in_usd"] == "2990"
+    [recorded] = uow.state.deposits.values()  # the prices its credit was decided at
+    assert recorded.rate is not None and recorded.rate.token_in == Decimal(2990)
     assert await value_awaiting(uow, book(), prices, now=NOW) == 0
+
+
+async def test_a_payment_awaiting_a_price_is_valued_by_the_next_credit_that_has_one(
+    uow: FakeUnitOfWork,
+) -> None:
+    prices = Prices(None)
+    await credit(uow, book(), pay(TOTAL // 2, 1), now=NOW, valuer=prices)
+    prices.usd = "3000"
+    await credit(uow, book(), pay(TOTAL - TOTAL // 2, 2), now=NOW, valuer=prices)
+    row = uow.row(1)
+    assert (row.status, row.awaiting_price) == (IntentStatus.FUNDED, False)
+    rates = [d.rate.token_in if d.rate else None for d in uow.state.deposits.values()]
+    assert rates == [Decimal(3000), Decimal(3000)]
 
 
 async def test_an_intent_awaiting_a_price_is_refunded_at_expiry(uow: FakeUnitOfWork) -> None:
