@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--expires-in", type=int, default=Options.expires_in,
                         help="lifetime of the intents that expire, seconds")  # fmt: skip
     parser.add_argument("--settle-timeout", type=float, default=Options.settle_timeout)
+    parser.add_argument("--price-moves", type=int, default=Options.price_moves,
+                        help="moves of the ETH / USD feed, within and beyond slippage")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the database and the logs")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
                         help="the scenarios dealt round-robin (default: all)")  # fmt: skip
@@ -73,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
         reorgs=args.reorgs,
         expires_in=args.expires_in,
         settle_timeout=args.settle_timeout,
+        price_moves=args.price_moves,
         keep=args.keep,
         scenarios=scenarios,
         faults=FaultOptions(

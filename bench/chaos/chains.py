@@ -18,6 +18,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from eth_account import Account
@@ -26,8 +27,10 @@ from eth_typing import HexStr
 from eth_utils import to_checksum_address
 
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data, tx
+from intentd_dev.devinfra import feeds
 from intentd_dev.devinfra.accounts import Role, dev_account
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
+from intentd_dev.devinfra.contracts import aggregator_artifact, connect
 
 ETH = 10**18
 TOKEN_FUNDS = 10**15  # base units of each test token minted to each payer and the relayer
@@ -151,6 +154,27 @@ class Chain:
             finally:
                 await self.rpc.rpc("evm_setIntervalMining", self.block_time)
             return len(plan)
+
+    async def place_feeds(self, eth_usd: Decimal) -> None:
+        """The dev stack's mock price feeds at their fixed addresses
+        (``intentd_dev.devinfra.feeds``), ETH / USD at ``eth_usd``."""
+
+        def place() -> None:
+            with connect(self.url) as w3:
+                feeds.ensure_feeds(w3, aggregator_artifact())
+                feeds.set_price(w3, feeds.feed_address("ETH"), eth_usd)
+
+        await asyncio.to_thread(place)
+
+    async def set_eth_price(self, usd: Decimal) -> None:
+        """A new round of the ETH / USD feed (mined on return), never during a reorg."""
+
+        def publish() -> None:
+            with connect(self.url) as w3:
+                feeds.set_price(w3, feeds.feed_address("ETH"), usd)
+
+        async with self.lock:
+            await asyncio.to_thread(publish)
 
     async def busy(self, depth: int) -> bool:
         """Whether the newest ``depth`` blocks hold a transaction (a reorg there moves some)."""

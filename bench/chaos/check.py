@@ -20,9 +20,12 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
+import orjson
+
 from bench.chaos.chains import Chain
-from bench.chaos.scenarios import TERMINAL, Created, Key
+from bench.chaos.scenarios import COMPLETING, NATIVE, TERMINAL, Created, Key
 from intentd.adapters.postgres import Pool
+from intentd.domain.valuation import Owed, Rate, principal_at, revalue, tolerance
 from intentd.settings import NATIVE_TOKEN
 
 TERMINAL_STATUSES = ("COMPLETED", "EXPIRED", "REFUNDED", "CANCELLED")
@@ -88,6 +91,65 @@ async def token_mismatches(
                         f"{chain.name} {key[1]} {key[2]}: on chain {have}, expected {want}"
                     )
     return found
+
+
+async def revalued(pool: Pool, created: list[Created]) -> tuple[list[str], Counter[str]]:
+    """The figures of every ETH intent recomputed from the prices the lifecycle recorded
+    with each credit (``deposits.valuation``, in the order they were credited: a price
+    applied again changes nothing, docs/pricing.md), against those it stored; the
+    recomputed ones replace ``total_due`` and ``amount_out`` of each :class:`Created`, so
+    the balances are checked against them. A completed intent must also have been covered
+    within its slippage (the relayer bore at most ``floor(principal * slippage)``).
+    Returns (mismatches, counts: revalued, raised, borne by the relayer, risen)."""
+    found: list[str] = []
+    counts: Counter[str] = Counter()
+    for c in created:
+        if c.plan.scenario not in NATIVE:
+            continue
+        row = await pool.fetchrow(
+            "SELECT owed_amount, owed_symbol, slippage, total_due, amount_out, received, status"
+            " FROM intents WHERE id = $1",
+            c.intent_id,
+        )
+        assert row is not None
+        if row["owed_symbol"] is None:
+            found.append(f"intent {c.intent_id} ({c.plan.scenario}): not revalued")
+            continue
+        owed = Owed(row["owed_amount"], row["owed_symbol"], row["slippage"])
+        stored = await pool.fetch(
+            "SELECT valuation FROM deposits WHERE intent_id = $1 AND token = $2"
+            " AND valuation IS NOT NULL ORDER BY id",
+            c.intent_id,
+            NATIVE_TOKEN.lower(),
+        )
+        total, last = c.quoted, None
+        for record in stored:
+            value = record["valuation"]
+            last = Rate.of_json(orjson.loads(value) if isinstance(value, str | bytes) else value)
+            total = revalue(
+                owed, last, total_due=total, fees=c.fees, decimals_in=18, decimals_out=18
+            ).total_due
+        out = c.amount_out if last is None else principal_at(owed, last, 18, 18)
+        have = (int(row["total_due"]), int(row["amount_out"]))
+        if have != (total, out):
+            found.append(
+                f"intent {c.intent_id} ({c.plan.scenario}): total due and amount out {have},"
+                f" recomputed from the prices of its credits {(total, out)}"
+            )
+        if last is not None:
+            counts["revalued"] += 1
+            counts["raised"] += total > c.quoted
+            counts["risen"] += out < c.amount_out
+        if c.plan.scenario in COMPLETING and row["status"] == "COMPLETED":
+            bears = out - (total - c.fees)
+            counts["borne by the relayer"] += bears > 0
+            if bears > tolerance(out, owed.slippage):
+                found.append(
+                    f"intent {c.intent_id}: the relayer bore {bears} wei, beyond the slippage"
+                    f" {owed.slippage} of {out}"
+                )
+        c.total_due, c.amount_out = total, out
+    return found, counts
 
 
 def balance_of(owner: str) -> str:

@@ -10,7 +10,9 @@ after 0..1 s) and replaces the newest 1..5 blocks of a random chain with ``anvil
 re-including every transaction they held (``--reorgs``); with ``--faults`` it also
 breaks the roles' dependencies in bursts (``bench/chaos/faults.py``: RPC providers that
 fail, hang, reset and lag, PostgreSQL cut or stalled, the broker down) and measures each
-(``bench/chaos/watch.py``). A role that exits by itself is restarted a second later and
+(``bench/chaos/watch.py``); and it moves the ETH / USD feed of the source chain, within
+and beyond the slippage, while the ETH intents (priced in USD) are paid, topping up those
+whose total a drop raised. A role that exits by itself is restarted a second later and
 counted. When everything has settled it checks on chain, to the base unit, every account
 the run touched, and the events (``bench/chaos/check.py``), prints the figures and exits
 1 on any mismatch or any exit of a role that was not killed.
@@ -44,6 +46,7 @@ from bench.chaos.scenarios import (
     SCENARIOS,
     Created,
     Key,
+    Payment,
     Plan,
     expected_changes,
     expected_native,
@@ -55,10 +58,14 @@ from bench.chaos.watch import Watch
 from bench.head_latency import bench_stack, read_env
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.price_feeds import running_prices
 from intentd.custody import IntentKeys
-from intentd.intents.service import IntentRequest, create_intent
+from intentd.intents.record import IntentRow
+from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
 from intentd.intents.writer import IntentWriter
+from intentd.pricing import PriceSource
 from intentd.settings import NATIVE_TOKEN, Settings, load_settings
+from intentd_dev.devinfra import feeds
 from intentd_dev.devinfra import postgres as devinfra_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +82,7 @@ class Options:
     reorgs: int = 2
     expires_in: int = 40  # lifetime of the short-lived scenarios, seconds
     settle_timeout: float = 300.0
+    price_moves: int = 4  # moves of the ETH / USD feed, within and beyond the slippage
     keep: bool = False  # keep the database and the logs
     scenarios: tuple[str, ...] = SCENARIOS
     faults: FaultOptions = field(default_factory=FaultOptions)
@@ -101,29 +109,25 @@ class Run:
         self.sent: set[tuple[str, str]] = set()
         self.figures = Figures()
         self.writer = IntentWriter(PostgresIntentStore(pool), IntentKeys(settings.mnemonic()))
+        self.prices: PriceSource | None = None  # the run's own refresher (go)
 
     async def intent(self, plan: Plan) -> Created:
         source = self.chains["source"]
         short = plan.scenario not in COMPLETING
-        native = plan.scenario in NATIVE
-        row = await create_intent(
-            self.settings,
-            self.writer,
-            IntentRequest(
-                amount=format(Decimal(plan.amount) / 10 ** (18 if native else 6), "f"),
-                token_in=NATIVE_TOKEN if native else source.tokens["USDC"],
-                source_chain=SOURCE[0],
-                destination_chain=DESTINATION[0],
-                recipient=plan.recipient,
-                refund_address=plan.refund_address,
-                expires_in=self.o.expires_in if short else 3600,
-            ),
-            client_id=UUID(self.settings.intents.default_client_id),
-            now=datetime.now(UTC),
+        request = IntentRequest(
+            amount=plan.usd or format(Decimal(plan.amount) / 10**6, "f"),
+            amount_symbol="USD" if plan.usd else None,
+            token_in=NATIVE_TOKEN if plan.usd else source.tokens["USDC"],
+            source_chain=SOURCE[0],
+            destination_chain=DESTINATION[0],
+            recipient=plan.recipient,
+            refund_address=plan.refund_address,
+            expires_in=self.o.expires_in if short else 3600,
         )
+        row = await self.create(request)
         made = Created(
             plan, row.id, row.intent_address.lower(), row.total_due,
-            row.fees_in_asset + row.app_fee_in_asset, row.amount_out,
+            row.fees_in_asset + row.app_fee_in_asset, row.amount_out, quoted=row.total_due,
         )  # fmt: skip
         made.payments = payments(plan, row.total_due)
         self.created.append(made)
@@ -144,7 +148,85 @@ class Run:
             )
             self.sent.add((chain.name, tx_hash))
             self.figures.deposits += 1
+        if plan.scenario in NATIVE and plan.scenario in COMPLETING:
+            await self.top_up(made)
         return made
+
+    async def create(self, request: IntentRequest) -> IntentRow:
+        """Create at the feed's price now; a price refused (the RPC proxies in a fault
+        burst, the refresher not yet read) is asked again, up to a minute."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return await create_intent(
+                    self.settings, self.writer, request,
+                    client_id=UUID(self.settings.intents.default_client_id),
+                    now=datetime.now(UTC), prices=self.prices,
+                )  # fmt: skip
+            except IntentRequestError as exc:
+                if exc.code != "price_unavailable" or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+
+    async def top_up(self, made: Created) -> None:
+        """As a wallet following the intent: once every payment to it is credited and
+        valued, pay what a raised total still lacks (the price fell beyond the slippage
+        since creation), until it is covered (at most 10 times)."""
+        chain = self.chains["source"]
+        for _ in range(10):
+            short = await self.shortfall(made)
+            if not short:
+                return
+            tx_hash = await chain.pay(
+                self.payers[made.plan.payer], None, made.intent_address, short
+            )
+            made.payments.append(Payment("source", "ETH", short, 3))
+            self.sent.add((chain.name, tx_hash))
+            self.figures.top_ups += 1
+
+    async def shortfall(self, made: Created) -> int:
+        """What the intent lacks once all its payments are credited and valued (0: covered,
+        ended, or not settled within two minutes: the settle check reports it)."""
+        deadline = time.monotonic() + 120
+        paid = [p for p in made.payments if p.chain == "source"]
+        while time.monotonic() < deadline:
+            row = await self.pool.fetchrow(
+                "SELECT i.status, i.received, i.total_due, i.awaiting_price,"
+                " (SELECT count(*) FROM deposits d WHERE d.intent_id = i.id"
+                "  AND d.disposition = 'credited') AS credited"
+                " FROM intents i WHERE i.id = $1",
+                made.intent_id,
+            )
+            assert row is not None
+            if row["status"] != "PENDING":
+                return 0
+            if row["credited"] >= len(paid) and not row["awaiting_price"]:
+                return max(int(row["total_due"]) - int(row["received"]), 0)
+            await asyncio.sleep(0.5)
+        return 0
+
+    async def move_prices(self) -> None:
+        """``price_moves`` new rounds of the ETH / USD feed, spread over the creation of
+        the intents as the kills are: in turn a move within the slippage (0.2 to 0.8 %)
+        and one beyond it (3 to 10 % down, or 3 to 8 % up from 3,000 USD)."""
+        rng = random.Random(f"prices-{self.o.seed}")
+        usd = Decimal(3000)
+        for done in range(self.o.price_moves):
+            async with self.made:
+                fraction = (done + rng.random()) / self.o.price_moves
+                await self.made.wait_for(lambda f=fraction: len(self.created) >= f * self.o.intents)
+            if done % 2 == 0:
+                step = Decimal(rng.randint(20, 80)) / 10_000
+                usd = usd * (1 + step if rng.random() < 0.5 else 1 - step)
+                kind = "within"
+            else:
+                down = rng.random() < 0.6
+                step = Decimal(rng.randint(300, 1000 if down else 800)) / 10_000
+                usd = Decimal(3000) * (1 - step if down else 1 + step)
+                kind = "beyond"
+            usd = usd.quantize(Decimal("0.01"))
+            await self.chains["source"].set_eth_price(usd)
+            self.figures.price_moves.append(f"{kind} {usd}")
 
     async def probe(self) -> float | None:
         """Seconds until an intent created and paid now is FUNDED and that event is
@@ -244,7 +326,11 @@ class Run:
         supervisor = asyncio.create_task(self.roles.supervise(self.watch.on_exit))
         try:
             await asyncio.gather(
-                self.pay_all(), self.kill_all(), self.reorg_all(), self.fault_all()
+                self.pay_all(),
+                self.kill_all(),
+                self.reorg_all(),
+                self.fault_all(),
+                self.move_prices(),
             )
             settling = time.monotonic()
             self.figures.unsettled = await check.wait_settled(
@@ -261,6 +347,8 @@ class Run:
             self.created, self.relayer, self.fee_account, [p.address for p in self.payers]
         )
         found = await check.token_mismatches(self.chains, before_tokens, change)
+        revalued, self.figures.revaluations = await check.revalued(self.pool, self.created)
+        found += revalued
         min_sweep = self.settings.chains[SOURCE[0]].native.min_sweep_units
         balances, gross, paid_in = expected_native(
             self.created, self.relayer, self.fee_account, min_sweep
@@ -345,11 +433,15 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         payers = payer_accounts(options.seed, PAYERS)
         for chain in chains.values():
             await chain.provision(payers, infra["INTENTD_RELAYER_ADDRESS"])
+        await chains["source"].place_feeds(Decimal(3000))  # ETH / USD, moved during the run
         timeout = options.faults.rpc_timeout if options.faults.rpc else None
         sections = ""
-        for c in chains.values():
+        for side, c in chains.items():
             urls = await deps.add_chain(c.name, c.url)
-            sections += chain_toml(c.name, c.chain_id, urls, c.tokens, infra, rpc_timeout=timeout)
+            feed = feeds.feed_address("ETH") if side == "source" else None
+            sections += chain_toml(
+                c.name, c.chain_id, urls, c.tokens, infra, rpc_timeout=timeout, eth_feed=feed
+            )
         config = logs / "chaos.toml"
         write_config(config, roles_db_url, infra, sections)
         settings = load_settings(config, env)  # as the roles see it
@@ -361,7 +453,10 @@ async def run(options: Options, logs: Path | None = None) -> Figures:
         roles.add("webhooks", "webhooks")
         roles.add("api", "api")
         await asyncio.sleep(3)  # a few blocks above the provisioning: never reorged away
-        figures = await Run(options, settings, pool, chains=chains, roles=roles, deps=deps).go()
+        async with running_prices(settings) as prices:  # what the run's creates are priced at
+            run_ = Run(options, settings, pool, chains=chains, roles=roles, deps=deps)
+            run_.prices = prices
+            figures = await run_.go()
         stopping = time.monotonic()
         figures.stop_codes = {k: v for k, v in (await roles.stop()).items() if v != 0}
         figures.stop_seconds = time.monotonic() - stopping

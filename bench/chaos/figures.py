@@ -23,6 +23,9 @@ class Figures:
     transactions: dict[str, int] = field(default_factory=dict)
     late_on_time: int = 0
     resent: int = 0
+    top_ups: int = 0  # payments of the shortfall of an ETH intent whose total was raised
+    price_moves: list[str] = field(default_factory=list)  # "within 3012.50", "beyond 2730.00"
+    revaluations: Counter[str] = field(default_factory=Counter)  # check.revalued's counts
     mismatches: list[str] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
     """Roles that exited by themselves (not killed by the run); each was restarted."""
@@ -52,6 +55,9 @@ class Figures:
             f"  payments sent again (forgotten by the node): {self.resent}",
             f"  under_expiry intents whose on-time payment was refunded as late:"
             f" {self.late_on_time}",
+            f"  ETH / USD moves: {', '.join(self.price_moves) or 'none'}",
+            f"  ETH intents: {dict(sorted(self.revaluations.items()))};"
+            f" top-ups of a raised total: {self.top_ups}",
         ]
         if self.faults:
             baseline = f"{self.probe_baseline:.1f} s" if self.probe_baseline else "never"

@@ -34,8 +34,17 @@ def chain_toml(
     infra: dict[str, str],
     *,
     rpc_timeout: float | None = None,
+    eth_feed: str | None = None,
 ) -> str:
-    """``urls``: the chain's ``rpc_urls`` (a fault run's proxies; failover in order)."""
+    """``urls``: the chain's ``rpc_urls`` (a fault run's proxies; failover in order);
+    ``eth_feed``: the address of the ETH / USD feed on this chain (it then prices ETH on
+    every chain of the run: they are all test networks)."""
+    feed = (
+        f', price_feed = {{ address = "{eth_feed}", heartbeat = 3600, min = "100",'
+        ' max = "100000" }'
+        if eth_feed
+        else ""
+    )
     listed = ",\n".join(
         f'  {{ address = "{address}", symbol = "{symbol}", name = "Test {symbol}", decimals = 6,'
         f' category = "stablecoin", min_sweep = "0.01" }}'
@@ -53,7 +62,7 @@ poll_interval = 0.2
 batch_size = 50
 relayer = "{infra["INTENTD_RELAYER_ADDRESS"]}"
 fee_account = "{infra["INTENTD_FEE_ACCOUNT_ADDRESS"]}"
-native = {{ symbol = "ETH", name = "Ether", decimals = 18, category = "major" }}
+native = {{ symbol = "ETH", name = "Ether", decimals = 18, category = "major"{feed} }}
 tokens = [
 {listed},
 ]
@@ -90,8 +99,8 @@ port = 0
 [fees]
 app_fee_bps = "100"
 
-[prices]
-ETH = "3000"
+[pricing]
+refresh_interval = 1.0  # the ETH / USD feed the run moves is read every second
 {chains}"""
     )
 

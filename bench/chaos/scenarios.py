@@ -26,8 +26,15 @@ logs) and their sweeps pay their own gas out of the amount (docs/execution.md, W
 for gas), so their money is checked as: every recipient's ETH to the wei
 (``amount_out``), and, per receiving account, the *gross* of the mined transfers to it
 (the amount of the action each carries) against :func:`expected_native`: a refund or a
-prefill paid twice shows even when intentd recorded both. The ETH amounts are the USDC
-draws times 10^9 wei (0.001 to 0.051 ETH), so the random draws of a seed stay the same.
+prefill paid twice shows even when intentd recorded both.
+
+ETH intents ask for the USDC draw in **USD** (1 to 50.99 USD), paid in ETH at the price
+of the run's ETH / USD feed, which the run moves meanwhile: each is revalued when its
+payments are credited (docs/pricing.md, *Slippage*). Their figures (total due, amount
+out) are then those the lifecycle decided, recomputed by the check from the prices it
+recorded with each credit (``check.revalued``); a completing intent whose total was
+raised beyond its payments is topped up by its payer (``Created.top_ups``), as a wallet
+following its events would.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 UNIT = 10**6
 WEI_PER_UNIT = 10**9
@@ -88,6 +96,13 @@ class Plan:
     refund_address: str
     pause: float  # seconds between the two payments of a top-up
 
+    @property
+    def usd(self) -> str | None:
+        """What an ETH intent asks for, in USD (the USDC draw); None for the others."""
+        if self.scenario not in NATIVE:
+            return None
+        return format(Decimal(self.amount // WEI_PER_UNIT) / UNIT, "f")
+
 
 @dataclass(frozen=True)
 class Payment:
@@ -99,7 +114,9 @@ class Payment:
 
 @dataclass
 class Created:
-    """A plan with the intent intentd created for it."""
+    """A plan with the intent intentd created for it. For a revalued (ETH) intent,
+    ``total_due`` and ``amount_out`` are replaced by the figures the lifecycle decided
+    once the run has settled (``check.revalued``); ``quoted`` stays the creation's."""
 
     plan: Plan
     intent_id: int
@@ -108,6 +125,12 @@ class Created:
     fees: int
     amount_out: int
     payments: list[Payment] = field(default_factory=list)
+    quoted: int = 0
+    """The total due at creation (what the payments of the plan are computed from)."""
+
+    @property
+    def paid(self) -> int:
+        return sum(p.amount for p in self.payments)
 
 
 def plans(seed: int, count: int, payers: int, scenarios: tuple[str, ...] = SCENARIOS) -> list[Plan]:
@@ -242,8 +265,9 @@ def expected_native(
             gross[("source", "ETH", relayer)] += c.total_due - c.fees
             if c.fees >= min_sweep:
                 gross[("source", "ETH", fee_account)] += c.fees
-            if plan.scenario == "eth_over":
-                gross[refund] += plan.extra
-        elif plan.scenario == "eth_under_expiry":
-            gross[refund] += c.total_due // 2
+            excess = c.paid - c.total_due  # an over-payment, less what a raise took
+            if excess >= max(min_sweep, 1):
+                gross[refund] += excess
+        elif plan.scenario == "eth_under_expiry" and c.paid >= min_sweep:
+            gross[refund] += c.paid
     return balances, gross, paid_in

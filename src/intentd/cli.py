@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--sender")
     create.add_argument("--metadata", help="JSON object")
     create.add_argument("--expires-in", type=int, help="seconds until expiry")
+    create.add_argument(
+        "--slippage", help='for an amount converted at a price: a fraction such as "0.005"'
+    )
     create.add_argument("--client-id", help="client UUID (default: intents.default_client_id)")
     create.add_argument("--idempotency-key")
     show = isub.add_parser("show", help="print an intent record as JSON")
@@ -478,6 +481,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
         token_out=args.token_out,
         metadata=metadata,
         expires_in=args.expires_in,
+        slippage=args.slippage,
     )
     client_id = UUID(args.client_id or settings.intents.default_client_id)
     gate = LiquidityGate(settings)

@@ -1,8 +1,10 @@
 """The chaos run at CI size: 16 intents dealt over the twelve scenarios (USDC and ETH)
-paid while every role is killed with ``kill -9`` twice and the chains reorganise twice
-(depth 1..5, the orphaned transactions re-included); then every recipient, relayer, fee
-account, refund address and intent address is checked on chain to the base unit, and
-the events.
+paid while every role is killed with ``kill -9`` twice, the chains reorganise twice
+(depth 1..5, the orphaned transactions re-included) and the ETH / USD feed moves four
+times, within and beyond the slippage (the ETH intents are priced in USD and revalued at
+their payments); then every recipient, relayer, fee account, refund address and intent
+address is checked on chain to the base unit, against the figures recomputed from the
+prices recorded with each credit, and the events.
 
 It runs on two anvil chains, a database and a topic prefix of its own
 (``bench/chaos``); the 10^4-deposit run is ``python -m bench chaos`` (docs/chaos.md).
@@ -31,6 +33,9 @@ async def test_every_scenario_moves_the_right_money_under_kills_and_reorgs(
     assert figures.deposits == sum(len(payments(p, 3)) for p in plans(13, 16, PAYERS))
     assert all(kills == 2 for kills in figures.kills.values()), figures.kills
     assert sum(figures.reorgs.values()) == 2
+    # the ETH / USD feed moved within and beyond the slippage while ETH intents were paid
+    assert [m.split()[0] for m in figures.price_moves] == ["within", "beyond"] * 2
+    assert figures.revaluations["revalued"] > 0
     assert figures.unsettled == {}
     assert figures.mismatches == []
     assert figures.exits == [], "a role exited by itself"

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 from bench.chaos.faults import CLASSES, DB, RPC, FaultOptions, parse_classes
-from bench.chaos.scenarios import Created, Plan, expected_native, payments
+from bench.chaos.scenarios import Created, Payment, Plan, expected_native, payments
 from bench.chaos.watch import count_levels
 
 
@@ -59,3 +59,24 @@ def test_log_lines_are_counted_by_level_and_unstructured_lines_apart() -> None:
         b"",
     ]
     assert count_levels(lines) == Counter(error=1, warning=1, raw=1)
+
+
+def test_eth_expectations_follow_the_revalued_figures_and_the_top_ups() -> None:
+    """An ETH intent credited after a drop beyond its slippage: its total raised, its
+    payer tops up the difference, the recipient gets the amount at the lower price; an
+    over-payment gets back only what the raised total left of it."""
+    relayer, fee_account = "0x" + "11" * 20, "0x" + "22" * 20
+    raised = made("eth_exact", 10**16 + 10**14, 10**14)
+    raised.quoted = raised.total_due
+    raised.total_due, raised.amount_out = 11_111_111_111_111_112 + 10**14, 11_111_111_111_111_112
+    raised.payments.append(Payment("source", "ETH", raised.total_due - raised.quoted, 3))
+    over = made("eth_over", 10**16 + 10**14, 10**14, extra=2 * 10**15)
+    over.total_due, over.amount_out = 11_111_111_111_111_112 + 10**14, 11_111_111_111_111_112
+    balances, gross, paid_in = expected_native([raised, over], relayer, fee_account, 5 * 10**13)
+    recipient = ("destination", "ETH", "0x" + "aa" * 20)
+    assert balances[recipient] == 2 * 11_111_111_111_111_112
+    assert gross[("source", "ETH", relayer)] == 2 * 11_111_111_111_111_112
+    refund = ("source", "ETH", "0x" + "bb" * 20)
+    assert gross[refund] == 2 * 10**15 - 1_111_111_111_111_112  # what the raise left
+    intent = ("source", "ETH", "0x" + "cc" * 20)
+    assert paid_in[intent] == raised.total_due + 10**16 + 10**14 + 2 * 10**15

@@ -26,10 +26,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.events import EventType, PendingEvent, is_terminal
@@ -42,6 +49,7 @@ from intentd.domain.intent import (
     Terms,
 )
 from intentd.domain.status import FundingStatus, IllegalTransition, IntentStatus
+from intentd.domain.valuation import Owed, Rate, tolerance
 
 SOURCE, OTHER = "BASE_TESTNET", "ARBITRUM_TESTNET"
 USDC, USDT, ROGUE = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
@@ -69,7 +77,16 @@ def ends(event: PendingEvent) -> bool:
     return is_terminal(event.type, event.extra.get("refund", {}).get("reason"))
 
 
-STORED = ("received", "status", "funding", "event_sequence", "tx_hash", "relayer", "refunded")
+STORED = (
+    "received",
+    "status",
+    "funding",
+    "event_sequence",
+    "tx_hash",
+    "relayer",
+    "refunded",
+    "awaiting_price",
+)
 """The fields of an intent that ``intent_store.save_intent`` writes (besides its terms)."""
 
 
@@ -80,8 +97,12 @@ def reload(intent: Intent) -> Intent:
 
 
 class Lifecycle(RuleBasedStateMachine):
+    OWED: Owed | None = None
+    """What the recipient is owed, for an intent revalued at its payments."""
+
     def __init__(self) -> None:
         super().__init__()
+        self.price: Decimal | None = Decimal(1)
         self.intent = Intent(
             id=7,
             terms=Terms(
@@ -96,6 +117,9 @@ class Lifecycle(RuleBasedStateMachine):
                 refund_address=REFUND,
                 expires_at=EXPIRES,
                 min_sweep=MIN_SWEEP[USDC],
+                owed=self.OWED,
+                decimals_in=6,
+                decimals_out=6,
             ),
             received=0,
             status=IntentStatus.PENDING,
@@ -147,11 +171,19 @@ class Lifecycle(RuleBasedStateMachine):
             amount,
         )
         decision = self.intent.apply_deposit(
-            deposit, token_supported=token != ROGUE, min_sweep=MIN_SWEEP.get(token, 0)
-        )
+            deposit, token_supported=token != ROGUE, min_sweep=MIN_SWEEP.get(token, 0),
+            rate=self.rate(),
+        )  # fmt: skip
         if decision.disposition is not Disposition.IGNORED:
             self.received[(chain, token)] += amount
+        if self.intent.valuation is not None and self.intent.valuation["raised"]:
+            event("the total raised by a price drop")
+        if self.intent.valuation is not None and self.intent.valuation["relayer_bears"]:
+            event("a move borne by the relayer")
         self._take_actions()
+
+    def rate(self) -> Rate | None:
+        return None if self.price is None else Rate(self.price, Decimal(1))
 
     @rule()
     def expiry_strikes(self) -> None:
@@ -195,6 +227,10 @@ class Lifecycle(RuleBasedStateMachine):
             assert action.signer is SignerKind.RELAYER
             if self.intent.status is not IntentStatus.FUNDED:
                 return
+            terms = self.intent.terms
+            bears = action.amount - (terms.total_due - terms.fees)  # the relayer's share
+            assert action.amount == terms.amount_out
+            assert bears <= (0 if self.OWED is None else tolerance(action.amount, Decimal("0.01")))
             if prefill_broadcast:  # "sent"; "confirmed" or "failed" follows later
                 self.intent.prefill_sent(tx_hash=tx_hash, relayer=RELAYER)
                 self.prefill_in_flight = True
@@ -281,10 +317,12 @@ class Lifecycle(RuleBasedStateMachine):
         # everything received = relayer refund + fees + user refunds + what was retained
         for key in self.received:
             assert self.received[key] == self.paid[key] + self.retained[key], key
+        total = self.intent.terms.total_due  # raised by a revaluation, never lowered
+        assert total >= TOTAL and (self.OWED is not None or total == TOTAL)
         if self.intent.status is IntentStatus.COMPLETED:
-            assert self.by_kind[ActionKind.RELAYER_REFUND] == TOTAL - FEES
+            assert self.by_kind[ActionKind.RELAYER_REFUND] == total - FEES
             assert self.by_kind[ActionKind.FEE_SWEEP] == FEES
-            assert self.intent.received >= TOTAL
+            assert self.intent.received >= total
         else:
             assert self.by_kind[ActionKind.RELAYER_REFUND] == 0
             assert self.by_kind[ActionKind.FEE_SWEEP] == 0
@@ -304,3 +342,34 @@ class Lifecycle(RuleBasedStateMachine):
 
 TestLifecycle = Lifecycle.TestCase
 TestLifecycle.settings = settings(max_examples=300, stateful_step_count=25, deadline=None)
+
+
+PRICES = st.sampled_from(["0.8", "0.99", "0.995", "0.998", "1", "1.0005", "1.3", None])
+"""The token's USD price when a payment is credited (None: not trusted then)."""
+
+
+class RevaluedLifecycle(Lifecycle):
+    """The same, for an intent owed 0.00097 USD-units (970 base units at 1 USD) with 1 %
+    slippage, whose token's price moves between payments and is sometimes not trusted
+    (the payment then awaits a price, valued later or refunded at expiry)."""
+
+    OWED = Owed(Decimal("0.00097"), "USD", Decimal("0.01"))
+
+    @initialize(price=PRICES)
+    def priced_at(self, price: str | None) -> None:
+        self.price_moves(price)
+
+    @rule(price=PRICES)
+    def price_moves(self, price: str | None) -> None:
+        self.price = None if price is None else Decimal(price)
+
+    @rule()
+    def lifecycle_values_what_awaits_a_price(self) -> None:
+        rate = self.rate()
+        if rate is not None and self.intent.value_awaiting(rate):
+            event("a payment awaiting a price valued")
+            self._take_actions()
+
+
+TestRevaluedLifecycle = RevaluedLifecycle.TestCase
+TestRevaluedLifecycle.settings = settings(max_examples=300, stateful_step_count=25, deadline=None)

@@ -8,17 +8,19 @@ the same value type. Pure; the queries live with their callers.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.intent import RefundReason
+from intentd.domain.valuation import Rate
 
-__all__ = ["RECORDED", "deposit_values", "recorded"]
+__all__ = ["RECORDED", "deposit_values", "rate_json", "recorded"]
 
 RECORDED = (
     "d.id, d.chain, d.tx_hash, d.log_index, d.block_number, d.block_hash, d.block_time,"
     " d.token, d.from_address, d.to_address, d.amount, d.transfer_index, d.intent_id,"
-    " d.disposition, d.reason, d.orphaned_at IS NOT NULL AS orphaned"
+    " d.disposition, d.reason, d.orphaned_at IS NOT NULL AS orphaned, d.valuation"
 )
 """The columns :func:`recorded` reads, of ``deposits d``."""
 
@@ -45,7 +47,19 @@ def recorded(record: Any) -> RecordedDeposit:
         disposition=Disposition(record["disposition"]),
         reason=RefundReason(reason) if reason is not None else None,
         orphaned=record["orphaned"],
+        rate=_rate(record["valuation"]),
     )
+
+
+def _rate(stored: Any) -> Rate | None:
+    if stored is None:
+        return None
+    return Rate.of_json(json.loads(stored) if isinstance(stored, str | bytes) else stored)
+
+
+def rate_json(rate: Rate | None) -> str | None:
+    """A credit's rate as the ``valuation`` column stores it."""
+    return None if rate is None else json.dumps(rate.as_json())
 
 
 def deposit_values(deposit: Deposit) -> tuple[Any, ...]:

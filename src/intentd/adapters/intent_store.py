@@ -51,6 +51,9 @@ def _row(record: asyncpg.Record) -> IntentRow:
     data["status"] = IntentStatus(data["status"])
     data["funding_status"] = FundingStatus(data["funding_status"])
     data["metadata"] = json.loads(data["metadata"])
+    for key in ("prices", "valuation"):
+        if data[key] is not None:
+            data[key] = json.loads(data[key])
     return IntentRow(**data)
 
 
@@ -189,8 +192,10 @@ _SQL_TYPES = {
     "app_fee_in_usd": "numeric",
     "total_in_usd": "numeric",
     "slippage": "numeric",
+    "owed_amount": "numeric",
     "address_index": "bigint",
     "metadata": "jsonb",
+    "prices": "jsonb",
     "expires_at": "timestamptz",
 }
 """The array type of an inserted column that is not ``text``."""
@@ -220,7 +225,9 @@ def _new_value(item: AddressedIntent, name: str) -> Any:
     if name in ("address_index", "intent_address"):
         return getattr(item, name)
     value = getattr(item.new, name)
-    return json.dumps(value) if name == "metadata" else value
+    if name in ("metadata", "prices") and value is not None:
+        return json.dumps(value)
+    return value
 
 
 async def insert_intents(
@@ -282,12 +289,18 @@ async def get_by_address(conn: Connection, address: str, *, lock: bool = False) 
 
 
 async def save_intent(conn: Connection, intent: Intent, *, expected_version: int) -> None:
-    """Store what changed; compare-and-set on the row version."""
+    """Store what changed; compare-and-set on the row version. The total due and the
+    amount out change only when a revaluation changed them; its figures replace the
+    last valuation."""
+    terms = intent.terms
+    valuation = None if intent.valuation is None else json.dumps(intent.valuation)
     status = await conn.execute(
         """
         UPDATE intents
            SET received = $2, funding_status = $3, status = $4, event_sequence = $5,
                tx_hash = $6, relayer = $7, needs_relay = $8, refunded = $10,
+               total_due = $11, amount_out = $12, awaiting_price = $13,
+               valuation = COALESCE($14::jsonb, valuation),
                version = version + 1, updated_at = now()
          WHERE id = $1 AND version = $9
         """,
@@ -301,6 +314,10 @@ async def save_intent(conn: Connection, intent: Intent, *, expected_version: int
         bool(intent.relayer),
         expected_version,
         intent.refunded,
+        terms.total_due,
+        terms.amount_out,
+        intent.awaiting_price,
+        valuation,
     )
     if status != "UPDATE 1":
         raise ConcurrentUpdate(f"intent {intent.id} changed while it was being updated")
@@ -317,6 +334,15 @@ async def due_for_expiry(
         now,
         limit,
         list(skip),
+    )
+    return [r["id"] for r in rows]
+
+
+async def awaiting_price(conn: Connection, *, limit: int) -> list[int]:
+    """Ids of PENDING intents awaiting a price (partial index ``intents_awaiting_price``)."""
+    rows = await conn.fetch(
+        "SELECT id FROM intents WHERE awaiting_price AND status = 'PENDING' ORDER BY id LIMIT $1",
+        limit,
     )
     return [r["id"] for r in rows]
 

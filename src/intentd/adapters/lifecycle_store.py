@@ -7,10 +7,11 @@ emits commit together or not at all.
 
 from __future__ import annotations
 
-from intentd.adapters.deposit_rows import RECORDED, deposit_values, recorded
+from intentd.adapters.deposit_rows import RECORDED, deposit_values, rate_json, recorded
 from intentd.adapters.postgres import Connection
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import PendingAction, RefundReason, SignerKind
+from intentd.domain.valuation import Rate
 
 OUTBOX_CHANNEL = "intentd_outbox"
 """NOTIFY channel that wakes the outbox relay when a row is committed."""
@@ -98,9 +99,11 @@ async def record_deposit(
     disposition: Disposition,
     reason: RefundReason | None,
     revive: int | None = None,
+    rate: Rate | None = None,
 ) -> int:
     """Insert the deposit, or (``revive``: its row id) revive a retracted one a reorg
-    brought back, with the block it is in now."""
+    brought back, with the block it is in now; ``rate``: the prices its credit was
+    valued at."""
     if revive is not None:
         await conn.execute(
             """
@@ -108,7 +111,7 @@ async def record_deposit(
                SET block_number = $2, block_hash = $3, block_time = $4, log_index = $5,
                    transfer_index = $6, amount = $7, intent_id = $8, disposition = $9,
                    reason = $10, orphaned_at = NULL, hold_alerted_at = NULL,
-                   updated_at = now()
+                   valuation = $11::jsonb, updated_at = now()
              WHERE id = $1 AND disposition = 'retracted'
             """,
             revive,
@@ -121,14 +124,15 @@ async def record_deposit(
             intent_id,
             disposition.value,
             reason.value if reason else None,
+            rate_json(rate),
         )
         return revive
     deposit_id = await conn.fetchval(
         """
         INSERT INTO deposits (chain, tx_hash, log_index, block_number, block_hash, block_time,
                               token, from_address, to_address, amount, transfer_index,
-                              intent_id, disposition, reason)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                              intent_id, disposition, reason, valuation)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb)
         ON CONFLICT DO NOTHING
         RETURNING id
         """,
@@ -136,10 +140,22 @@ async def record_deposit(
         intent_id,
         disposition.value,
         reason.value if reason else None,
+        rate_json(rate),
     )
     if deposit_id is None:
         raise RuntimeError(f"deposit {deposit.key} exists")
     return int(deposit_id)
+
+
+async def record_valuation(conn: Connection, intent_id: int, rate: Rate) -> int:
+    """Record ``rate`` with the intent's credited deposits that have none; how many."""
+    status = await conn.execute(
+        "UPDATE deposits SET valuation = $2::jsonb, updated_at = now()"
+        " WHERE intent_id = $1 AND disposition = 'credited' AND valuation IS NULL",
+        intent_id,
+        rate_json(rate),
+    )
+    return int(status.split()[-1])
 
 
 async def relocate(conn: Connection, stored: RecordedDeposit, deposit: Deposit) -> None:

@@ -28,6 +28,7 @@ from intentd.adapters import (
 from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
+from intentd.domain.valuation import Rate
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.ports import ActionFacts, OverdueHold
@@ -71,6 +72,7 @@ class PostgresUnitOfWork:
         disposition: Disposition,
         reason: RefundReason | None,
         revive: int | None = None,
+        rate: Rate | None = None,
     ) -> int:
         return await lifecycle_store.record_deposit(
             self.conn,
@@ -79,7 +81,11 @@ class PostgresUnitOfWork:
             disposition=disposition,
             reason=reason,
             revive=revive,
+            rate=rate,
         )
+
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        return await lifecycle_store.record_valuation(self.conn, intent_id, rate)
 
     async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
         await lifecycle_store.relocate(self.conn, recorded, deposit)
@@ -138,6 +144,9 @@ class PostgresUnitOfWork:
 
     async def due_for_expiry(self, now: datetime, *, limit: int, skip: Sequence[int]) -> list[int]:
         return await intent_store.due_for_expiry(self.conn, now, limit=limit, skip=skip)
+
+    async def awaiting_price(self, *, limit: int) -> list[int]:
+        return await intent_store.awaiting_price(self.conn, limit=limit)
 
     async def next_expiry(self) -> datetime | None:
         return await intent_store.next_expiry(self.conn)

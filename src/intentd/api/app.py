@@ -101,12 +101,12 @@ def create_app(
             noise = LibraryNoise(watch)
             noise.install()
             stack.callback(noise.remove)
-            processor = Processor(settings, database)
-            stack.push_async_callback(processor.close)
             if prices is None:  # feeds refreshed in the background (docs/pricing.md)
                 quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
             else:
                 quoting = prices
+            processor = Processor(settings, database, prices=quoting)
+            stack.push_async_callback(processor.close)
             gate = LiquidityGate(settings)
             if gate.enabled:
                 source = PostgresFloatSource(database.pool, timeout=settings.api.db_acquire_timeout)

@@ -99,6 +99,14 @@ class IntentCreate(_Request):
     bridge: Short | None = Field(
         default=None, description="bridge option (see the quotes); the cheapest by default"
     )
+    slippage: Short | None = Field(
+        default=None,
+        description="for an amount converted at a price (USD, or another priced symbol): the"
+        " share of the amount the relayer bears if the price moves against the payer before"
+        ' the payment is credited, a fraction such as "0.005" (0.5 %), at most 4 decimals, up'
+        " to pricing.slippage.max; default pricing.slippage of tokenIn's category"
+        " (docs/pricing.md, Slippage)",
+    )
 
 
 class SessionCreate(_Request):
@@ -191,6 +199,14 @@ class IntentRecord(BaseModel):
     created_at: str
     updated_at: str
     session_id: str | None
+    prices: list[QuotePrice] = Field(
+        description="the USD prices the intent was created at (as its quote showed them)"
+    )
+    valuation: dict[str, Any] | None = Field(
+        description="for an intent revalued at its payment (an amount converted at a price):"
+        " its last revaluation, or {status: awaiting_price} while a credited payment awaits a"
+        " trusted price; null otherwise and before the first payment (docs/pricing.md)"
+    )
 
 
 class QuotePrice(BaseModel):
@@ -208,6 +224,12 @@ class QuotePrice(BaseModel):
     feed_usd: str | None = Field(
         description="a stablecoin's feed answer, within pricing.peg_tolerance_bps of 1"
     )
+
+
+class SlippageLimit(BaseModel):
+    symbol: str
+    usd: str
+    direction: Literal["below", "above"]
 
 
 class Quote(BaseModel):
@@ -236,7 +258,17 @@ class Quote(BaseModel):
     amount_out: str
     token_out_symbol: str
     token_out_decimals: int
-    slippage: str
+    slippage: str = Field(
+        description='the slippage an intent created from this quote gets (a fraction); "0"'
+        " when the amount is not converted at a price (nothing is revalued)"
+    )
+    slippage_limit: SlippageLimit | None = Field(
+        description="what the slippage means for the payer: a payment of exactly"
+        " total_amount_in_asset_token covers the intent unless, when it is credited, symbol's"
+        " USD price is below (direction below) or above (above) usd; the total is then raised"
+        " to the amount's value at that price, and the payer tops up or is refunded at expiry."
+        " null when nothing is revalued"
+    )
     prices: list[QuotePrice] = Field(
         description="every USD price the quote used: tokenIn's, then amountSymbol's if converted"
     )

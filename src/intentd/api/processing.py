@@ -75,6 +75,8 @@ from intentd.indexer.reconciliation import Reconciliation
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit
+from intentd.lifecycle.valuation import Valuer
+from intentd.pricing import PriceSource
 from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
 __all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
@@ -118,9 +120,13 @@ async def first_block_at_or_after(
 class Processor:
     """Holds one RPC client per chain; close it with :meth:`close`."""
 
-    def __init__(self, settings: Settings, database: Database) -> None:
+    def __init__(
+        self, settings: Settings, database: Database, *, prices: PriceSource | None = None
+    ) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
+        # a revalued intent's payment is valued at the API's prices (none: it awaits one)
+        self._rates = Valuer(settings, prices) if prices is not None else None
         self._database = database
         self._reads: dict[str, ChainReads] = {}
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -291,7 +297,9 @@ class Processor:
         async with self._connection() as conn:
             uow = PostgresUnitOfWork(conn)
             for deposit in deposits:
-                outcome = await credit(uow, self._book, deposit, now=now, watch=True)
+                outcome = await credit(
+                    uow, self._book, deposit, now=now, watch=True, valuer=self._rates
+                )
                 if outcome not in SEEN_BEFORE:
                     new.add(deposit.key)
             await intent_scans.advance(conn, row.id, blocks.last, scanned_hash)

@@ -14,6 +14,7 @@ from intentd.api.processing import TriggerOutcome
 from intentd.domain.amounts import format_amount
 from intentd.intents.quotes import Quote
 from intentd.intents.record import render_record
+from intentd.intents.slippage import SlippageLimit, slippage_limit
 from intentd.settings import NATIVE_TOKEN, ChainConfig, NativeTokenConfig, TokenConfig
 
 __all__ = ["quote_json", "token_json", "tokens_of", "trigger_json"]
@@ -57,7 +58,8 @@ def quote_json(
         "amount_out": format_amount(quote.amount_out, path.token_out.decimals),
         "token_out_symbol": path.token_out.symbol,
         "token_out_decimals": path.token_out.decimals,
-        "slippage": "0",
+        "slippage": _usd(quote.slippage),
+        "slippage_limit": _limit(slippage_limit(quote)),
         "prices": [
             {
                 "symbol": symbol,
@@ -72,6 +74,13 @@ def quote_json(
         ],
         "valid_until": _time(quote.valid_until(now, ttl)),
     }
+
+
+def _limit(limit: SlippageLimit | None) -> dict[str, str] | None:
+    if limit is None:
+        return None
+    direction = "below" if limit.below else "above"
+    return {"symbol": limit.symbol, "usd": _usd(limit.usd) or "0", "direction": direction}
 
 
 def token_json(

@@ -54,7 +54,8 @@ class EventRecord(BaseModel):
     mode: Literal["test", "live"]
     intent: IntentRecord = Field(description="the intent record after the change")
     data: dict[str, Any] = Field(
-        description="funding (always), deposit, prefill or refund (by type)"
+        description="funding (always), deposit, prefill or refund (by type); valuation on"
+        " intent_funded of an intent revalued at its payment (docs/events.md)"
     )
 
 

@@ -118,6 +118,7 @@ async def create_record(request: Request, caller: Caller, key: str | None) -> di
             metadata=body.metadata,
             expires_in=body.expires_in,
             bridge=body.bridge,
+            slippage=body.slippage,
         ),
         client_id=caller.client_id,
         now=services.now(),

@@ -10,7 +10,7 @@ process's :class:`~intentd.supervision.Health` (a role given none has one of its
 an outage of PostgreSQL, Kafka or the chain's RPC makes the work wait for the
 dependency and start over, as a new process would (the lease taken again, the cursor
 or the group's offsets read again), never ending the process. A poller or an executor
-starts over as one piece; the lifecycle's five tasks each on their own, its consumer
+starts over as one piece; the lifecycle's six tasks each on their own, its consumer
 with a new Kafka consumer (so it resumes from the committed offsets, never past a
 message it did not apply).
 """
@@ -50,6 +50,7 @@ from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.price_feeds import running_prices
 from intentd.adapters.second_provider import RpcSecondProvider
 from intentd.adapters.signer import Keyring
 from intentd.adapters.verifier_chains import EvmVerifierChains
@@ -59,11 +60,13 @@ from intentd.indexer.poller import Poller
 from intentd.indexer.ports import ChainReader, Publisher
 from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.lifecycle.awaiting import AwaitingPrices
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.lifecycle.valuation import Valuer
 from intentd.messages import deposits_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
@@ -249,69 +252,88 @@ def lifecycle_role(
     settings: Settings, *, pool: Pool, publisher: KafkaPublisher, health: Health | None = None
 ) -> Role:
     """The lifecycle consumer, the outbox relay, the expiry, the verifier of
-    trigger-credited deposits and the watch of reorg holds, on the process's pool and
-    producer; each supervised on its own (see the module)."""
+    trigger-credited deposits, the watch of reorg holds and the valuing of intents
+    awaiting a price, on the process's pool and producer, with a price refresher of its
+    own (``running_prices``: the prices a revalued intent's payment is valued at); each
+    supervised on its own (see the module)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
-        supervisor = health or Health()
-        store = PostgresStore(pool)
-        positions = PostgresLogPositions(pool)
-        lifecycle = LifecycleConsumer(
-            settings, store, KafkaDeadLetters(publisher), positions=positions
-        )
-        verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
-        gap_chains = EvmVerifierChains()
-        gaps = LogGapRecovery(
-            settings, store, positions, gap_chains, KafkaDeadLetters(publisher),
-            reorg_window=WINDOW,
-        )  # fmt: skip
-        current = CurrentConsumer()
-
-        async def consume(stop: asyncio.Event) -> None:
-            """Join the group with a new consumer, apply until stop, leave."""
-            consumer = make_consumer(
-                settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
-            )
-            try:
-                if not await start_until_stopped(consumer, stop):
-                    return
-                current.consumer = consumer
-                READINESS.ready("lifecycle")
-                log.info("lifecycle started", topics=lifecycle.topics)
-                await lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
-            finally:
-                current.consumer = None
-                await close_consumer(consumer)
-
-        deposit_logs = [deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains]
-        expiry = Expiry(settings, store, progress=KafkaLogProgress(current, deposit_logs))
-        tasks = {
-            "outbox relay": OutboxRelay(pool, publisher).run,
-            "expiry": expiry.run,
-            "trigger verifier": verifier.run,
-            "reorg hold watch": HoldWatch(store).run,
-        }
-        diagnose = diagnose_for(None)
-        async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
-            closing.callback(log.info, "lifecycle stopped")
-            closing.push_async_callback(verifier.close)
-            closing.push_async_callback(gap_chains.close)
-            async with asyncio.TaskGroup() as group:
-                group.create_task(
-                    supervise(
-                        "lifecycle consumer",
-                        consume,
-                        stop,
-                        health=supervisor,
-                        diagnose=diagnose,
-                        stall_after=STALL_SECONDS,
-                        readiness="lifecycle",
-                    )
-                )
-                for name, run in tasks.items():
-                    group.create_task(
-                        supervise(name, run, stop, health=supervisor, diagnose=diagnose)
-                    )
+        async with running_prices(settings) as prices:  # docs/pricing.md, Slippage
+            rates = Valuer(settings, prices)
+            await _lifecycle(settings, pool, publisher, stop, health=health, rates=rates)
 
     return role
+
+
+async def _lifecycle(
+    settings: Settings,
+    pool: Pool,
+    publisher: KafkaPublisher,
+    stop: asyncio.Event,
+    *,
+    health: Health | None,
+    rates: Valuer,
+) -> None:
+    """The lifecycle's tasks, each supervised, until ``stop``; ``rates``: the prices a
+    revalued intent's payment is valued at (a cache the role refreshes in the background)."""
+    supervisor = health or Health()
+    store = PostgresStore(pool)
+    positions = PostgresLogPositions(pool)
+    lifecycle = LifecycleConsumer(
+        settings, store, KafkaDeadLetters(publisher), positions=positions, rates=rates
+    )
+    verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
+    gap_chains = EvmVerifierChains()
+    gaps = LogGapRecovery(
+        settings, store, positions, gap_chains, KafkaDeadLetters(publisher),
+        reorg_window=WINDOW, rates=rates,
+    )  # fmt: skip
+    current = CurrentConsumer()
+
+    async def consume(stop: asyncio.Event) -> None:
+        """Join the group with a new consumer, apply until stop, leave."""
+        consumer = make_consumer(
+            settings.kafka, lifecycle.topics, group_id=settings.kafka.lifecycle_group
+        )
+        try:
+            if not await start_until_stopped(consumer, stop):
+                return
+            current.consumer = consumer
+            READINESS.ready("lifecycle")
+            log.info("lifecycle started", topics=lifecycle.topics)
+            await lifecycle.run(KafkaInbox(consumer, stop, recover=gaps.recover), stop)
+        finally:
+            current.consumer = None
+            await close_consumer(consumer)
+
+    deposit_logs = [deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains]
+    expiry = Expiry(settings, store, progress=KafkaLogProgress(current, deposit_logs))
+    tasks = {
+        "outbox relay": OutboxRelay(pool, publisher).run,
+        "expiry": expiry.run,
+        "trigger verifier": verifier.run,
+        "reorg hold watch": HoldWatch(store).run,
+        "awaiting prices": AwaitingPrices(
+            store, lifecycle.book, rates, interval=settings.pricing.refresh_interval
+        ).run,
+    }
+    diagnose = diagnose_for(None)
+    async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
+        closing.callback(log.info, "lifecycle stopped")
+        closing.push_async_callback(verifier.close)
+        closing.push_async_callback(gap_chains.close)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(
+                supervise(
+                    "lifecycle consumer",
+                    consume,
+                    stop,
+                    health=supervisor,
+                    diagnose=diagnose,
+                    stall_after=STALL_SECONDS,
+                    readiness="lifecycle",
+                )
+            )
+            for name, run in tasks.items():
+                group.create_task(supervise(name, run, stop, health=supervisor, diagnose=diagnose))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from intentd.domain.intent import RefundReason
+    from intentd.domain.valuation import Rate
 
 __all__ = ["Deposit", "DepositKey", "Disposition", "RecordedDeposit", "Retraction"]
 
@@ -123,6 +124,9 @@ class RecordedDeposit:
     reason: RefundReason | None
     orphaned: bool = False
     """A retraction of it could not be undone; the intent's spending actions are held."""
+    rate: Rate | None = None
+    """The prices its credit was valued at (a revalued intent's deposit), kept so that
+    crediting it again (a reorg brought it back) decides the same."""
 
     @property
     def key(self) -> DepositKey:

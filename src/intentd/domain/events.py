@@ -17,7 +17,10 @@ public envelope by :func:`envelope` when the lifecycle writes it to the outbox::
 Every event carries ``data.funding`` (``status``, ``received``, ``total``,
 ``shortfall``, ``excess`` as decimal strings in ``tokenIn`` units). ``intent_funded``
 adds ``data.deposit`` (``chain``, ``tx_hash``, ``log_index``, ``block_number``,
-``token``, ``from``, ``amount``); ``intent_initiated`` and ``intent_completed`` add
+``token``, ``from``, ``amount``) and, for an intent revalued at its payment,
+``data.valuation`` (:func:`~intentd.domain.valuation.render_valuation`; an
+``intent_funded`` without ``data.deposit`` values a payment credited while no price
+could be trusted); ``intent_initiated`` and ``intent_completed`` add
 ``data.prefill`` (``tx_hash``, and ``block_number`` once confirmed);
 ``intent_refunded`` adds ``data.refund`` (``reason``, ``chain``, ``token``,
 ``amount`` owed, ``amount_sent`` delivered, ``gas_cost`` in native units when gas came
@@ -47,6 +50,7 @@ from eth_utils import to_checksum_address
 from intentd.domain.actions import RefundReason
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import FundingStatus
+from intentd.domain.valuation import render_valuation
 
 if TYPE_CHECKING:
     from intentd.domain.deposits import Deposit
@@ -157,6 +161,8 @@ def envelope(
         }
     if "prefill" in event.extra:
         data["prefill"] = dict(event.extra["prefill"])
+    if "valuation" in event.extra:  # a revalued intent's credit (domain.valuation)
+        data["valuation"] = render_valuation(event.extra["valuation"], decimals, decimals_of)
     if "refund" in event.extra:
         refund = event.extra["refund"]
         places = decimals_of(refund["chain"], refund["token"]) if decimals_of else decimals

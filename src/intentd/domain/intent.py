@@ -11,7 +11,12 @@ Deposits (:meth:`Intent.apply_deposit`):
   source chain: a refund is owed (``wrong_token``);
 - ``tokenIn`` on the source chain while PENDING, in a block not after ``expires_at``:
   credited; ``intent_funded`` follows every credit; when the total is covered the
-  intent is FUNDED and the prefill action is recorded;
+  intent is FUNDED and the prefill action is recorded. An intent whose amount was
+  converted at a price (``Terms.owed``) is first revalued at the credit's prices
+  (:mod:`intentd.domain.valuation`: its total may be raised, its ``amount_out`` is the
+  owed amount at those prices); without a trusted price it is credited but stays
+  PENDING (``awaiting_price``) until :meth:`Intent.value_awaiting` values it: never a
+  covered total decided on a missing price;
 - ``tokenIn`` after the intent left PENDING, or in a block after ``expires_at``: a
   refund is owed (``late_deposit``);
 - a token the chain does not list: ignored (anyone can emit a fake ``Transfer``).
@@ -57,8 +62,9 @@ relayer and the fee account.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 # An action's types are defined in domain.actions; re-exported for existing importers.
@@ -76,6 +82,7 @@ from intentd.domain.status import (
     check_move,
     funding_status,
 )
+from intentd.domain.valuation import Owed, Rate, Revaluation, revalue
 
 ENDING_REASONS = ENDING_REFUND_REASONS
 """Refunds whose confirmation ends the intent as REFUNDED (``expired``, ``failed``)."""
@@ -119,6 +126,14 @@ class Terms:
     min_sweep: int = 0
     """Base units of ``tokenIn`` below which a refund or a fee sweep is not made (the
     source chain's token config; not stored, read from the configuration)."""
+    owed: Owed | None = None
+    """What the recipient is owed when ``amount`` was converted at a price: the intent
+    is then revalued at each credit (:mod:`intentd.domain.valuation`); ``total_due``
+    and ``amount_out`` are the figures of the last revaluation."""
+    decimals_in: int = 0
+    """``tokenIn``'s decimals (needed to revalue)."""
+    decimals_out: int = 0
+    """``tokenOut``'s decimals (needed to revalue)."""
 
 
 @dataclass(slots=True)
@@ -135,16 +150,28 @@ class Intent:
     relayer: str = ""
     refunded: int = 0
     """Base units of credited ``tokenIn`` already decided to go back to the user."""
+    awaiting_price: bool = False
+    """A payment of a revalued intent was credited while no price could be trusted: the
+    intent stays PENDING, whatever it received, until :meth:`value_awaiting`."""
+    valuation: dict[str, Any] | None = None
+    """What the revaluation of this step decided, if any (base units; stored with the
+    intent and carried by its event as ``data.valuation``)."""
     events: list[PendingEvent] = field(default_factory=list)
     actions: list[PendingAction] = field(default_factory=list)
     retained: list[Retained] = field(default_factory=list)
 
     # --- deposits -------------------------------------------------------------------
     def apply_deposit(
-        self, deposit: Deposit, *, token_supported: bool, min_sweep: int = 0
+        self,
+        deposit: Deposit,
+        *,
+        token_supported: bool,
+        min_sweep: int = 0,
+        rate: Rate | None = None,
     ) -> DepositDecision:
         """Decide and apply one deposit; ``token_supported``: the chain lists its token,
-        ``min_sweep``: its token's minimum refund (base units)."""
+        ``min_sweep``: its token's minimum refund (base units), ``rate``: the prices now
+        (a revalued intent without one is credited but not covered: it awaits a price)."""
         terms = self.terms
         if not token_supported:
             return DepositDecision(Disposition.IGNORED)
@@ -153,12 +180,45 @@ class Intent:
         if self.status is not IntentStatus.PENDING or deposit.block_time > terms.expires_at:
             return self._owe(deposit, RefundReason.LATE_DEPOSIT, min_sweep)
         self.received += deposit.amount
+        self._decide(rate, deposit)
+        return DepositDecision(Disposition.CREDITED)
+
+    def value_awaiting(self, rate: Rate) -> bool:
+        """Value a PENDING intent that awaits a price at ``rate``, as its last credit would
+        have been (``intent_funded`` without a deposit); False if it awaits none."""
+        if self.status is not IntentStatus.PENDING or not self.awaiting_price:
+            return False
+        self._decide(rate, None)
+        return True
+
+    def _decide(self, rate: Rate | None, deposit: Deposit | None) -> None:
+        """After a credit: revalue (when the intent is revalued), then FUNDED and the
+        prefill when the total is covered; ``intent_funded`` either way."""
+        terms = self.terms
+        valuation: dict[str, Any] | None = None
+        if terms.owed is None:
+            covered = self.received >= terms.total_due
+        elif rate is None:
+            self.awaiting_price = True
+            covered = False
+            valuation = {"status": "awaiting_price"}
+        else:
+            found = revalue(
+                terms.owed, rate, total_due=terms.total_due, fees=terms.fees,
+                decimals_in=terms.decimals_in, decimals_out=terms.decimals_out,
+            )  # fmt: skip
+            self.terms = terms = replace(
+                terms, total_due=found.total_due, amount_out=found.amount_out
+            )
+            self.awaiting_price = False
+            covered = self.received >= terms.total_due
+            valuation = self.valuation = self._valuation(found, covered)
         self.funding = funding_status(self.received, terms.total_due)
-        funded = self.received >= terms.total_due
-        if funded:
+        if covered:
             self._move(IntentStatus.FUNDED)
-        self._record(EventType.INTENT_FUNDED, deposit=deposit)
-        if funded:
+        extra = {} if valuation is None else {"valuation": valuation}
+        self._record(EventType.INTENT_FUNDED, deposit=deposit, extra=extra)
+        if covered:
             self.actions.append(
                 PendingAction(
                     ActionKind.PREFILL,
@@ -169,7 +229,25 @@ class Intent:
                     SignerKind.RELAYER,
                 )
             )
-        return DepositDecision(Disposition.CREDITED)
+
+    def _valuation(self, found: Revaluation, covered: bool) -> dict[str, Any]:
+        """What ``data.valuation`` of the event says (base units)."""
+        owed = self.terms.owed
+        assert owed is not None
+        return {
+            "status": "valued",
+            **found.rate.as_json(),
+            "owed": {"amount": _plain(owed.amount), "symbol": owed.symbol},
+            "slippage": _plain(owed.slippage),
+            "principal": found.principal,
+            "amount_out": found.amount_out,
+            "total_due": found.total_due,
+            "raised": found.raised,
+            "tolerance": found.tolerance,
+            "relayer_bears": found.relayer_bears if covered else 0,
+            "destination": self.terms.destination_chain,
+            "token_out": self.terms.token_out,
+        }
 
     def retract(self, deposit: Deposit) -> bool:
         """Un-credit a credited deposit; False if something irreversible happened (alert).
@@ -394,3 +472,8 @@ class Intent:
 
     def excess(self) -> int:
         return max(self.received - self.terms.total_due, 0)
+
+
+def _plain(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return "0" if text == "-0" else text

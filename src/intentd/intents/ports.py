@@ -57,6 +57,12 @@ class NewIntent:
     expires_at: datetime
     session_id: str | None = None
     """The payment-modal session the intent was created in, if any."""
+    owed_amount: Decimal | None = None
+    """What the recipient is owed in ``owed_symbol`` when ``amount`` was converted at a
+    price (the intent is then revalued at each credit; ``slippage`` applies)."""
+    owed_symbol: str | None = None
+    prices: list[dict[str, Any]] | None = None
+    """The USD prices it was priced at (``domain.valuation.PriceUsed.as_json``)."""
 
 
 @dataclass(frozen=True, slots=True)

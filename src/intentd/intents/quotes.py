@@ -24,6 +24,10 @@ app_fee_in_asset_token``).
   a stablecoin at either end of the route that is off its peg (``token_depegged``); a
   quote carries every price it used (``Quote.prices``) and how long it holds
   (:meth:`Quote.valid_until`).
+- An amount converted at a price (in USD, or in another priced symbol than ``tokenIn``)
+  is what the recipient is owed (:attr:`Quote.owed`): the intent is revalued when its
+  payment is credited, with the slippage of ``tokenIn``'s category
+  (``pricing.slippage``; :mod:`intentd.intents.slippage`, docs/pricing.md, *Slippage*).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from intentd.domain.amounts import (
 )
 from intentd.domain.fees import FeeBreakdown, FeeSchedule, MissingPrice, charge, convert_units
 from intentd.domain.fees import to_usd as units_to_usd
+from intentd.domain.valuation import Owed, slippage_of_bps
 from intentd.intents.validation import (
     IntentRequestError,
     Token,
@@ -53,7 +58,16 @@ from intentd.intents.validation import (
 from intentd.pricing import Price, PriceRefused, PriceSource, token_price
 from intentd.settings import NATIVE_TOKEN, BridgeOption, ChainConfig, Settings
 
-__all__ = ["USD_SYMBOLS", "Quote", "Route", "multi_source", "quote", "quotes_per_bridge", "route"]
+__all__ = [
+    "USD_SYMBOLS",
+    "Quote",
+    "Route",
+    "denomination_price",
+    "multi_source",
+    "quote",
+    "quotes_per_bridge",
+    "route",
+]
 
 USD_SYMBOLS = frozenset({"USD", "USDC"})
 USD_DECIMALS = 6
@@ -86,6 +100,16 @@ class Quote:
     """``tokenIn``'s USD price, if it has one."""
     denomination: tuple[str, Price] | None = None
     """``amountSymbol`` and its USD price, when the amount was converted from it."""
+    owed: Owed | None = None
+    """What the recipient is owed when the amount was converted at a price (USD or
+    another symbol than ``tokenIn``'s): the intent is then revalued at its payment."""
+    denomination_usd: Decimal = Decimal(1)
+    """The owed symbol's USD price the amount was converted at (1 for USD)."""
+
+    @property
+    def slippage(self) -> Decimal:
+        """The slippage that applies (0 when nothing is revalued)."""
+        return Decimal(0) if self.owed is None else self.owed.slippage
 
     def usd(self, units: int) -> Decimal | None:
         """USD value of ``units`` of ``tokenIn``, None without a price."""
@@ -185,14 +209,11 @@ def quote(
     symbol) over ``path`` with the named bridge option, or the cheapest one."""
     options = _options(settings, path, bridge)
     price_in = _route_price(settings, prices, path)
-    units, denomination = _denominate(
+    found = _denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
     return min(
-        (
-            _priced(settings, path, option, units, price_in, denomination=denomination)
-            for option in options
-        ),
+        (_priced(settings, path, option, found, price_in) for option in options),
         key=lambda q: q.fees.total,
     )
 
@@ -208,11 +229,11 @@ def quotes_per_bridge(
 ) -> list[Quote]:
     """One quote per bridge option serving ``path``, cheapest first."""
     price_in = _route_price(settings, prices, path)
-    units, denomination = _denominate(
+    denominated = _denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
     found = [
-        _priced(settings, path, option, units, price_in, denomination=denomination)
+        _priced(settings, path, option, denominated, price_in)
         for option in _options(settings, path, None)
     ]
     return sorted(found, key=lambda q: q.fees.total)
@@ -323,6 +344,32 @@ def _token_price(
         raise IntentRequestError(exc.code, field, exc.detail) from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Denominated:
+    units: int
+    """Base units of ``tokenIn``."""
+    denomination: tuple[str, Price] | None = None
+    """The symbol and its price, when a price source gave it."""
+    owed: tuple[Decimal, str, Decimal] | None = None
+    """(amount, symbol, the symbol's USD price) when converted at a price."""
+
+
+def denomination_price(
+    settings: Settings, prices: PriceSource, symbol: str, network: str
+) -> Price | None:
+    """The USD price of one whole ``symbol`` as an amount is converted from it: exactly 1
+    (``peg``) for USD and a stablecoin symbol, else the price source's (None: none;
+    raises :class:`~intentd.pricing.PriceRefused`)."""
+    if symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol):
+        return Price(Decimal(1), "peg")
+    return prices.usd_price(symbol, network)
+
+
+def owed_symbol(symbol: str) -> str:
+    """How an owed symbol is stored: ``USD`` for the USD symbols, else as given."""
+    return "USD" if symbol.upper() in USD_SYMBOLS else symbol
+
+
 def _denominate(
     settings: Settings,
     prices: PriceSource,
@@ -331,29 +378,24 @@ def _denominate(
     *,
     symbol: str | None,
     price_in: Price | None,
-) -> tuple[int, tuple[str, Price] | None]:
-    """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up), and the
-    symbol's price if the amount was converted at one the price source gave."""
+) -> _Denominated:
+    """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up), the
+    symbol's price if the amount was converted at one the price source gave, and what is
+    owed if it was converted at all."""
     token_in = path.token_in
     symbol = symbol or token_in.symbol
     stable_alias = token_in.category == "stablecoin" and (
         symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol)
     )
     if symbol == token_in.symbol or stable_alias:
-        return _carried(path, _parse(amount, token_in.decimals), amount, exact=True), None
-    symbol_price: Price | None
-    if symbol.upper() in USD_SYMBOLS:
-        symbol_price, decimals, quoted = Price(Decimal(1), "peg"), USD_DECIMALS, False
-    elif _is_stablecoin_symbol(settings, symbol):
-        symbol_price, decimals = Price(Decimal(1), "peg"), _decimals_of(settings, symbol)
-        quoted = False
-    else:
-        quoted = True
-        try:
-            symbol_price = prices.usd_price(symbol, path.source.network)
-        except PriceRefused as exc:
-            raise IntentRequestError(exc.code, "amountSymbol", exc.detail) from None
-        decimals = _decimals_of(settings, symbol)
+        units = _carried(path, _parse(amount, token_in.decimals), amount, exact=True)
+        return _Denominated(units)
+    quoted = not (symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol))
+    decimals = USD_DECIMALS if symbol.upper() in USD_SYMBOLS else _decimals_of(settings, symbol)
+    try:
+        symbol_price = denomination_price(settings, prices, symbol, path.source.network)
+    except PriceRefused as exc:
+        raise IntentRequestError(exc.code, "amountSymbol", exc.detail) from None
     if symbol_price is None or price_in is None:
         raise IntentRequestError(
             "unsupported_amount_symbol",
@@ -361,14 +403,16 @@ def _denominate(
             f"amountSymbol {symbol!r} needs USD prices of {symbol} and {token_in.symbol};"
             f" use {token_in.symbol!r} or a priced symbol",
         )
-    value = Fraction(_parse(amount, decimals), 10**decimals)
+    parsed = _parse(amount, decimals)
+    value = Fraction(parsed, 10**decimals)
     units = convert_units(value, symbol_price.usd, price_in.usd, token_in.decimals, round_up=True)
     if units == 0:
         raise IntentRequestError(
             "amount_too_small", "amount", f"amount {amount} is worth less than 1 base unit"
         )
     denomination = (symbol, symbol_price) if quoted else None  # USD is 1 by definition
-    return _carried(path, units, amount, exact=False), denomination
+    owed = (Decimal(parsed).scaleb(-decimals), owed_symbol(symbol), symbol_price.usd)
+    return _Denominated(_carried(path, units, amount, exact=False), denomination, owed)
 
 
 def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:
@@ -423,11 +467,10 @@ def _priced(
     settings: Settings,
     path: Route,
     option: BridgeOption,
-    units: int,
+    denominated: _Denominated,
     price_in: Price | None,
-    *,
-    denomination: tuple[str, Price] | None,
 ) -> Quote:
+    units = denominated.units
     fees = settings.fees
     try:
         breakdown = charge(
@@ -450,4 +493,12 @@ def _priced(
             "amount",
             "the total due or the amount out does not fit in 256 bits",
         )
-    return Quote(path, option, breakdown, amount_out, price_in, denomination)
+    owed, denomination_usd = None, Decimal(1)
+    if denominated.owed is not None:
+        value, symbol, denomination_usd = denominated.owed
+        bps = settings.pricing.slippage.default_bps(path.token_in.category)
+        owed = Owed(value, symbol, slippage_of_bps(bps))
+    return Quote(
+        path, option, breakdown, amount_out, price_in, denominated.denomination, owed,
+        denomination_usd,
+    )  # fmt: skip

@@ -3,7 +3,9 @@
 Inside, addresses are lowercase and amounts are base units; the record shows
 EIP-55 addresses, decimal strings for money, ISO 8601 UTC times. Besides the
 spec's fields it carries ``funding_status`` and ``amount_received`` (decimal, in
-``tokenIn`` units), which a client following an under-funded intent needs.
+``tokenIn`` units), which a client following an under-funded intent needs, and, for an
+intent priced at creation, the ``prices`` it was created at and its last ``valuation``
+(docs/pricing.md, *Slippage*).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from eth_utils import to_checksum_address
 from intentd.domain.amounts import format_amount
 from intentd.domain.intent import Intent, Terms
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.domain.valuation import Owed, render_valuation
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,23 @@ class IntentRow:
     """The payment-modal session the intent was created in (see docs/api.md), if any."""
     refunded: int = 0
     """Credited ``tokenIn`` already decided to go back to the user (``Intent.refunded``)."""
+    owed_amount: Decimal | None = None
+    """What the recipient is owed, in ``owed_symbol``, when ``amount`` was converted at a
+    price (the intent is then revalued at each credit); None otherwise."""
+    owed_symbol: str | None = None
+    prices: list[dict[str, Any]] | None = None
+    """The USD prices the intent was created at (as its quote showed them)."""
+    valuation: dict[str, Any] | None = None
+    """The last revaluation (``intents.record.render_record`` shows it), or None."""
+    awaiting_price: bool = False
+    """A payment was credited while no price could be trusted (``Intent.awaiting_price``)."""
+
+    @property
+    def owed(self) -> Owed | None:
+        """What the recipient is owed, if the intent is revalued."""
+        if self.owed_symbol is None or self.owed_amount is None:
+            return None
+        return Owed(self.owed_amount, self.owed_symbol, self.slippage)
 
     def intent(self, *, min_sweep: int = 0) -> Intent:
         """The domain aggregate that deposits, time and execution results change;
@@ -85,6 +105,9 @@ class IntentRow:
                 refund_address=self.refund_address,
                 expires_at=self.expires_at,
                 min_sweep=min_sweep,
+                owed=self.owed,
+                decimals_in=self.asset_token_decimals,
+                decimals_out=self.token_out_decimals,
             ),
             received=self.received,
             status=self.status,
@@ -93,6 +116,7 @@ class IntentRow:
             tx_hash=self.tx_hash,
             relayer=self.relayer,
             refunded=self.refunded,
+            awaiting_price=self.awaiting_price,
         )
 
 
@@ -124,7 +148,10 @@ def render_record(row: IntentRow) -> dict[str, Any]:
         "id": row.id,
         "client_id": str(row.client_id),
         "sender": _address(row.sender),
-        "initialAmount": row.initial_amount,
+        # the total less the fees: the creation's figure, or that of a raised total
+        "initialAmount": format_amount(
+            row.total_due - row.fees_in_asset - row.app_fee_in_asset, decimals
+        ),
         "fees_in_usd": _decimal(row.fees_in_usd),
         "app_fee_in_usd": _decimal(row.app_fee_in_usd),
         "total_amount_in_usd": _decimal(row.total_in_usd),
@@ -156,4 +183,23 @@ def render_record(row: IntentRow) -> dict[str, Any]:
         "created_at": _time(row.created_at),
         "updated_at": _time(row.updated_at),
         "session_id": row.session_id,
+        "prices": row.prices or [],
+        "valuation": _valuation(row),
+    }
+
+
+def _valuation(row: IntentRow) -> dict[str, Any] | None:
+    """The last revaluation of a revalued intent as the record shows it: null until the
+    first credit; ``status`` ``awaiting_price`` while a credited payment awaits a price."""
+    if row.owed_symbol is None:
+        return None
+    if row.awaiting_price:
+        return {"status": "awaiting_price"}
+    if row.valuation is None:
+        return None
+    found = dict(row.valuation)
+    found.pop("status", None)
+    return {
+        "status": "valued",
+        **render_valuation(found, row.asset_token_decimals, lambda _c, _t: row.token_out_decimals),
     }

@@ -18,7 +18,11 @@ Decisions the spec leaves open (see docs/intents.md):
 - Required: ``amount``, ``tokenIn``, ``source_chain``, ``destination_chain``,
   ``recipient``, ``refund_address``. Optional: ``sender``, ``amountSymbol``,
   ``tokenOut``, ``metadata`` (a JSON object of at most 16 KiB whose numbers are
-  below 2**63 in magnitude), ``expires_in``.
+  below 2**63 in magnitude), ``expires_in``, ``slippage``.
+- An amount converted at a price (in USD, or in another priced symbol) is owed to the
+  recipient as such: the intent is revalued when its payment is credited, with
+  ``slippage`` (default ``pricing.slippage`` of ``tokenIn``'s category); the prices it
+  was created at are recorded with it (docs/pricing.md, *Slippage*).
 - Addresses must be valid EIP-55 checksums or all one case.
 """
 
@@ -37,6 +41,7 @@ from intentd.intents import quotes
 from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.record import IntentRow
+from intentd.intents.slippage import requested_slippage
 from intentd.intents.validation import (
     IdempotencyConflict,
     IntentRequestError,
@@ -83,12 +88,16 @@ class IntentRequest:
     """The latest the intent may expire, whatever ``expires_in`` says (a session's
     intents expire by the session's end). A moment, not a duration, so a retry of the
     same request a second later has the same fingerprint."""
+    slippage: str | None = None
+    """The slippage of an intent revalued at its payment (a fraction, ``"0.005"``);
+    default ``pricing.slippage`` of ``tokenIn``'s category (``intents.slippage``)."""
 
     def fingerprint(self) -> str:
         """Hash of the request, to tell a retry from a different request."""
         fields = asdict(self)
-        if fields["expires_by"] is None:  # added later: older requests hash as they did
-            del fields["expires_by"]
+        for added in ("expires_by", "slippage"):  # older requests hash as they did
+            if fields[added] is None:
+                del fields[added]
         body = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(body).hexdigest()
 
@@ -144,6 +153,7 @@ def plan_intent(
             "expires_in",
             f"expires_in must be between {low} and {high} seconds",
         )
+    owed = requested_slippage(settings, quote, request.slippage)
     fees = quote.fees
     source = path.source
     return NewIntent(
@@ -167,7 +177,7 @@ def plan_intent(
         fees_in_usd=quote.fees_in_usd,
         app_fee_in_usd=quote.app_fee_in_usd,
         total_in_usd=quote.total_in_usd,
-        slippage=Decimal(0),
+        slippage=Decimal(0) if owed is None else owed.slippage,
         recipient=_required(check_address(request.recipient, "recipient")),
         refund_address=_required(check_address(request.refund_address, "refund_address")),
         coordinator=source.coordinator.lower(),
@@ -175,6 +185,9 @@ def plan_intent(
         metadata=metadata,
         expires_at=_expiry(now, expires_in, request.expires_by),
         session_id=session_id,
+        owed_amount=None if owed is None else owed.amount,
+        owed_symbol=None if owed is None else owed.symbol,
+        prices=[price.used(symbol).as_json() for symbol, price in quote.prices] or None,
     )
 
 

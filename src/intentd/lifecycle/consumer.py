@@ -52,6 +52,7 @@ from intentd.lifecycle.ports import (
     LogPositions,
     OutgoingMessage,
     Publisher,
+    Rates,
     Store,
     UnitOfWork,
 )
@@ -93,8 +94,10 @@ class LifecycleConsumer:
         *,
         positions: LogPositions | None = None,
         retry_base: float = 0.05,
+        rates: Rates | None = None,
     ) -> None:
-        self._book = ChainBook.of_settings(settings)
+        self.book = ChainBook.of_settings(settings)
+        self._rates = rates
         self._positions = positions
         self._applied_block: int | None = None
         self._store = store
@@ -179,7 +182,7 @@ class LifecycleConsumer:
             await self._dead_letter(record, str(exc))
             return None
         if not isinstance(message, ActionResultMessage):
-            refused = admission.refusal(message, record.topic, self._prefix, self._book.chains)
+            refused = admission.refusal(message, record.topic, self._prefix, self.book.chains)
             if refused is not None:
                 await self._dead_letter(record, refused)
                 return None
@@ -279,14 +282,14 @@ class LifecycleConsumer:
     async def _apply(self, uow: UnitOfWork, message: Message) -> Outcome:
         now = datetime.now(UTC)
         if isinstance(message, DepositMessage):
-            return await credit(uow, self._book, wire.deposit(message), now=now)
+            return await credit(uow, self.book, wire.deposit(message), now=now, valuer=self._rates)
         if isinstance(message, RetractionMessage):
-            return await retract(uow, self._book, wire.retraction(message), now=now)
+            return await retract(uow, self.book, wire.retraction(message), now=now)
         evidence = await uow.action_facts(message.action_id, message.tx_hash)
         refused = admission.result_refusal(message, evidence)
         if refused is not None:
             raise admission.Refused(refused)
-        return await apply_action_result(uow, self._book, wire.action_result(message), now=now)
+        return await apply_action_result(uow, self.book, wire.action_result(message), now=now)
 
     async def _dead_letter(self, record: InboxRecord, reason: str) -> None:
         body = {

@@ -13,6 +13,14 @@ trigger-processing both finding it, concurrent calls) changes nothing the second
 time. The intent, its new deposit, the actions it decided and the events it emitted
 commit together; with ``watch``, so does the verifier's watch of the deposit.
 
+An intent whose amount was converted at a price is revalued at the credit
+(:mod:`intentd.domain.valuation`) at the ``valuer``'s prices, or those the same deposit
+was valued at before a reorg retracted it (recorded with the deposit: crediting it again
+decides the same). The revaluation and everything it decided commit with the deposit in
+the one transaction: a crash before the commit leaves nothing, and the redelivered
+deposit is valued afresh; after it, the deposit is a duplicate. Without a trusted price
+the deposit is credited and the intent awaits one (:mod:`intentd.lifecycle.valuation`).
+
 A reconciled deposit (ETH through a contract) has two possible identities, by its block
 or by the transaction that paid it (``indexer.reconciled_ids``); a balance rise recorded
 under one is never credited again under the other (rows recorded before identities by
@@ -29,10 +37,13 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.status import IntentStatus
+from intentd.domain.valuation import Rate
+from intentd.faults import crash_point
 from intentd.indexer.balances import is_reconciled, reconciled_tx_hash
+from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
-from intentd.lifecycle.ports import UnitOfWork
+from intentd.lifecycle.ports import Rates, UnitOfWork
 from intentd.lifecycle.saving import load, save
 
 __all__ = ["SEEN_BEFORE", "credit"]
@@ -44,18 +55,27 @@ SEEN_BEFORE = frozenset({Outcome.DUPLICATE, Outcome.RELOCATED})
 
 
 async def credit(
-    uow: UnitOfWork, book: ChainBook, deposit: Deposit, *, now: datetime, watch: bool = False
+    uow: UnitOfWork,
+    book: ChainBook,
+    deposit: Deposit,
+    *,
+    now: datetime,
+    watch: bool = False,
+    valuer: Rates | None = None,
 ) -> Outcome:
     """Record one deposit and everything it causes, in one transaction; ``watch``: have
-    the trigger verifier watch it (again, if it is recorded anew)."""
+    the trigger verifier watch it (again, if it is recorded anew); ``valuer``: the prices
+    a revalued intent's payment is valued at (none: it awaits a price)."""
     async with uow.transaction():
-        outcome = await _credit(uow, book, deposit, now)
+        outcome = await _credit(uow, book, deposit, now, valuer)
         if watch:
             await uow.watch(deposit.key, reopen=outcome not in SEEN_BEFORE)
         return outcome
 
 
-async def _credit(uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datetime) -> Outcome:
+async def _credit(
+    uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datetime, valuer: Rates | None
+) -> Outcome:
     row = await uow.intent_at(deposit.to_address)
     seen = await uow.find_deposit(deposit)
     if seen is not None and seen.disposition is not Disposition.RETRACTED:
@@ -84,18 +104,25 @@ async def _credit(uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datet
         return _count(deposit, Outcome.INTERNAL)
     intent = load(book, row)
     token = book.token(deposit.chain, deposit.token)
+    rate = _rate(row, seen, valuer)
     decision = intent.apply_deposit(
         deposit,
         token_supported=token is not None,
         min_sweep=token.min_sweep if token is not None else 0,
+        rate=rate,
     )
+    crash_point("lifecycle.after_revaluation")
+    valued = rate if intent.valuation is not None else None
     deposit_id = await uow.record_deposit(
         deposit,
         intent_id=row.id,
         disposition=decision.disposition,
         reason=decision.reason,
         revive=revive,
+        rate=valued,
     )
+    if valued is not None and row.awaiting_price:  # the credits that awaited it, too
+        await uow.record_valuation(row.id, valued)
     linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
     await save(uow, book, row, intent, now=now, deposit_id=linked)
     if row.status is IntentStatus.PENDING and intent.status is IntentStatus.FUNDED:
@@ -108,8 +135,21 @@ async def _credit(uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datet
         disposition=decision.disposition.value,
         funding_status=intent.funding.value,
         intent_status=intent.status.value,
+        awaiting_price=intent.awaiting_price or None,
+        raised=bool(intent.valuation and intent.valuation["raised"]) or None,
     )
     return _count(deposit, Outcome.recorded(decision.disposition))
+
+
+def _rate(row: IntentRow, seen: RecordedDeposit | None, valuer: Rates | None) -> Rate | None:
+    """The prices a credit of ``row`` is valued at: those this very deposit was valued at
+    before (a reorg retracted it and brought it back: it decides as it did), else the
+    valuer's now. None for an intent that is not revalued, or no trusted price."""
+    if row.owed is None or row.status is not IntentStatus.PENDING:
+        return None
+    if seen is not None and seen.rate is not None:
+        return seen.rate
+    return valuer.rate(row) if valuer is not None else None
 
 
 def _same_rise(deposit: Deposit, in_block: Sequence[RecordedDeposit]) -> RecordedDeposit | None:

@@ -65,7 +65,7 @@ from intentd.lifecycle.crediting import SEEN_BEFORE, credit
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
 from intentd.lifecycle.outcomes import Unappliable
-from intentd.lifecycle.ports import LogPositions, Publisher, Store, VerifierChains
+from intentd.lifecycle.ports import LogPositions, Publisher, Rates, Store, VerifierChains
 from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
 from intentd.settings import Settings
 from intentd.supervision import POSTGRESQL, report, rpc
@@ -91,8 +91,10 @@ class LogGapRecovery:
         reorg_window: int,
         retry_base: float = 1.0,
         retry_cap: float = 60.0,
+        rates: Rates | None = None,
     ) -> None:
         self._settings = settings
+        self._rates = rates
         self._dead_letters = dead_letters
         self._dlq = dlq_topic(settings.kafka.topic_prefix)
         self._backoff = Backoff(retry_base, cap=retry_cap)
@@ -213,7 +215,9 @@ class LogGapRecovery:
         the dead-letter topic with its reason (the consumer's ``error:`` reason)."""
         try:
             async with self._store.unit() as uow:
-                outcome = await credit(uow, self._book, deposit, now=datetime.now(UTC))
+                outcome = await credit(
+                    uow, self._book, deposit, now=datetime.now(UTC), valuer=self._rates
+                )
         except Unappliable as exc:
             reason = failures.reason(Failure.PERMANENT, exc)
             key = str(deposit.key)

@@ -10,6 +10,7 @@
 - :class:`LogProgress`: how far the lifecycle group applied them (the expiry waits).
 - :class:`Publisher`: where dead letters go (awaited and acknowledged).
 - :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
+- :class:`Rates`: the prices a revalued intent's payment is valued at.
 
 The values they speak (:class:`ActionFacts`, :class:`OverdueHold`,
 :class:`InboxRecord`) are defined here, below the adapters; a message it publishes
@@ -31,6 +32,7 @@ from uuid import UUID
 from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
+from intentd.domain.valuation import Rate
 from intentd.indexer.ports import ChainReader
 from intentd.indexer.reconciliation import ChainState
 from intentd.intents.record import IntentRow
@@ -47,6 +49,7 @@ __all__ = [
     "OutgoingMessage",
     "OverdueHold",
     "Publisher",
+    "Rates",
     "Store",
     "UnitOfWork",
     "VerifierChains",
@@ -122,8 +125,15 @@ class UnitOfWork(Protocol):
         disposition: Disposition,
         reason: RefundReason | None,
         revive: int | None = None,
+        rate: Rate | None = None,
     ) -> int:
-        """Record the deposit (or revive the retracted record ``revive``); its id."""
+        """Record the deposit (or revive the retracted record ``revive``) with the prices
+        its credit was valued at (``rate``); its id."""
+        ...
+
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        """Record ``rate`` with the intent's credited deposits recorded without one (credited
+        while no price could be trusted, valued now); how many."""
         ...
 
     async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
@@ -198,6 +208,11 @@ class UnitOfWork(Protocol):
         """The earliest ``expires_at`` among PENDING intents."""
         ...
 
+    async def awaiting_price(self, *, limit: int) -> list[int]:
+        """Ids of PENDING intents that await a price (``Intent.awaiting_price``), lowest
+        first."""
+        ...
+
     async def prune_events(self, *, older_than_days: int, limit: int) -> int:
         """Delete up to ``limit`` public events older than ``older_than_days``, oldest
         first, skipping those another pruner holds; how many were deleted."""
@@ -235,6 +250,15 @@ class UnitOfWork(Protocol):
         created_at: datetime,
     ) -> None:
         """Add a public event to the event log (``GET /api/v1/events``), in this transaction."""
+        ...
+
+
+class Rates(Protocol):
+    """The prices a revalued intent's payment is valued at now
+    (:class:`~intentd.lifecycle.valuation.Valuer`; a cache read, never I/O)."""
+
+    def rate(self, row: IntentRow) -> Rate | None:
+        """None: ``row`` is not revalued, or a price it needs cannot be trusted now."""
         ...
 
 

@@ -53,13 +53,26 @@ async def save(
             amount=kept.amount,
             reason=reason,
         )
-    changed = (
+    terms = intent.terms
+    changed = intent.valuation is not None or (
         intent.status,
         intent.received,
         intent.event_sequence,
         intent.tx_hash,
         intent.refunded,
-    ) != (row.status, row.received, row.event_sequence, row.tx_hash, row.refunded)
+        terms.total_due,
+        terms.amount_out,
+        intent.awaiting_price,
+    ) != (
+        row.status,
+        row.received,
+        row.event_sequence,
+        row.tx_hash,
+        row.refunded,
+        row.total_due,
+        row.amount_out,
+        row.awaiting_price,
+    )
     if changed:
         await uow.save_intent(intent, expected_version=row.version)
         if intent.status is not row.status:

@@ -9,6 +9,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
+from intentd.domain.valuation import PriceUsed
+
 __all__ = [
     "ONE_USD",
     "Price",
@@ -39,6 +41,13 @@ class Price:
     """After this the price is refused unless the feed publishes a new round."""
     observed: Decimal | None = None
     """A stablecoin's feed answer, when ``usd`` is its peg of 1."""
+
+    def used(self, symbol: str) -> PriceUsed:
+        """The price as an intent records it (its creation, a credit's valuation)."""
+        return PriceUsed(
+            symbol, self.usd, self.source, self.feed, self.round_id, self.updated_at,
+            self.observed,
+        )  # fmt: skip
 
 
 class PriceRefused(Exception):

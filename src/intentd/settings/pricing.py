@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from intentd.settings.chains import ChainConfig
     from intentd.settings.tokens import NativeTokenConfig, TokenConfig
 
-__all__ = ["PriceFeedConfig", "PricedToken", "PricingConfig", "check_price_sources"]
+__all__ = [
+    "PriceFeedConfig",
+    "PricedToken",
+    "PricingConfig",
+    "SlippageConfig",
+    "check_price_sources",
+]
 
 
 class PriceFeedConfig(ConfigModel):
@@ -67,6 +73,37 @@ class PricedToken(ConfigModel):
         return [value] if isinstance(value, dict) else value
 
 
+class SlippageConfig(ConfigModel):
+    """``[pricing.slippage]``: how far a price may move against the payer between an
+    intent's creation and the credit of its payment before the payer must top up, in
+    basis points of the amount, by ``tokenIn``'s category (docs/pricing.md, *Slippage*).
+    A move within it is borne by the relayer. It applies only to an intent whose amount
+    was converted at a price (an amount in USD, or in another priced symbol)."""
+
+    stablecoin: int = Field(default=100, ge=0, le=5_000)
+    """A stablecoin paying an amount in a priced symbol (say ETH): that symbol's move."""
+    major: int = Field(default=100, ge=0, le=5_000)
+    volatile: int = Field(default=300, ge=0, le=5_000)
+    max: int = Field(default=1_000, ge=0, le=5_000)
+    """The most a create may ask for (``slippage`` in the request); at least every default."""
+
+    @model_validator(mode="after")
+    def _within_max(self) -> SlippageConfig:
+        for category in ("stablecoin", "major", "volatile"):
+            if getattr(self, category) > self.max:
+                raise ValueError(
+                    f"pricing.slippage.{category} ({getattr(self, category)}) is above"
+                    f" pricing.slippage.max ({self.max})"
+                )
+        return self
+
+    def default_bps(self, category: str) -> int:
+        """The default of a ``tokenIn`` of ``category`` (``stablecoin``, ``major``,
+        ``volatile``)."""
+        found: int = getattr(self, category)
+        return found
+
+
 class PricingConfig(ConfigModel):
     """The ``[pricing]`` section: reading feeds and trusting their answers."""
 
@@ -87,6 +124,8 @@ class PricingConfig(ConfigModel):
     quote_ttl: int = Field(default=60, ge=1, le=3600)
     """Seconds a quote says it is valid (``valid_until``), less if a price it used
     would be refused sooner."""
+    slippage: SlippageConfig = Field(default_factory=SlippageConfig)
+    """Tolerated price moves between creation and payment (:class:`SlippageConfig`)."""
 
     @model_validator(mode="after")
     def _read_age(self) -> PricingConfig:

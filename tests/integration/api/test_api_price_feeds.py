@@ -271,3 +271,40 @@ async def test_a_depegged_stablecoin_is_refused_both_ways(
     }
     status, quote, _ = await priced_api.call("GET", "/quotes/single-source", key, params=params)
     assert (status, quote["code"]) == (422, "token_depegged")
+
+
+async def test_quotes_say_the_slippage_and_what_it_means_and_creates_record_it(
+    priced_api: Api, key: str, chain: tuple[AnvilProcess, dict[str, str]]
+) -> None:
+    """30 USD paid in ETH is revalued at its payment (docs/pricing.md, Slippage): the quote
+    says the slippage and the ETH price below which its total stops covering; the intent
+    records its slippage, what it owes and the prices it was created at."""
+    body = await quoted_at(priced_api, key, "3000")
+    assert body["slippage"] == "0.01"  # pricing.slippage.major
+    limit = body["slippage_limit"]
+    assert (limit["symbol"], limit["direction"]) == ("ETH", "below")
+    assert Decimal("2969") < Decimal(limit["usd"]) < Decimal("3000")
+    params = {"sourceChain": CHAIN, "tokenIn": chain[1]["USDC"], "destinationChain": CHAIN,
+              "amount": "30"}  # fmt: skip
+    status, usdc, _ = await priced_api.call("GET", "/quotes/single-source", key, params=params)
+    assert (status, usdc["slippage"], usdc["slippage_limit"]) == (200, "0", None)
+
+    request = {"amount": "30", "amountSymbol": "USD", "tokenIn": NATIVE_TOKEN,
+               "source_chain": CHAIN, "destination_chain": CHAIN, "recipient": PAYEE,
+               "refund_address": PAYEE}  # fmt: skip
+    status, record, _ = await priced_api.call(
+        "POST", "/intents", key, body={**request, "slippage": "0.02"}
+    )
+    assert status == 201, record
+    assert (record["slippage"], record["valuation"]) == ("0.02", None)
+    assert [(p["symbol"], p["usd"], p["source"]) for p in record["prices"]] == [
+        ("ETH", "3000", "chainlink")
+    ]
+    for slippage, code in (("2%", "slippage_malformed"), ("0.5", "slippage_too_large")):
+        status, problem, _ = await priced_api.call(
+            "POST", "/intents", key, body={**request, "slippage": slippage}
+        )
+        assert (status, problem["code"], problem["field"]) == (422, code, "slippage")
+    in_eth = {**request, "amount": "0.01", "amountSymbol": "ETH", "slippage": "0.01"}
+    status, problem, _ = await priced_api.call("POST", "/intents", key, body=in_eth)
+    assert (status, problem["code"]) == (422, "slippage_not_applicable")

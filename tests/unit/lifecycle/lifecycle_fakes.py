@@ -28,6 +28,7 @@ from tests.unit.lifecycle.lifecycle_due_fakes import DueState, DueWork
 from intentd.adapters import db_failures
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import ActionKind, Intent, PendingAction, RefundReason, SignerKind
+from intentd.domain.valuation import Rate
 from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.ports import ActionFacts
@@ -128,6 +129,10 @@ class FakeUnitOfWork(DueWork):
             relayer=intent.relayer,
             needs_relay=bool(intent.relayer),
             refunded=intent.refunded,
+            total_due=intent.terms.total_due,
+            amount_out=intent.terms.amount_out,
+            awaiting_price=intent.awaiting_price,
+            valuation=intent.valuation if intent.valuation is not None else row.valuation,
             version=row.version + 1,
         )
 
@@ -189,13 +194,14 @@ class FakeUnitOfWork(DueWork):
         disposition: Disposition,
         reason: RefundReason | None,
         revive: int | None = None,
+        rate: Rate | None = None,
     ) -> int:
         if revive is not None:
             before = self.state.deposits[revive]
             if before.disposition is Disposition.RETRACTED:
                 self.state.deposits[revive] = RecordedDeposit(
                     revive, replace(before.deposit, **_where(deposit)), intent_id, disposition,
-                    reason,
+                    reason, rate=rate,
                 )  # fmt: skip
             return revive
         for stored in self.state.deposits.values():
@@ -209,9 +215,29 @@ class FakeUnitOfWork(DueWork):
                 raise RuntimeError(f"deposit {deposit.key} exists")
         deposit_id = len(self.state.deposits) + 1
         self.state.deposits[deposit_id] = RecordedDeposit(
-            deposit_id, deposit, intent_id, disposition, reason
+            deposit_id, deposit, intent_id, disposition, reason, rate=rate
         )
         return deposit_id
+
+    async def record_valuation(self, intent_id: int, rate: Rate) -> int:
+        found = [
+            stored
+            for stored in self.state.deposits.values()
+            if stored.intent_id == intent_id
+            and stored.disposition is Disposition.CREDITED
+            and stored.rate is None
+        ]
+        for stored in found:
+            self.state.deposits[stored.id] = replace(stored, rate=rate)
+        return len(found)
+
+    async def awaiting_price(self, *, limit: int) -> list[int]:
+        found = [
+            row.id
+            for row in self.state.intents.values()
+            if row.awaiting_price and row.status.value == "PENDING"
+        ]
+        return sorted(found)[:limit]
 
     async def relocate(self, recorded: RecordedDeposit, deposit: Deposit) -> None:
         stored = self.state.deposits[recorded.id]
