@@ -9,10 +9,11 @@
 - **trigger admission**: ``N`` calls admitted and given back
   (``adapters.trigger_runs``: the one round trip trigger-processing now makes before
   reading the chain, and the delete after it), milliseconds per call (p50, p99);
-- **outages**: the database behind a ``TcpFaultProxy`` and the API's watch
-  (``api.outage``, probing every second): for each of ``N`` cuts and ``N`` stalls,
-  the seconds from the fault to the watch's "away" (the role not ready) and from
-  the restore to "available" (ready again).
+- **outages**: the database behind a ``TcpFaultProxy`` and a process's
+  ``supervision.Health`` probing it as the API needs (every second,
+  ``api.connections.database_cadence``): for each of ``N`` cuts and ``N`` stalls,
+  the seconds from the fault to "down" (the process not ready) and from the restore
+  to "up" (ready again).
 
 Figures are printed as JSON, nothing asserted.
 """
@@ -32,10 +33,12 @@ from pydantic import SecretStr
 from bench.intent_list import CONFIG
 from bench.poller_env import bench_database, infra_env
 from intentd.adapters import trigger_runs
+from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import create_pool
-from intentd.api.connections import Database, watch_of
-from intentd.api.outage import LibraryNoise
+from intentd.adapters.probes import PostgresProbe
+from intentd.api.connections import Database, database_cadence
 from intentd.settings import load_settings
+from intentd.supervision import POSTGRESQL, Health
 from intentd_dev.fault_proxy import TcpFaultProxy
 
 
@@ -125,10 +128,15 @@ async def outages(url: str, count: int) -> dict[str, Any]:
             changed.clear()
             await changed.wait()
 
-    watch = watch_of(settings, on_change=hear)
-    noise = LibraryNoise(watch)  # as the app does
-    noise.install()
-    watching = asyncio.create_task(watch.run())
+    health = Health()
+    cadence = database_cadence(settings)
+    probe = PostgresProbe(through, timeout=cadence.timeout)
+    health.watch(POSTGRESQL, probe, cadence=cadence)
+    health.listen(POSTGRESQL, hear)
+    quiet = QuietLibraryLogs(health)  # as a process does
+    quiet.install()
+    stop = asyncio.Event()
+    watching = asyncio.create_task(health.run(stop))
     found: dict[str, list[float]] = {"cut": [], "stall": []}
     back: dict[str, list[float]] = {"cut": [], "stall": []}
     try:
@@ -147,10 +155,10 @@ async def outages(url: str, count: int) -> dict[str, Any]:
                 await until_heard(True)
                 back[fault].append(time.perf_counter() - began)
     finally:
-        watching.cancel()
-        await asyncio.gather(watching, return_exceptions=True)
-        await watch.close()
-        noise.remove()
+        stop.set()
+        await watching
+        await probe.close()
+        quiet.remove()
         await pool.close()
         await proxy.close()
     return {

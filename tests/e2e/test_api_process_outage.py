@@ -109,15 +109,23 @@ async def test_intentd_api_answers_503_through_an_outage_and_recovers_by_itself(
     assert "Traceback" not in text and '"traceback"' not in text, text[-3000:]
     assert "unhandled error" not in events
     # Each process tells each outage in two lines, whatever the requests in between.
-    assert events.count("database unavailable") == 2 * workers, events
-    assert events.count("database available again") == 2 * workers, events
+    database = database_events(daemon.log)
+    assert database.count("dependency unavailable") == 2 * workers, events
+    assert database.count("dependency available again") == 2 * workers, events
+
+
+def log_lines(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line[:1] == "{"]
 
 
 def log_events(log: Path) -> list[str]:
+    return [line.get("event", "") for line in log_lines(log)]
+
+
+def database_events(log: Path) -> list[str]:
+    """The events of the process's outage log about PostgreSQL."""
     return [
-        json.loads(line).get("event", "")
-        for line in log.read_text().splitlines()
-        if line[:1] == "{"
+        line.get("event", "") for line in log_lines(log) if line.get("dependency") == "postgresql"
     ]
 
 
@@ -152,8 +160,9 @@ async def through_a_cut_and_a_stall(
                 return answer.status, data, answer.headers.get("Retry-After")
 
         async def told(event: str, times: int) -> bool:
-            """Every process has logged ``event`` (each outage is ``workers`` times)."""
-            return log_events(log).count(event) >= times
+            """Every process has logged ``event`` of PostgreSQL (each outage is
+            ``workers`` times)."""
+            return database_events(log).count(event) >= times
 
         await until(lambda: ready_is(200), "the API did not get ready", log)
         status, intent, _ = await call("POST", "/intents", json=body, headers=auth)
@@ -166,7 +175,7 @@ async def through_a_cut_and_a_stall(
             else:
                 proxy.stall()
             await until(lambda: ready_is(503), f"/readyz stayed 200 ({fault})", log)
-            await until(lambda: told("database unavailable", seen), fault, log)  # noqa: B023
+            await until(lambda: told("dependency unavailable", seen), fault, log)  # noqa: B023
             retried = {**auth, "Idempotency-Key": f"outage-{secrets.token_hex(6)}"}
             answers = [
                 await call("GET", f"/intents/{intent['id']}", headers=auth),
@@ -179,7 +188,7 @@ async def through_a_cut_and_a_stall(
 
             await proxy.restore()
             await until(lambda: ready_is(200), f"/readyz stayed 503 ({fault})", log)
-            await until(lambda: told("database available again", seen), fault, log)  # noqa: B023
+            await until(lambda: told("dependency available again", seen), fault, log)  # noqa: B023
             status, again, _ = await call("GET", f"/intents/{intent['id']}", headers=auth)
             assert status == 200, again
             status, created, _ = await call("POST", "/intents", json=body, headers=retried)

@@ -9,11 +9,12 @@ import time
 import pytest
 from pydantic import SecretStr
 
-from intentd.composition.process import Roles, pool_size
+from intentd.composition.process import Roles, _watch, pool_size
 from intentd.composition.roles import EXECUTOR_CONNECTIONS, POLLER_CONNECTIONS
 from intentd.runtime import run_roles
-from intentd.settings import DatabaseConfig
+from intentd.settings import DatabaseConfig, Settings
 from intentd.stopping import Stopping
+from intentd.supervision import POSTGRESQL, Health
 
 DATABASE = DatabaseConfig(url=SecretStr("postgresql://127.0.0.1:1/x"), min_pool=2, max_pool=10)
 
@@ -112,3 +113,37 @@ def test_the_producer_keeps_the_client_id_of_a_one_role_process() -> None:
     assert Roles(lifecycle=True).kafka_client_suffix == "-lifecycle"
     assert Roles(pollers=("BASE",), lifecycle=True).kafka_client_suffix == "-run"
     assert not Roles(executors=("BASE",)).publishes
+
+
+SETTINGS = Settings.model_validate(
+    {
+        "database": {"url": "postgresql://127.0.0.1:1/x"},
+        "kafka": {"bootstrap_servers": "127.0.0.1:1"},
+        "chains": {"A_TESTNET": {"chain_id": 1001, "network": "test", "rpc_urls": ["http://x"]}},
+        "api": {"db_timeout": 2.0},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("roles", "every", "timeout"),
+    [
+        (Roles(api=True), 1.0, 2.0),  # the API's: every second, within api.db_timeout
+        (Roles(pollers=("A_TESTNET",)), 5.0, 3.0),  # the daemons'
+        (Roles.everything(SETTINGS), 1.0, 2.0),  # both: the closest of each bound
+    ],
+)
+async def test_a_process_probes_each_dependency_once_as_closely_as_its_roles_need(
+    roles: Roles, every: float, timeout: float
+) -> None:
+    health = Health()
+    probes = _watch(health, SETTINGS, roles)
+    try:
+        kinds = sorted(type(probe).__name__ for probe in probes)
+        assert kinds.count("PostgresProbe") == 1
+        cadence = health.cadence(POSTGRESQL)
+        assert (cadence.every, cadence.timeout) == (every, timeout)
+        assert health.is_down(POSTGRESQL) is False
+    finally:
+        for probe in probes:
+            await probe.close()

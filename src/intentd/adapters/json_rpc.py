@@ -8,8 +8,10 @@ error in any element of a batch fails the whole batch, which is retried: a block
 never silently dropped. After the last attempt the error is raised. Given the
 chain's ``chain_id``, the client asks a URL for ``eth_chainId`` before its first use
 and again after every failover, and never uses one that answers another chain
-(:class:`WrongChainError`, an error log and ``intentd_rpc_wrong_chain_total``; it
-fails over as for any other failure). URLs appear in logs only redacted.
+(:class:`WrongChainError` and ``intentd_rpc_wrong_chain_total`` at each attempt; it
+fails over as for any other failure). Such a URL is logged once per process (an error
+line, whichever client of the process met it) until it answers our chain again (an
+info line). URLs appear in logs only redacted.
 
 A call's time is bounded by the attempts, not by a deadline: each POST waits at most
 ``timeout`` seconds, but a call may first wait for one of the ``parallel_posts``
@@ -37,6 +39,8 @@ from intentd import observability as metrics
 from intentd.backoff import Backoff
 from intentd.indexer.ports import ChainUnavailable, NoAnswer
 from intentd.settings.redaction import redact_url, redact_urls_in
+from intentd.supervision.episodes import Episodes, Wording
+from intentd.supervision.outage_log import emit
 
 __all__ = [
     "Call",
@@ -74,6 +78,15 @@ _RATE_LIMIT = re.compile(
 )
 """-32005 is also the code of rate limits ("request rate exceeded"): those are retried
 with backoff like any failure, not answered by asking for a narrower range."""
+_WRONG_CHAIN: Episodes[tuple[str, str]] = Episodes(
+    Wording(
+        begun="rpc url answers another chain; not used",
+        ended="rpc url answers our chain again",
+        level="error",
+    ),
+    summary_every=None,
+)
+"""The (chain, URL) pairs of this process that answer another chain: each told once."""
 
 
 def is_range_limit(code: int, message: str) -> bool:
@@ -297,16 +310,13 @@ class JsonRpcClient:
     async def _check_chain(self, url: str, chain_id: int) -> None:
         [answer] = await self._post(url, [("eth_chainId", [])], False)
         answered = int(answer, 16) if isinstance(answer, str) else None
+        shown = redact_url(url)
         if answered != chain_id:
             metrics.RPC_WRONG_CHAIN.labels(self.chain).inc()
-            log.error(
-                "rpc url answers another chain; not used",
-                chain=self.chain,
-                url=redact_url(url),
-                expected=chain_id,
-                answered=answered,
-            )
-            raise WrongChainError(f"{redact_url(url)} answers chain {answered}, not {chain_id}")
+            emit(_WRONG_CHAIN.seen((self.chain, url), chain=self.chain, url=shown,
+                                   expected=chain_id, answered=answered))  # fmt: skip
+            raise WrongChainError(f"{shown} answers chain {answered}, not {chain_id}")
+        emit(_WRONG_CHAIN.ended((self.chain, url), answered=answered))
         if self.url == url:
             self._verified = url
 

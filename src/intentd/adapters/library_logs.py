@@ -12,9 +12,14 @@ their warnings and errors to what tells something new:
   seconds; the next one says how many it stood for (``... (12 more like it)``);
 - never a traceback: the exception's type and text are put in the line instead;
 - a line makes ``Health`` probe the dependency at once (an error line of aiokafka's,
-  any warning of asyncpg's), so an outage is seen within a moment of the first one.
+  any warning of asyncpg's), so an outage is seen within a moment of the first one;
+- a connection attempt of asyncpg's cancelled (an API request's bound passed) just as
+  its socket opened leaves a future with ``ConnectionError('unexpected
+  connection_lost() call')`` that asyncio reports as "never retrieved" (asyncpg's TLS
+  negotiation, ``connect_utils.TLSUpgradeProto``): dropped, nothing was lost.
 
-Lines below warning pass untouched (the rebalances' info lines are few).
+Lines below warning pass untouched (the rebalances' info lines are few). One filter per
+process, whichever roles it runs (the API's too).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ _LIBRARIES: tuple[tuple[str, Dependency, int], ...] = (
 """Logger name prefix, its dependency, the level from which a line makes it suspect."""
 _KINDS = 1000
 """Kinds of line remembered at most."""
+_NEVER_RETRIEVED = "Future exception was never retrieved"
+_CANCELLED_CONNECT = "unexpected connection_lost() call"
 
 
 class QuietLibraryLogs(logging.Filter):
@@ -52,6 +59,8 @@ class QuietLibraryLogs(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
+        if record.name == "asyncio" and _cancelled_connect(record):
+            return False
         library = next((lib for lib in _LIBRARIES if record.name.startswith(lib[0])), None)
         if library is None:
             return True
@@ -88,3 +97,13 @@ class QuietLibraryLogs(logging.Filter):
     def remove(self) -> None:
         for handler in logging.getLogger().handlers:
             handler.removeFilter(self)
+
+
+def _cancelled_connect(record: logging.LogRecord) -> bool:
+    """asyncio's report of a connection attempt cancelled as its socket opened."""
+    error = record.exc_info[1] if record.exc_info else None
+    return (
+        str(record.msg).startswith(_NEVER_RETRIEVED)
+        and isinstance(error, ConnectionError)
+        and str(error) == _CANCELLED_CONNECT
+    )

@@ -29,15 +29,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import structlog
-
 from intentd.adapters.json_rpc import JsonRpcClient, RpcError, Transport, WrongChainError
 from intentd.backoff import Backoff
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ConfigError, Settings
 from intentd.supervision import rpc
-from intentd.supervision.health import describe
-from intentd.supervision.outage_log import Line, OutageLog
+from intentd.supervision.outage_log import OutageLog, describe, emit
 
 __all__ = [
     "RETRY",
@@ -49,7 +46,6 @@ __all__ = [
     "token_mismatches",
 ]
 
-log = structlog.get_logger()
 
 RETRY = Backoff(0.5, cap=30.0, jitter=0.5)
 """Pauses between two tries of a chain's check while its nodes give no answer."""
@@ -189,11 +185,11 @@ async def _checked(
             except (ChainUnavailable, _NoAnswer) as exc:
                 if attempts is not None and tried >= attempts:
                     raise
-                _log(outage.failed(time.monotonic(), describe(exc), task="token check"))
-                _log(outage.still(time.monotonic()))
+                emit(outage.failed(time.monotonic(), describe(exc), task="token check"))
+                emit(outage.still(time.monotonic()))
                 await asyncio.sleep(retry.delay(tried))
                 continue
-            _log(outage.answered(time.monotonic()))
+            emit(outage.answered(time.monotonic()))
             return token_mismatches(chain, answers)
     finally:
         await client.close()
@@ -234,8 +230,3 @@ async def _at(client: JsonRpcClient, block: str, call: tuple[str, list[object]])
 def _reverted(error: RpcError) -> bool:
     """Whether the node says the call reverted (EIP-1474 code 3, or geth's message)."""
     return error.code == 3 or "revert" in error.message.lower()
-
-
-def _log(line: Line | None) -> None:
-    if line is not None:
-        (log.info if line.level == "info" else log.warning)(line.event, **line.fields)

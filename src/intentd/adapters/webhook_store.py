@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from intentd.adapters import db_failures
 from intentd.adapters.postgres import Pool
 from intentd.webhooks.matching import Subscription, subscribers
 from intentd.webhooks.ports import DueDelivery, EventToRecord, RecordedAttempt
@@ -157,6 +158,10 @@ class Health:
 class PostgresWebhookStore:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
+
+    def unavailable(self, exc: BaseException) -> bool:
+        """PostgreSQL could not be reached or did not answer (``adapters.db_failures``)."""
+        return db_failures.unavailable(exc)
 
     async def record_events(self, events: Sequence[EventToRecord]) -> int:
         if not events:

@@ -3,8 +3,9 @@
 Every failure is answered as ``application/problem+json`` (``api.problems``); an
 exception no handler expects is a bug, logged with its traceback and answered 500
 with code ``internal`` (never with its message). A database away is not one: every
-use of it goes through ``api.connections.Database``, which answers 503 problems,
-and the app runs the outage watch (``api.outage``) for as long as it serves.
+use of it goes through ``api.connections.Database``, which answers 503 problems
+while the process's :class:`~intentd.supervision.Health` knows PostgreSQL is down (the
+one watch of every role of the process; an app given none watches it itself).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
+from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.price_feeds import running_prices
+from intentd.adapters.probes import PostgresProbe
 from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.api import (
     refund_approvals,
@@ -45,14 +48,13 @@ from intentd.api import (
 from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.capacity import InFlightLimit
-from intentd.api.connections import Database, watch_of
+from intentd.api.connections import Database, database_cadence
 from intentd.api.context import API_PREFIX, Services
 from intentd.api.hot_path import HotPath
 from intentd.api.intent_writes import AnsweringWriter
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
 from intentd.api.openapi_links import add_links
-from intentd.api.outage import LibraryNoise
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
@@ -61,6 +63,7 @@ from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
+from intentd.supervision import POSTGRESQL, Health
 
 __all__ = ["API_PREFIX", "create_app"]
 
@@ -73,15 +76,18 @@ def create_app(
     *,
     pool: Pool | None = None,
     prices: PriceSource | None = None,
+    health: Health | None = None,
     on_readiness: Callable[[bool], None] | None = None,
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
     """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
     (else the config's feeds are read in the background, ``adapters.price_feeds``).
-    ``on_readiness`` hears True once the services are up, then False while the
-    database is away and True again once it answers (``api.outage``). ``extensions``
-    add their routes and middleware to the app before the API's own middleware (the
-    console, ``console.mount``)."""
+    ``health`` is the process's, which runs it and probes PostgreSQL at least as
+    closely as the API needs (``api.connections.database_cadence``); without one the
+    app watches PostgreSQL itself while it serves (tests). ``on_readiness`` hears
+    True once the services are up, then False while the database is down and True
+    again once it answers. ``extensions`` add their routes and middleware to the app
+    before the API's own middleware (the console, ``console.mount``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,12 +101,10 @@ def create_app(
                     session_reset=False,  # the API leaves no session state behind
                 )
                 stack.push_async_callback(db.close)
-            watch = watch_of(settings, on_change=on_readiness)
-            stack.push_async_callback(watch.close)
-            database = Database.of(settings, db, watch=watch)
-            noise = LibraryNoise(watch)
-            noise.install()
-            stack.callback(noise.remove)
+            watching = health
+            if watching is None:
+                watching = await stack.enter_async_context(_watching_alone(settings))
+            database = Database.of(settings, db, health=watching)
             if prices is None:  # feeds refreshed in the background (docs/pricing.md)
                 quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
             else:
@@ -132,10 +136,10 @@ def create_app(
                 ),
                 liquidity=gate,
             )
-            watching = asyncio.create_task(watch.run(), name="database watch")
-            stack.push_async_callback(_cancelled, watching)
             if on_readiness is not None:
-                on_readiness(True)
+                watching.listen(POSTGRESQL, on_readiness)
+                stack.callback(watching.unlisten, POSTGRESQL, on_readiness)
+                on_readiness(not watching.is_down(POSTGRESQL))
             yield
 
     app = FastAPI(
@@ -179,6 +183,26 @@ def create_app(
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+@asynccontextmanager
+async def _watching_alone(settings: Settings) -> AsyncIterator[Health]:
+    """A health of the app's own, probing PostgreSQL as the API needs, while it serves;
+    the libraries' lines kept to a few (an app outside a process of roles: tests)."""
+    health = Health()
+    probe = PostgresProbe(settings.database.url.get_secret_value(), timeout=settings.api.db_timeout)
+    health.watch(POSTGRESQL, probe, cadence=database_cadence(settings))
+    quiet = QuietLibraryLogs(health)
+    quiet.install()
+    stop = asyncio.Event()
+    running = asyncio.create_task(health.run(stop), name="database watch")
+    try:
+        yield health
+    finally:
+        stop.set()
+        await running
+        quiet.remove()
+        await probe.close()
 
 
 def _view_stopped(task: asyncio.Task[None]) -> None:

@@ -3,8 +3,9 @@
 :meth:`Database.connection` lends a connection of the pool for one piece of a
 request's work:
 
-- while the :class:`~intentd.api.outage.DatabaseWatch` knows the database is away,
-  it answers 503 ``database_unavailable`` at once (no wait on the pool);
+- while the process's :class:`~intentd.supervision.Health` knows PostgreSQL is down
+  (its probe failed, or a role of the process met its outage), it answers 503
+  ``database_unavailable`` at once (no wait on the pool);
 - it waits at most ``api.db_acquire_timeout`` for a connection. Past it, with every
   connection of the pool open and lent out, the pool is *busy*: 503
   ``database_busy``, before anything of the request was done. Past it with room in
@@ -13,14 +14,18 @@ request's work:
 - the work done with it may take at most ``api.db_timeout`` (a stalled server);
 - a connection refused, reset or closed, or an answer not in time, is 503
   ``database_unavailable`` (with ``Retry-After``, ``problems.database_unavailable``),
-  told to the watch (which then probes at once), never a 500 and never a traceback.
-  A broken connection is dropped, not waited for.
+  told to the health (:meth:`~intentd.supervision.Health.missed`: counted, and the
+  probe asked at once: one broken connection is not an outage, the probe decides),
+  never a 500 and never a traceback. A broken connection is dropped, not waited for.
 
-Which errors mean "the database is away" is ``adapters.db_failures``'s
-classification (``UNAVAILABLE``). Any other error passes unchanged. A write that
-failed this way may have been committed all the same; a create is safe to retry with
-its ``Idempotency-Key`` (``api.intent_writes``). No API path waits for a connection
-or an answer without a bound.
+The API needs PostgreSQL watched closely (:func:`database_cadence`): probed every
+second, each probe bounded by ``api.db_timeout``, so it is answered 503 at once, and
+not ready, from a failed probe until an answered one (about a second after the
+database is back). Which errors mean "the database is away" is
+``adapters.db_failures``'s classification (``UNAVAILABLE``). Any other error passes
+unchanged. A write that failed this way may have been committed all the same; a
+create is safe to retry with its ``Idempotency-Key`` (``api.intent_writes``). No API
+path waits for a connection or an answer without a bound.
 """
 
 from __future__ import annotations
@@ -28,30 +33,32 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Protocol
 
 from intentd.adapters import db_failures
-from intentd.adapters.db_probe import ConnectionProbe
 from intentd.adapters.postgres import Connection, Pool
-from intentd.api.outage import DatabaseWatch, describe
 from intentd.api.problems import ApiProblem, database_busy, database_unavailable
+from intentd.backoff import Backoff
 from intentd.settings import Settings
+from intentd.supervision import POSTGRESQL, Cadence, Health
 
-__all__ = ["Database", "Watch", "database_away", "watch_of"]
+__all__ = ["PROBE_EVERY", "PROBE_GAP", "Database", "database_away", "database_cadence"]
+
+PROBE_EVERY = 1.0
+"""Seconds between two probes of PostgreSQL, answered or not (a request's failure asks
+sooner)."""
+PROBE_GAP = 0.1
+"""Seconds at least between two probes, however many requests fail."""
 
 
-class Watch(Protocol):
-    """What ``Database`` needs of the process's view of PostgreSQL
-    (:class:`~intentd.api.outage.DatabaseWatch`)."""
-
-    @property
-    def away(self) -> bool:
-        """The database is known away (a probe failed, none answered since)."""
-        ...
-
-    def failed(self, error: str | None) -> None:
-        """A request found it away (``error`` None: refused because known away)."""
-        ...
+def database_cadence(settings: Settings) -> Cadence:
+    """How closely the API needs PostgreSQL probed: every :data:`PROBE_EVERY` seconds
+    (while it is down too), each probe bounded by ``api.db_timeout``."""
+    return Cadence(
+        every=PROBE_EVERY,
+        timeout=settings.api.db_timeout,
+        retry=Backoff(PROBE_EVERY, factor=1.0, cap=PROBE_EVERY),
+        min_gap=PROBE_GAP,
+    )
 
 
 def database_away(exc: BaseException) -> bool:
@@ -60,43 +67,39 @@ def database_away(exc: BaseException) -> bool:
     return not isinstance(exc, ApiProblem) and db_failures.unavailable(exc)
 
 
-def watch_of(
-    settings: Settings, *, on_change: Callable[[bool], None] | None = None
-) -> DatabaseWatch:
-    """A watch probing ``settings.database.url`` within ``api.db_timeout`` (run its
-    ``run()`` to probe; ``on_change`` hears the database go away and come back)."""
-    url = settings.database.url.get_secret_value()
-    probe = ConnectionProbe(url, within=settings.api.db_timeout)
-    return DatabaseWatch(probe, on_change=on_change)
-
-
 class Database:
-    """The pool of the API process with its bounds and its watch."""
+    """The pool of the API process with its bounds and the process's health."""
 
     def __init__(
         self,
         pool: Pool,
-        watch: Watch,
+        health: Health,
         *,
         acquire_timeout: float,
         answer_timeout: float,
     ) -> None:
         self.pool = pool
-        self.watch = watch
+        self.health = health
         self.acquire_timeout = acquire_timeout
         self.answer_timeout = answer_timeout
 
     @classmethod
-    def of(cls, settings: Settings, pool: Pool, *, watch: Watch | None = None) -> Database:
-        """``pool`` with the bounds of ``settings.api``, and ``watch`` (by default one
-        made by :func:`watch_of`, not running)."""
+    def of(cls, settings: Settings, pool: Pool, *, health: Health | None = None) -> Database:
+        """``pool`` with the bounds of ``settings.api``, and ``health`` (by default one
+        of its own that watches nothing: the database is never known away)."""
         api = settings.api
         return cls(
             pool,
-            watch if watch is not None else watch_of(settings),
+            health if health is not None else Health(),
             acquire_timeout=api.db_acquire_timeout,
             answer_timeout=api.db_timeout,
         )
+
+    @property
+    def away(self) -> bool:
+        """PostgreSQL is known down (a probe failed and none answered since, or a role
+        of the process met its outage)."""
+        return self.health.is_down(POSTGRESQL)
 
     @asynccontextmanager
     async def connection(
@@ -104,7 +107,7 @@ class Database:
     ) -> AsyncIterator[Connection]:
         """A connection for at most ``answer_timeout`` seconds of work; ``busy`` makes
         the exception for a pool busy past ``acquire_timeout``."""
-        if self.watch.away:
+        if self.away:
             raise self.unavailable(None)
         try:
             conn = await self.pool.acquire(timeout=self.acquire_timeout)
@@ -138,6 +141,6 @@ class Database:
 
     def unavailable(self, exc: BaseException | None) -> ApiProblem:
         """The 503 for a request that found the database away (``exc``; None: known
-        away before it asked), told to the watch."""
-        self.watch.failed(describe(exc) if exc is not None else None)
+        away before it asked), told to the health."""
+        self.health.missed(POSTGRESQL, exc)
         return database_unavailable()

@@ -8,8 +8,10 @@ The workers of ``intentd api --workers N`` (``api.workers``) open the port with
 error, so two unrelated daemons never share one silently.
 
 Its bounds (``api.capacity``): connections, the time a request's headers may take,
-idle keep-alive connections. Its readiness (``/readyz``): ready once serving, not
-ready while the database is away (``api.outage``), ready again once it answers.
+idle keep-alive connections. Its readiness (``/readyz``): ready once serving; not
+ready while PostgreSQL is down, as the process's :class:`~intentd.supervision.Health`
+says for every role. A worker of ``intentd api --workers N`` tells its parent each
+change (``api.workers``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from intentd.api.capacity import guarded_protocol
 from intentd.api.workers import report_readiness
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
+from intentd.supervision import Health
 
 __all__ = ["Server", "api_role", "bind"]
 
@@ -76,12 +79,10 @@ async def _abandon_requests(server: Server) -> None:
 
 
 def _readiness(ready: bool) -> None:
-    """Ready once serving; not ready while the database is away (``api.outage``)."""
-    if ready:
-        READINESS.ready(READY_NAME)
-    else:
-        READINESS.unready(READY_NAME)
-    report_readiness(ready)  # to the parent of ``intentd api --workers N``, if any
+    """Ready once serving (the database down is the health's to say, in ``/readyz``);
+    each change told to the parent of ``intentd api --workers N``, if any."""
+    READINESS.ready(READY_NAME)
+    report_readiness(ready)
 
 
 def api_role(
@@ -89,16 +90,19 @@ def api_role(
     *,
     pool: Pool | None = None,
     sock: socket.socket | None = None,
+    health: Health | None = None,
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> Role:
-    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop, with
-    ``extensions`` (``api.app.create_app``)."""
+    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop, with the
+    process's ``health`` and ``extensions`` (``api.app.create_app``)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect(READY_NAME)
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
-            create_app(settings, pool=pool, on_readiness=_readiness, extensions=extensions),
+            create_app(
+                settings, pool=pool, health=health, on_readiness=_readiness, extensions=extensions
+            ),
             http=guarded_protocol(settings.api.header_timeout, settings.api.max_connections),
             timeout_keep_alive=settings.api.keep_alive_timeout,
             lifespan="on",

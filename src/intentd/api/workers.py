@@ -12,7 +12,7 @@ serves the health endpoint on ``observability.metrics_port`` for all of them:
   leaves it behind, in the system's temporary directory).
 - ``/readyz`` is 200 while every worker says it is ready. A worker writes one byte
   on a pipe the parent gave it (``INTENTD_READY_FD``) each time its readiness
-  changes: ``r`` once it serves, ``n`` while the database is away (``api.outage``),
+  changes: ``r`` once it serves, ``n`` while PostgreSQL is down (its ``Health``),
   ``r`` again once it answers. A worker not ready for the first time within
   ``READY_TIMEOUT`` counts as dead: it would listen on the port without serving.
 

@@ -9,14 +9,16 @@ the producer, then the pool, once every role has returned (a producer that does 
 close within ``CLOSE_SECONDS`` is abandoned; a pool whose connections are not all
 back by then is closed at once).
 
-Dependencies (docs/operations.md, Outages): the process's
-:class:`~intentd.supervision.Health` probes PostgreSQL, Kafka (if a role uses it) and
-the RPC of each chain a poller or an executor of the process serves (``adapters.probes``);
-``/readyz`` is 503 while one is down or a role makes no progress. Opening the pool
-and starting the producer wait out an outage as the roles do (``until_done``), so a
-process started while PostgreSQL or the brokers are away waits for them, not ready,
-and starts once they answer. aiokafka's and asyncpg's own log lines are kept to a few
-(``adapters.library_logs``). A process of the API alone leaves its readiness to the API.
+Dependencies (docs/operations.md, Outages): the process's one
+:class:`~intentd.supervision.Health`, shared by every role it runs (the API's
+included), probes PostgreSQL (every second where the API runs,
+``api.connections.database_cadence``), Kafka (if a role uses it) and the RPC of each
+chain a poller or an executor of the process serves (``adapters.probes``), one probe
+each; ``/readyz`` is 503 while one is down or a role makes no progress, and each outage
+is logged once for the process. Opening the pool and starting the producer wait out an
+outage as the roles do (``until_done``), so a process started while PostgreSQL or the
+brokers are away waits for them, not ready, and starts once they answer. aiokafka's
+and asyncpg's own log lines are kept to a few (``adapters.library_logs``).
 
 A stop that comes while the pool or the producer is being opened (or before) cancels
 that step and returns at once: no role has started, nothing is to be finished.
@@ -215,11 +217,17 @@ async def _open_and_run(
 def _watch(
     health: Health, settings: Settings, roles: Roles
 ) -> list[PostgresProbe | KafkaProbe | RpcProbe]:
-    """Probe what the process's roles use (not for the API alone: its readiness is its own)."""
-    if roles == Roles(api=True):
-        return []
-    database = PostgresProbe(settings.database.url.get_secret_value())
-    health.watch(POSTGRESQL, database)
+    """Probe what the process's roles use, each dependency once, as closely as the
+    closest need of a role (the API's PostgreSQL: every second)."""
+    cadence = health.cadence(POSTGRESQL)  # the daemons'
+    if roles.api:
+        from intentd.api.connections import database_cadence  # FastAPI only where the API runs
+
+        needed = database_cadence(settings)
+        cadence = needed if roles == Roles(api=True) else cadence.closest(needed)
+    url = settings.database.url.get_secret_value()
+    database = PostgresProbe(url, timeout=cadence.timeout)
+    health.watch(POSTGRESQL, database, cadence=cadence)
     probes: list[PostgresProbe | KafkaProbe | RpcProbe] = [database]
     if roles.uses_kafka:
         brokers = KafkaProbe(settings.kafka)
@@ -276,7 +284,9 @@ async def _open_then_run(
             from intentd.console.mount import console_extensions
 
             extensions = console_extensions(settings)  # the console, if enabled
-            built.append(api_role(settings, pool=pool, sock=api_socket, extensions=extensions))
+            built.append(
+                api_role(settings, pool=pool, sock=api_socket, health=health, extensions=extensions)
+            )
         if roles.webhooks:
             from intentd.composition.webhooks import webhooks_role
 

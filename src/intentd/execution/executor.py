@@ -130,11 +130,12 @@ class Executor:
     async def prime(self) -> None:
         """Store the relayer's float once before the first tick, so that the API can
         admit intents to this chain as soon as the executor is ready; an RPC error is
-        left to the ticks, which read it again."""
+        part of the RPC's outage (``supervision.report``), left to the ticks, which read
+        it again."""
         try:
             await self._report.refresh_if_due()
         except ChainUnavailable as exc:
-            log.warning("the relayer's float could not be read yet", error=str(exc))
+            report(self._rpc, exc)  # told as the RPC's outage, as a tick's would be
 
     async def tick(self) -> None:
         """Start due actions, advance every transaction in flight, and, when due, read

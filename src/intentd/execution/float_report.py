@@ -15,7 +15,9 @@ Guarantees:
   becomes final between the two is in the balance already; one that does not is still
   reserved: ``free`` can be smaller than the truth, never larger.
 - A reading from a node whose head is below the newest block holding a confirmed
-  transfer of the relayer is not stored (it would show money that is already paid).
+  transfer of the relayer is not stored (it would show money that is already paid);
+  readings refused so, one after the other, are one warning when they start, a summary
+  every 30 s, and one line when a reading is stored again (``supervision.episodes``).
 - The rows are stored with ``as_of``, the database's clock at the snapshot; an older
   writer (a deposed leader) never replaces newer rows.
 - The metrics of the float (``intentd_relayer_*``, ``intentd_gas_tank_*``) follow each
@@ -42,10 +44,20 @@ from intentd.execution.ports import (
     Keyring,
 )
 from intentd.settings import ChainConfig, LiquidityConfig, NativeTokenConfig, TokenConfig
+from intentd.supervision.episodes import Episodes, Wording
+from intentd.supervision.outage_log import emit
 
 __all__ = ["FloatReport", "float_rows"]
 
 log = structlog.get_logger()
+
+BEHIND = Wording(
+    begun="the relayer's balance came from a node behind its confirmed payments;"
+    " the float is not stored",
+    lasting="the relayer's balance still comes from nodes behind its payments;"
+    " the stored float ages",
+    ended="the relayer's float is stored again",
+)
 
 
 def float_rows(
@@ -93,6 +105,7 @@ class FloatReport:
         self._gas_tank = keyring.address(SignerKind.GAS_TANK).lower()
         self._tokens = [NATIVE, *(t.address.lower() for t in chain.tokens)]
         self._clock = clock
+        self._behind: Episodes[str] = Episodes(BEHIND, clock=clock)
         self._due = 0.0
         self._thresholds()
 
@@ -113,16 +126,13 @@ class FloatReport:
         holdings = [(self._relayer, token) for token in self._tokens]
         read = await self._writer.balances([*holdings, (self._gas_tank, NATIVE)])
         if read.block < exposure.newest_paid:
-            log.warning(
-                "the relayer's balance came from a node behind its confirmed payments;"
-                " the float is not stored",
-                node_head=read.block,
-                newest_paid=exposure.newest_paid,
-            )
+            name = self._chain.name
+            emit(self._behind.seen(name, node_head=read.block, newest_paid=exposure.newest_paid))
             return False
         rows = float_rows(self._tokens, self._relayer, self._gas_tank, exposure, read)
         async with self._store.transaction() as work:
             await work.save_float(rows, as_of=exposure.as_of)
+        emit(self._behind.ended(self._chain.name, node_head=read.block))
         self._show(rows, exposure)
         return True
 

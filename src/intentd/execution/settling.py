@@ -20,13 +20,18 @@ Guarantees:
   Another one: the group is ``dropped``, the attempt failed (its hash and block in
   the error), the signer reconciled again before its next nonce. Not found, or the
   answers disagree: nothing is decided, signed, replaced or re-broadcast for the
-  group (``intentd_settle_undecided_total``); the next tick looks again. A foreign
-  transaction above depth may still be reorged out for ours: not acted on.
+  group (``intentd_settle_undecided_total``, each tick); the next tick looks again. A
+  foreign transaction above depth may still be reorged out for ours: not acted on.
+- A group waiting for proof, and views that disagree with themselves, are logged in a
+  few lines however many ticks they last (``supervision.episodes``): one when the wait
+  starts, a summary every 30 s, one when the group is decided (or leaves the flight).
 - Signed, never sent (a crash between record and broadcast): broadcast, never signed
   anew. A confirmed gas top-up is followed by the transfer (``execution.starting``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import structlog
 
@@ -62,10 +67,25 @@ from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
+from intentd.supervision.episodes import Episodes, Wording
+from intentd.supervision.outage_log import emit
 
 __all__ = ["Settler"]
 
 log = structlog.get_logger()
+
+WAITING = Wording(
+    begun="nonce used with no receipt of ours and no proof of who used it; waiting, nothing signed",
+    lasting="nonce still unproven; waiting, nothing signed",
+    ended="nonce group decided",
+)
+"""The lines of a nonce group that waits for proof of who used its nonce."""
+TORN_VIEWS = Wording(
+    begun="chain view inconsistent; no verdict this tick",
+    lasting="chain views still inconsistent; no verdicts",
+    ended="chain views consistent again",
+)
+"""The lines of the node's views disagreeing with themselves, tick after tick."""
 
 
 class Settler:
@@ -93,11 +113,14 @@ class Settler:
             chain, store=store, writer=writer, sender=sender, transfers=transfers
         )
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
+        self._waits: Episodes[tuple[str, int]] = Episodes(WAITING)
+        self._torn: Episodes[str] = Episodes(TORN_VIEWS)
 
     async def track(self) -> None:
         """Advance every action in flight by what one node's view of the chain proves."""
         async with self._store.transaction() as work:
             inflight = await work.submitted_actions()
+        self._forget_gone(inflight)
         if not inflight:
             return
         for action, txs in inflight:
@@ -120,8 +143,9 @@ class Settler:
             problem = view_problem(view, asked=deep)
             if problem is not None:
                 metrics.SETTLE_UNDECIDED.labels(self._name, "view").inc()
-                log.warning("chain view inconsistent; no verdict this tick", problem=problem)
+                emit(self._torn.seen(self._name, problem=problem))
                 continue
+            emit(self._torn.ended(self._name))
             for action, group in pack:
                 with structlog.contextvars.bound_contextvars(
                     intent_id=action.intent_id, action_id=action.id
@@ -136,7 +160,19 @@ class Settler:
                     )
                     if isinstance(verdict, Unexplained):
                         verdict = await self._prove(verdict, view, deep)
+                    if not isinstance(verdict, Unexplained):
+                        key = (group[0].signer, group[0].nonce)
+                        emit(self._waits.ended(key, verdict=type(verdict).__name__.lower()))
                     await self._apply(action, verdict)
+
+    def _forget_gone(self, inflight: Sequence[tuple[Action, Sequence[Tx]]]) -> None:
+        """End the waits of groups no longer in flight (decided elsewhere: another
+        executor, or the action moved on)."""
+        if len(self._waits):
+            groups = nonce_groups([tx for _, txs in inflight for tx in txs])
+            open_keys = [(group[0].signer, group[0].nonce) for group in groups]
+            for line in self._waits.keep(open_keys, verdict="no longer in flight"):
+                emit(line)
 
     async def _prove(self, unexplained: Unexplained, view: ChainView, deep: int) -> Verdict:
         """Look for the transaction that used the group's nonce and judge on what is found."""
@@ -168,13 +204,8 @@ class Settler:
                 await self._consumed(action, txs, use)
             case Unexplained(txs, reason):
                 metrics.SETTLE_UNDECIDED.labels(self._name, "nonce_unproven").inc()
-                log.warning(
-                    "nonce used with no receipt of ours and no proof of who used it;"
-                    " waiting, nothing signed",
-                    signer=txs[0].signer,
-                    nonce=txs[0].nonce,
-                    reason=reason,
-                )
+                signer, nonce = txs[0].signer, txs[0].nonce
+                emit(self._waits.seen((signer, nonce), signer=signer, nonce=nonce, reason=reason))
             case Pending(unsent, unmined, stale, newest):
                 if newest.status is TxStatus.SENT:
                     crash_point("executor.awaiting_receipt")

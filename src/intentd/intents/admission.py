@@ -21,6 +21,9 @@ on RPC or on that load. Guarantees (docs/api.md, Quotes and fees; docs/execution
   is the executor's: a prefill is never signed beyond the relayer's balance.
 - A retried create with its ``Idempotency-Key`` answers the intent it made, whatever the
   float says now (the writer is asked only for new intents).
+- Loads that fail one after the other (the database away) are one warning when they
+  start, a summary every 30 s, one line when a load succeeds again
+  (``supervision.episodes``); the database's outage itself is the process's outage log's.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from intentd.intents.record import IntentRow
 from intentd.intents.validation import IntentRequestError
 from intentd.intents.writer import AddressSource, IntentWriter
 from intentd.settings import Settings
+from intentd.supervision.episodes import Episodes, Wording
+from intentd.supervision.outage_log import emit
 
 __all__ = [
     "HOLD_MARGIN",
@@ -63,6 +68,11 @@ HOLD_MARGIN = 5.0
 ``pending`` (its insert commits after ``created_at``); until then it is held here too."""
 RETRY_AFTER = 5
 """Seconds a ``liquidity_unknown`` answer asks the client to wait."""
+UNLOADED = Wording(
+    begun="the relayer's float could not be loaded; the view ages",
+    lasting="the relayer's float still cannot be loaded; the view ages",
+    ended="the relayer's float is loaded again",
+)
 
 
 class LiquidityRefused(IntentRequestError):
@@ -151,6 +161,7 @@ class LiquidityGate:
         self._config = settings.liquidity
         self._clock = clock
         self._entries: dict[tuple[str, str], _Entry] = {}
+        self._unloaded: Episodes[str] = Episodes(UNLOADED, clock=clock)
 
     @property
     def enabled(self) -> bool:
@@ -178,8 +189,9 @@ class LiquidityGate:
         while not stopped.is_set():
             readings = await source.relayer_floats()
             if readings is None:
-                log.warning("the relayer's float could not be loaded; the view ages")
+                emit(self._unloaded.seen("float"))
             else:
+                emit(self._unloaded.ended("float"))
                 self.load(readings)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopped.wait(), self._config.view_refresh)

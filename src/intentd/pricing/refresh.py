@@ -5,8 +5,10 @@ Each loop reads every feed of its chain at one block through a :class:`FeedReade
 ``pricing.refresh_interval``. A read that fails (:class:`FeedUnreadable`) leaves the last
 reading in place: it ages and, once older than ``pricing.max_read_age``, its prices
 are refused; never a wrong price, and the loop keeps trying, backing off up to
-:data:`BACKOFF_CAP` seconds. An outage is logged once when it starts and once when
-it ends (with how long it lasted), not per retry; so is every change of a symbol
+:data:`BACKOFF_CAP` seconds. An outage is logged once when it starts, in a summary
+every :data:`SUMMARY_EVERY` seconds while it lasts and once when it ends (with how long
+it lasted), not per retry (``intentd_price_feed_read_failures_total`` counts each);
+so is every change of a symbol
 between usable, refused and depegged. After each attempt the metrics say, per fed
 symbol, whether quoting would accept its price (``intentd_price_usable``) and whether
 a stablecoin is off its peg (``intentd_token_depegged``).
@@ -27,12 +29,15 @@ from intentd.pricing.cache import FeedPrices, SymbolStatus
 from intentd.pricing.rounds import ChainReading
 from intentd.wait import wait_any
 
-__all__ = ["BACKOFF_CAP", "FeedReader", "FeedUnreadable", "PriceRefresher"]
+__all__ = ["BACKOFF_CAP", "SUMMARY_EVERY", "FeedReader", "FeedUnreadable", "PriceRefresher"]
 
 log = structlog.get_logger()
 
 BACKOFF_CAP = 30.0
 """Longest wait between attempts during an outage, seconds (at least the interval)."""
+SUMMARY_EVERY = 30.0
+"""Seconds between two summaries of an outage that goes on (as every outage's,
+``supervision.outage_log``)."""
 
 
 class FeedUnreadable(Exception):
@@ -90,23 +95,31 @@ class PriceRefresher:
     async def _follow(self, reader: FeedReader, stop: asyncio.Event) -> None:
         chain = reader.chain
         failures = 0
-        outage_since = 0.0
+        outage_since = summarised = 0.0
         while not stop.is_set():
             try:
                 reading = await reader.read()
             except FeedUnreadable as exc:
                 failures += 1
                 metrics.PRICE_FEED_READ_FAILURES.labels(chain).inc()
+                now = self._clock()
                 if failures == 1:
-                    outage_since = self._clock()
+                    outage_since = summarised = now
                     log.warning(
                         "price feeds unreadable; their prices are refused once older than"
                         " pricing.max_read_age",
                         chain=chain,
                         error=str(exc),
                     )
-                else:
-                    log.debug("price feeds still unreadable", chain=chain, attempt=failures)
+                elif now - summarised >= SUMMARY_EVERY:
+                    summarised = now
+                    log.warning(
+                        "price feeds still unreadable",
+                        chain=chain,
+                        seconds=round(now - outage_since, 1),
+                        failed_attempts=failures,
+                        error=str(exc),
+                    )
                 delay = self._backoff.delay(failures)
             else:
                 if failures:

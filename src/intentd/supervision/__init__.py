@@ -3,6 +3,7 @@
 - :mod:`~intentd.supervision.dependencies`: the dependencies (PostgreSQL, Kafka, a
   chain's RPC) and what a failure means (outage, transient, configuration, bug);
 - :mod:`~intentd.supervision.outage_log`: the few lines an outage is told in;
+- :mod:`~intentd.supervision.cadence`: how closely a dependency is probed;
 - :mod:`~intentd.supervision.health`: which dependencies answer (probes), which tasks
   progress, and readiness;
 - :mod:`~intentd.supervision.tasks`: :func:`supervise` (wait, back off, start again;
@@ -11,6 +12,7 @@
 docs/operations.md, *Outages*, says what each role does when a dependency goes away.
 """
 
+from intentd.supervision.cadence import Cadence
 from intentd.supervision.dependencies import (
     KAFKA,
     POSTGRESQL,
@@ -26,6 +28,7 @@ from intentd.supervision.tasks import answered, progress, report, supervise, unt
 __all__ = [
     "KAFKA",
     "POSTGRESQL",
+    "Cadence",
     "Dependency",
     "Diagnose",
     "Diagnosis",

@@ -9,17 +9,25 @@ number of failures and retries in it:
   for how long and how many failures so far (and the last error);
 - its end: ``dependency available again``, with the outage's duration and failures.
 
-:class:`OutageLog` only decides which line is due; the caller logs it
-(:class:`~intentd.supervision.health.Health`). Times are seconds of a monotonic clock.
+A failure that does not show an outage by itself (a request's broken connection: the
+probe decides) is :meth:`OutageLog.noted`: counted in the outage it turns out to begin,
+forgotten if the dependency answers first.
+
+:class:`OutageLog` only decides which line is due; the caller logs it (:func:`emit`;
+:class:`~intentd.supervision.health.Health`). Times are seconds of a monotonic clock.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import structlog
+
 from intentd.supervision.dependencies import Dependency
 
-__all__ = ["SUMMARY_EVERY", "Line", "OutageLog"]
+__all__ = ["SUMMARY_EVERY", "Line", "OutageLog", "describe", "emit"]
+
+log = structlog.get_logger()
 
 SUMMARY_EVERY = 30.0
 """Seconds between two summaries of an outage that goes on."""
@@ -31,6 +39,28 @@ class Line:
     """``warning`` or ``info``."""
     event: str
     fields: dict[str, object] = field(default_factory=dict)
+
+
+def describe(error: BaseException | str) -> str:
+    """One line for a log: the exception's type and message (no traceback), bounded."""
+    if isinstance(error, str):
+        return error[:300]
+    text, kind = str(error), type(error).__name__
+    if not text:
+        return kind[:300]
+    return (text if text.startswith(kind) else f"{kind}: {text}")[:300]  # aiokafka's say it
+
+
+def emit(line: Line | None) -> None:
+    """Log ``line`` (nothing if None) at its level."""
+    if line is None:
+        return
+    if line.level == "info":
+        log.info(line.event, **line.fields)
+    elif line.level == "error":
+        log.error(line.event, **line.fields)
+    else:
+        log.warning(line.event, **line.fields)
 
 
 class OutageLog:
@@ -54,10 +84,16 @@ class OutageLog:
         """How long the current outage has lasted (0 while up)."""
         return 0.0 if self._since is None else max(now - self._since, 0.0)
 
+    def noted(self, error: str | None) -> None:
+        """A failure that is no outage by itself (``error`` None: a use refused because
+        the dependency is known down): counted in the outage it belongs to."""
+        self._failures += 1
+        if error is not None:
+            self._last_error = error
+
     def failed(self, now: float, error: str, *, task: str | None = None) -> Line | None:
         """A failure at ``now``: the first line of an outage, or None (counted in it)."""
-        self._failures += 1
-        self._last_error = error
+        self.noted(error)
         if self._since is not None:
             return None
         self._since = self._summarized = now
@@ -84,8 +120,11 @@ class OutageLog:
         )
 
     def answered(self, now: float) -> Line | None:
-        """The dependency answered at ``now``: the outage's last line, or None if up."""
+        """The dependency answered at ``now``: the outage's last line, or None if up
+        (failures noted meanwhile are forgotten either way)."""
         if self._since is None:
+            self._failures = 0
+            self._last_error = ""
             return None
         line = Line(
             "info",

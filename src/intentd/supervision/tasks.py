@@ -53,7 +53,8 @@ from intentd.supervision.dependencies import (
     Kind,
     worst,
 )
-from intentd.supervision.health import Health, describe
+from intentd.supervision.health import Health
+from intentd.supervision.outage_log import describe
 from intentd.wait import Stopped, until_stopped, wait_any
 
 __all__ = [

@@ -18,8 +18,11 @@ Guarantees:
   client's delivery finds a free slot at once.
 - A database error while claiming ends :meth:`Dispatcher.run` (its supervisor,
   ``composition.webhooks``, runs it again once the database answers; nothing
-  is lost: leases expire); one while recording an attempt is logged and the
-  delivery is sent again when its lease expires.
+  is lost: leases expire); one while recording an attempt leaves the delivery to be
+  sent again when its lease expires. The database away (the store says so,
+  ``WebhookStore.unavailable``) is told as its outage (``supervision.report``: one
+  line for the process, each failure counted in it), not a line per delivery in
+  flight; any other error is logged with its traceback.
 - **Order**: within one intent, first attempts to an endpoint go out in ``sequence``
   order (the store does not hand out a delivery before the earlier ones were tried).
 
@@ -42,6 +45,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.faults import crash_point
+from intentd.supervision import POSTGRESQL, report
 from intentd.webhooks.ports import Attempt, DueDelivery, RecordedAttempt, Sender, WebhookStore
 from intentd.webhooks.schedule import decide
 from intentd.webhooks.secret_box import SecretBox
@@ -155,8 +159,11 @@ class Dispatcher:
         ):
             try:
                 await self._attempt(delivery)
-            except Exception:  # the lease expires and it is tried again
-                log.exception("webhook attempt not recorded")
+            except Exception as exc:  # the lease expires and it is tried again
+                if self._store.unavailable(exc):
+                    report(POSTGRESQL, exc)  # the database's outage: told once, not per delivery
+                else:
+                    log.exception("webhook attempt not recorded")
 
     async def _attempt(self, delivery: DueDelivery) -> None:
         secrets = [self._secret(s, delivery) for s in delivery.sealed_secrets]

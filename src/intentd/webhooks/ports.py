@@ -117,3 +117,8 @@ class WebhookStore(Protocol):
         """Store the attempts and apply each decision to its delivery and endpoint
         (failing since, disabled), releasing the leases, in one transaction."""
         ...
+
+    def unavailable(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by one of these methods, means the store could not be
+        reached or did not answer (an outage, told as such), not a fault of the call."""
+        ...

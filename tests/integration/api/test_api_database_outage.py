@@ -5,11 +5,12 @@ PostgreSQL. While the proxy is cut (every connection reset, new ones refused) or
 stalled (connections open, nothing forwarded), every route that needs the database
 answers 503 ``database_unavailable`` with ``Retry-After``: the hot path, the key
 lookup, sessions, the SDK aliases, trigger-processing, the webhook routes. The app
-says it is not ready, logs the outage in two lines (its start, its end) and nothing
-with a traceback. Once the proxy passes traffic again, the same app is ready and
-answers 2xx by itself. A create that was committed although its answer was a 503
-(the connection broke after the server took the statement) is found again by its
-``Idempotency-Key``: exactly one intent.
+says it is not ready, logs the outage in two lines (its start, its end: the
+process's one outage log, ``supervision.outage_log``) and nothing with a traceback.
+Once the proxy passes traffic again, the same app is ready and answers 2xx by itself.
+A create that was committed although its answer was a 503 (the connection broke after
+the server took the statement) is found again by its ``Idempotency-Key``: exactly
+one intent.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def assert_quiet_outage(
 ) -> None:
     """The outage in a start line and an end line, no traceback, no 500."""
     events = [entry["event"] for entry in logs]
-    assert events.count("database unavailable") == outages, events
-    assert events.count("database available again") == outages, events
+    told = [entry["event"] for entry in logs if entry.get("dependency") == "postgresql"]
+    assert told.count("dependency unavailable") == outages, events
+    assert told.count("dependency available again") == outages, events
     assert "unhandled error" not in events
     assert not [entry for entry in logs if "traceback" in entry or "exc_info" in entry]
     noisy = [(r.name, r.getMessage()) for r in library.records if r.exc_info or r.exc_text]

@@ -1,4 +1,5 @@
-"""The outage watch of the API (``api.outage``): its lines and its readiness, on fakes."""
+"""The API's view of PostgreSQL is the process's one ``supervision.Health``: its lines,
+its readiness and the library noise it keeps out, on fakes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,20 @@ import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.api.outage import DatabaseWatch, LibraryNoise, OutageLog
+from intentd.adapters.library_logs import QuietLibraryLogs
+from intentd.api.connections import Database, database_cadence
+from intentd.api.problems import ApiProblem
+from intentd.settings import Settings
+from intentd.supervision import POSTGRESQL, Health
+from intentd.supervision.outage_log import OutageLog
+
+SETTINGS = Settings.model_validate(
+    {
+        "database": {"url": "postgresql://x/y"},
+        "kafka": {"bootstrap_servers": "k:1"},
+        "chains": {"A_TESTNET": {"chain_id": 1001, "network": "test", "rpc_urls": ["http://x"]}},
+    }
+)
 
 
 class Clock:
@@ -26,45 +40,49 @@ class ScriptedProbe:
     def __init__(self) -> None:
         self.error: Exception | None = None
         self.asked = 0
-        self.closed = False
 
-    async def check(self) -> None:
+    async def __call__(self) -> None:
         self.asked += 1
         if self.error is not None:
             raise self.error
 
-    async def close(self) -> None:
-        self.closed = True
+
+def watched(probe: ScriptedProbe, clock: Clock | None = None) -> Health:
+    """A process's health watching PostgreSQL as the API needs it."""
+    health = Health(clock=clock) if clock is not None else Health()
+    health.watch(POSTGRESQL, probe, cadence=database_cadence(SETTINGS))
+    return health
 
 
 def test_an_outage_is_a_first_line_summaries_and_a_last_line() -> None:
-    lines = OutageLog("database", every=30)
+    lines = OutageLog(POSTGRESQL, summary_every=30)
     first = lines.failed(0.0, "ConnectionRefusedError: refused")
-    assert first is not None and first.event == "database unavailable"
-    assert first.fields == {"error": "ConnectionRefusedError: refused"}
+    assert first is not None and first.event == "dependency unavailable"
+    assert first.fields == {"dependency": "postgresql", "error": "ConnectionRefusedError: refused"}
     assert lines.failed(1.0, "ConnectionRefusedError: refused") is None
     for _ in range(500):
         lines.noted(None)  # requests refused while it is known away
-    assert lines.tick(29.9) is None
-    summary = lines.tick(30.0)
-    assert summary is not None and summary.event == "database still unavailable"
+    assert lines.still(29.9) is None
+    summary = lines.still(30.0)
+    assert summary is not None and summary.event == "dependency still unavailable"
     assert summary.fields == {
-        "seconds": 30.0,
+        "dependency": "postgresql",
+        "down_seconds": 30.0,
         "failures": 502,
-        "last_error": "ConnectionRefusedError: refused",
+        "error": "ConnectionRefusedError: refused",
     }
-    assert lines.tick(45.0) is None
-    assert lines.tick(60.0) is not None
+    assert lines.still(45.0) is None
+    assert lines.still(60.0) is not None
     last = lines.answered(61.5)
-    assert last is not None and last.event == "database available again"
-    assert last.fields["seconds"] == 61.5 and last.fields["failures"] == 502
-    assert not lines.away and lines.answered(62.0) is None and lines.tick(200.0) is None
+    assert last is not None and last.event == "dependency available again"
+    assert last.fields["outage_seconds"] == 61.5 and last.fields["failures"] == 502
+    assert not lines.down and lines.answered(62.0) is None and lines.still(200.0) is None
 
 
 def test_failures_noted_before_an_answer_start_no_outage() -> None:
-    lines = OutageLog("database")
+    lines = OutageLog(POSTGRESQL)
     lines.noted("ConnectionDoesNotExistError: closed")
-    assert lines.answered(1.0) is None and not lines.away
+    assert lines.answered(1.0) is None and not lines.down
     first = lines.failed(2.0, "TimeoutError")
     assert first is not None
     last = lines.answered(3.0)
@@ -73,58 +91,75 @@ def test_failures_noted_before_an_answer_start_no_outage() -> None:
 
 @given(st.lists(st.tuples(st.sampled_from(["fail", "note", "answer", "tick"]), st.floats(0, 5))))
 def test_lines_are_one_start_and_one_end_per_outage(steps: list[tuple[str, float]]) -> None:
-    lines = OutageLog("database", every=30)
+    lines = OutageLog(POSTGRESQL, summary_every=30)
     now, starts, ends, away = 0.0, 0, 0, False
     for step, later in steps:
         now += later
         if step == "fail":
-            note = lines.failed(now, "e")
-            starts += note is not None
-            assert (note is not None) == (not away)
+            line = lines.failed(now, "e")
+            starts += line is not None
+            assert (line is not None) == (not away)
             away = True
         elif step == "note":
             lines.noted("e")
         elif step == "answer":
-            note = lines.answered(now)
-            ends += note is not None
-            assert (note is not None) == away
+            line = lines.answered(now)
+            ends += line is not None
+            assert (line is not None) == away
             away = False
         else:
-            note = lines.tick(now)
-            assert note is None or away
-        assert lines.away == away
+            line = lines.still(now)
+            assert line is None or away
+        assert lines.down == away
     assert starts - ends == int(away)
 
 
 async def test_the_watch_turns_not_ready_on_a_failed_probe_and_ready_on_an_answer() -> None:
     probe, clock, changes = ScriptedProbe(), Clock(), []
-    watch = DatabaseWatch(probe, on_change=changes.append, clock=clock)
+    health = watched(probe, clock)
+    health.listen(POSTGRESQL, changes.append)
     with structlog.testing.capture_logs() as logs:
-        await watch.probe_once()
-        assert not watch.away and changes == []
-        watch.failed("ConnectionDoesNotExistError: closed")  # a request: asks the probe
-        assert not watch.away, "one broken connection is not an outage"
+        await health.probe(POSTGRESQL)
+        assert not health.is_down(POSTGRESQL) and changes == []
+        health.missed(
+            POSTGRESQL, "ConnectionDoesNotExistError: closed"
+        )  # a request: asks the probe
+        assert not health.is_down(POSTGRESQL), "one broken connection is not an outage"
         probe.error = ConnectionRefusedError(111, "refused")
-        await watch.probe_once()
-        assert watch.away and changes == [False]
+        await health.probe(POSTGRESQL)
+        assert health.is_down(POSTGRESQL) and changes == [False]
         for _ in range(10):
-            watch.failed(None)
+            health.missed(POSTGRESQL, None)
             clock.now += 4
-            await watch.probe_once()
+            await health.probe(POSTGRESQL)
         probe.error = None
-        await watch.probe_once()
-        assert not watch.away and changes == [False, True]
+        await health.probe(POSTGRESQL)
+        assert not health.is_down(POSTGRESQL) and changes == [False, True]
     events = [(entry["event"], entry["log_level"]) for entry in logs]
     assert events == [
-        ("database unavailable", "warning"),
-        ("database still unavailable", "warning"),
-        ("database available again", "info"),
+        ("dependency unavailable", "warning"),
+        ("dependency still unavailable", "warning"),
+        ("dependency available again", "info"),
     ]
     assert logs[0]["error"] == "ConnectionRefusedError: [Errno 111] refused"
     assert logs[-1]["failures"] == 22  # the request, 11 probes, 10 refused requests
-    assert logs[-1]["seconds"] == 40.0
-    await watch.close()
-    assert probe.closed
+    assert logs[-1]["outage_seconds"] == 40.0
+
+
+class UnusedPool:
+    async def acquire(self, timeout: float | None = None) -> object:
+        raise AssertionError("the database is known away: no request waits on the pool")
+
+
+async def test_a_database_known_down_by_any_role_is_a_503_at_once() -> None:
+    """Under ``intentd run`` a daemon role's report makes the API answer 503 at once."""
+    health = watched(ScriptedProbe())
+    database = Database.of(SETTINGS, UnusedPool(), health=health)  # type: ignore[arg-type]
+    health.failed(POSTGRESQL, ConnectionResetError("reset"), task="poll:A_TESTNET")
+    with pytest.raises(ApiProblem) as refused:
+        async with database.connection():
+            pass
+    assert (refused.value.status, refused.value.code) == (503, "database_unavailable")
 
 
 def record(name: str, message: str, error: BaseException | None) -> logging.LogRecord:
@@ -135,11 +170,11 @@ def record(name: str, message: str, error: BaseException | None) -> logging.LogR
 @pytest.mark.parametrize("away", [False, True])
 async def test_asyncpg_noise_is_kept_out_of_the_logs(away: bool) -> None:
     probe = ScriptedProbe()
-    watch = DatabaseWatch(probe)
+    health = watched(probe)
     if away:
         probe.error = OSError("refused")
-        await watch.probe_once()
-    noise = LibraryNoise(watch)
+        await health.probe(POSTGRESQL)
+    noise = QuietLibraryLogs(health)
     floor = record(
         "asyncpg.pool",
         "Failed to restore the pool connection floor; retrying",

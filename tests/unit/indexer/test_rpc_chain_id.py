@@ -106,3 +106,28 @@ async def test_the_reader_follows_the_head_the_chain_trusts(head: str, number: i
     provider = TaggedProvider({GOOD: 10})
     reader = EvmChainReader(client(provider, "RPC_HEAD", [GOOD]), [], max_log_range=10, head=head)
     assert await reader.latest_block() == number
+
+
+async def test_a_url_of_another_chain_is_told_once_per_process_until_it_answers_ours() -> None:
+    """A URL that answers another chain is asked at every attempt (a price refresher
+    every 30 s, each client of the process): one error line for it in the process, the
+    metric counting each attempt, one line when it answers our chain again."""
+    provider = ChainIdProvider({OTHER: 1})
+    with capture_logs() as logs:
+        for _ in range(3):  # three clients of the process (roles, refreshers), 4 attempts each
+            rpc = client(provider, "RPC_WRONG_AGAIN", [OTHER], chain_id=8453)
+            with pytest.raises(WrongChainError):
+                await rpc.call("eth_blockNumber", [])
+        provider.chain_ids[OTHER] = 8453  # fixed by its operator
+        rpc = client(provider, "RPC_WRONG_AGAIN", [OTHER], chain_id=8453)
+        assert await rpc.call("eth_blockNumber", []) == "0x1"
+    assert counter("intentd_rpc_wrong_chain_total", chain="RPC_WRONG_AGAIN") == 12
+    told = [
+        (e["event"], e["log_level"])
+        for e in logs
+        if e.get("url") == OTHER and e["log_level"] != "debug"  # each failed attempt's
+    ]
+    assert told == [
+        ("rpc url answers another chain; not used", "error"),
+        ("rpc url answers our chain again", "info"),
+    ]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
 from tests.unit.intents.intent_store_fakes import NOW, FakeIntentStore, Keys, new_intent
 
 from intentd.domain.liquidity import Float
@@ -240,3 +241,33 @@ def test_quote_lists_leave_out_what_the_relayer_cannot_cover() -> None:
         gate.require(large)
     with pytest.raises(LiquidityUnknown):
         LiquidityGate(config).covering([small])
+
+
+class ScriptedFloats:
+    """A FloatSource that answers None (the database away) for its first ``away``
+    loads, then a reading; stops the gate once it answered ``loads`` times."""
+
+    def __init__(self, away: int, loads: int, stop: asyncio.Event) -> None:
+        self.away, self.loads, self.stop, self.asked = away, loads, stop, 0
+
+    async def relayer_floats(self) -> list[FloatReading] | None:
+        self.asked += 1
+        if self.asked >= self.loads:
+            self.stop.set()
+        return None if self.asked <= self.away else [reading(5_000_000)]
+
+
+async def test_a_view_that_cannot_be_loaded_is_one_line_then_one_when_loaded_again() -> None:
+    """The API's liquidity view loads every ``view_refresh`` (1 s): the database away for
+    a minute is not a warning a second."""
+    gate = LiquidityGate(settings(view_refresh=0.001), clock=Clock())
+    stop = asyncio.Event()
+    source = ScriptedFloats(away=60, loads=62, stop=stop)
+    with capture_logs() as logs:
+        async with asyncio.timeout(10):
+            await gate.follow(source, stop)
+    told = [(e["event"], e["log_level"]) for e in logs if "float" in e["event"]]
+    assert told == [
+        ("the relayer's float could not be loaded; the view ages", "warning"),
+        ("the relayer's float is loaded again", "info"),
+    ]

@@ -131,3 +131,36 @@ async def test_started_waits_for_one_attempt_per_chain_read_or_failed() -> None:
     assert arbitrum.reads >= 1
     with pytest.raises(PriceUnavailable, match="BASE not read yet"):
         prices.usd_price("ETH", "main")
+
+
+async def test_a_long_outage_is_summarised_every_30_s_not_told_per_attempt() -> None:
+    clock = Clock()
+    prices = FeedPrices(settings(), clock=clock)
+    good = healthy()
+    base = ScriptedReader("BASE", [good["BASE"], *[outage() for _ in range(12)], good["BASE"]])
+    arbitrum = ScriptedReader("ARBITRUM", [good["ARBITRUM"]])
+
+    stop = asyncio.Event()
+
+    def advance(reads: int) -> None:
+        clock.now = NOW + 10 * reads  # an attempt every 10 s: 120 s of outage
+        if reads >= 15:
+            stop.set()
+
+    base.on_read = advance
+    refresher = PriceRefresher(prices, [base, arbitrum], interval=0.001, clock=clock)
+    with capture_logs() as logs:
+        async with asyncio.timeout(10):
+            await refresher.run(stop)
+    told = [entry for entry in logs if entry.get("chain") == "BASE"]
+    events = [entry["event"] for entry in told if entry["event"].startswith("price feeds")]
+    assert events == [
+        "price feeds unreadable; their prices are refused once older than pricing.max_read_age",
+        "price feeds still unreadable",
+        "price feeds still unreadable",
+        "price feeds still unreadable",
+        "price feeds readable again",
+    ]
+    summary = next(entry for entry in told if entry["event"] == "price feeds still unreadable")
+    assert summary["log_level"] == "warning"
+    assert (summary["seconds"], summary["failed_attempts"]) == (30.0, 4)

@@ -12,7 +12,7 @@ import structlog
 
 from intentd.backoff import Backoff
 from intentd.runtime import Readiness
-from intentd.supervision import KAFKA, POSTGRESQL, Health, rpc
+from intentd.supervision import KAFKA, POSTGRESQL, Cadence, Health, rpc
 
 FAST = {"probe_every": 0.05, "probe_timeout": 0.2, "retry": Backoff(0.01, cap=0.05),
         "min_gap": 0.0, "tick": 0.01}  # fmt: skip
@@ -173,3 +173,48 @@ async def test_waiting_for_a_dependency_is_not_a_stall(
     database.up = True
     await until(lambda: readiness.missing() == [])  # the bound counts from its return
     await until(lambda: readiness.missing() == ["consumer makes no progress"])
+
+
+async def test_one_probe_serves_every_role_at_the_closest_cadence_asked() -> None:
+    """``intentd run``: the daemons and the API both need PostgreSQL; one probe, asked
+    as often as the closest need says, and one outage told once."""
+    first, second = Dependency(), Dependency()
+    health = Health()
+    health.watch(POSTGRESQL, first)  # the daemons' (every 5 s)
+    api = Cadence(every=1.0, timeout=10.0, retry=Backoff(1.0, factor=1.0, cap=1.0), min_gap=0.1)
+    health.watch(POSTGRESQL, second, cadence=api)
+    cadence = health.cadence(POSTGRESQL)
+    assert (cadence.every, cadence.timeout, cadence.min_gap) == (1.0, 3.0, 0.1)
+    assert cadence.retry.cap == 1.0
+    assert await health.probe(POSTGRESQL)
+    assert (first.probes, second.probes) == (1, 0)
+    heard: list[bool] = []
+    health.listen(POSTGRESQL, heard.append)
+    with structlog.testing.capture_logs() as logs:
+        health.failed(POSTGRESQL, ConnectionResetError("reset"), task="poll:BASE")
+        health.missed(POSTGRESQL, ConnectionResetError("reset"))  # an API request
+        first.up = False
+        assert not await health.probe(POSTGRESQL)
+        first.up = True
+        assert await health.probe(POSTGRESQL)
+    assert heard == [False, True]
+    assert [entry["event"] for entry in logs] == [
+        "dependency unavailable", "dependency available again"
+    ]  # fmt: skip
+    assert logs[-1]["failures"] == 3
+
+
+async def test_a_failed_use_is_no_outage_until_the_probe_says_so(
+    running: Callable[[Health], None],
+) -> None:
+    database = Dependency()
+    health = Health(**{**FAST, "probe_every": 3600})  # type: ignore[arg-type]
+    health.watch(POSTGRESQL, database)
+    running(health)
+    await asyncio.sleep(0.05)
+    health.missed(POSTGRESQL, ConnectionResetError("one broken connection"))
+    await until(lambda: database.probes == 1)  # asked at once
+    assert not health.is_down(POSTGRESQL)
+    database.up = False
+    health.missed(POSTGRESQL, ConnectionRefusedError("refused"))
+    await until(lambda: health.is_down(POSTGRESQL))

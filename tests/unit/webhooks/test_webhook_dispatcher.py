@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
 from standardwebhooks.webhooks import Webhook
+from structlog.testing import capture_logs
 from tests.unit.webhooks.webhook_fakes import FakeSender, FakeStore
 
+from intentd.supervision import POSTGRESQL, Health, supervise
+from intentd.supervision.dependencies import BUG
 from intentd.webhooks.dispatcher import Dispatcher
-from intentd.webhooks.ports import Attempt, DueDelivery
+from intentd.webhooks.ports import Attempt, DueDelivery, RecordedAttempt
 from intentd.webhooks.secret_box import SecretBox
 from intentd.webhooks.signing import new_secret
 
@@ -163,3 +167,49 @@ async def test_a_hostile_retry_after_is_recorded_with_a_bounded_wait() -> None:
         assert attempt.retry_after == value
         assert decision.next_attempt_at is not None
         assert now < decision.next_attempt_at <= now + MAX_RETRY_AFTER
+
+
+class DatabaseAway(FakeStore):
+    """Records nothing: its connection is refused (PostgreSQL away mid-flight)."""
+
+    async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+        raise ConnectionRefusedError(111, "Connect call failed")
+
+
+async def test_attempts_not_recorded_in_a_database_outage_are_the_outage_not_a_line_each() -> None:
+    """A database away while 30 deliveries are in flight: their records fail. That is
+    told by the process's outage log in one line (each failure counted in it), not as a
+    traceback per delivery; the leases expire and the deliveries are sent again."""
+    now = datetime.now(UTC)
+    store = DatabaseAway()
+    store.pending = [(now, delivery(n, f"u{n}", [new_secret()])) for n in range(30)]
+    dispatcher = Dispatcher(store, FakeSender(lambda url: Attempt(200, 0.0)), BOX, lambda: now)
+    health = Health()
+
+    async def dispatch(stop: asyncio.Event) -> None:
+        assert await dispatcher.dispatch_once() == 30
+        await dispatcher.drain()
+
+    with capture_logs() as logs:
+        await supervise("webhooks dispatcher", dispatch, asyncio.Event(), health=health,
+                        diagnose=lambda error: BUG)  # fmt: skip
+    assert [entry["event"] for entry in logs] == ["dependency unavailable"], logs
+    assert logs[0]["dependency"] == "postgresql" and "exc_info" not in logs[0]
+    assert health.is_down(POSTGRESQL)
+
+
+async def test_an_attempt_not_recorded_for_another_reason_is_logged_with_its_traceback() -> None:
+    now = datetime.now(UTC)
+
+    class Broken(FakeStore):
+        async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
+            raise ValueError("a bug")
+
+    store = Broken()
+    store.pending = [(now, delivery(1, "u", [new_secret()]))]
+    dispatcher = Dispatcher(store, FakeSender(lambda url: Attempt(200, 0.0)), BOX, lambda: now)
+    with capture_logs() as logs:
+        await dispatcher.dispatch_once()
+        await dispatcher.drain()
+    [line] = logs
+    assert line["event"] == "webhook attempt not recorded" and "exc_info" in line

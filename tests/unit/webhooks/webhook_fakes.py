@@ -48,6 +48,10 @@ class FakeStore:
         self.pending = [(at, d) for at, d in self.pending if d not in chosen]
         return chosen
 
+    def unavailable(self, exc: BaseException) -> bool:
+        """As PostgreSQL's: refused, reset, no answer in time."""
+        return isinstance(exc, OSError | TimeoutError)
+
     async def record_attempts(self, attempts: Sequence[RecordedAttempt]) -> None:
         for r in attempts:
             self.attempts.append((r.delivery, r.attempt, r.decision))
