@@ -2,7 +2,10 @@
 
 Guarantees (see ``docs/indexer.md``):
 
-- Blocks are processed in order, ``cursor + 1 .. confirmed head``, none skipped.
+- Blocks are processed in order, ``cursor + 1 .. confirmed head``, none skipped. A
+  chain without a stored cursor and ``start_block = "latest"`` stores its start (the
+  block before the confirmed head, read whole) before anything else: a poller that
+  dies before its first batch starts again there, never at a newer head.
 - Every deposit to an address watched when its block was matched is published, at
   least once (an address stays watched for ``WatchedIntents``' retention window after
   its intent ended, measured in the time of the blocks processed): a batch is
@@ -38,7 +41,12 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.faults import crash_point
-from intentd.indexer.decoding import BlockHeader, ChainTransfer, InconsistentAnswer
+from intentd.indexer.decoding import (
+    BlockHeader,
+    ChainTransfer,
+    InconsistentAnswer,
+    decode_headers,
+)
 from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
 from intentd.indexer.ports import ChainReader, ChainUnavailable, PollerStore, Publisher, RawRange
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
@@ -118,6 +126,8 @@ class Poller:
         if stored is None:
             start = first_block(self._config.start_block, self._head)
             self._cursor = Cursor(start - 1, None)
+            if self._config.start_block == "latest" and start > 0:
+                self._cursor = await self._pin(start - 1)
         else:
             self._cursor = stored
         self._orphans_pending = bool(await self._store.orphans(self._cursor.number))
@@ -127,6 +137,15 @@ class Poller:
             confirmed_head=self._head,
             orphans_pending=self._orphans_pending,
         )
+
+    async def _pin(self, number: int) -> Cursor:
+        """Store block ``number`` as processed (a "latest" start: nothing at or below it
+        is this poller's), so a restart goes on from it. The chain's lease makes this
+        poller its only writer; a cursor stored meanwhile is a conflict, as in a batch."""
+        blocks = BlockRange(number, number)
+        [header] = decode_headers((await self._reader.read_range(blocks)).blocks, blocks)
+        await self._store.advance(Cursor(number, None), [header], [], drop_orphans=False)
+        return Cursor(header.number, header.hash)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Process blocks until ``stop`` is set; the batch in hand is finished first.

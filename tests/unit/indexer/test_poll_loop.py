@@ -160,10 +160,24 @@ async def test_latest_starts_at_the_confirmed_head() -> None:
     h.chain.mine(Transfer(W1, 1), count=5)  # block 1 holds a deposit from before the start
     poller = h.poller()
     await poller.start()
-    assert poller.cursor == Cursor(h.chain.head - 2, None)
+    assert poller.cursor.number == h.chain.head - 2
     h.chain.mine(Transfer(W1, 2), count=2)
     await h.catch_up(poller=poller)
     assert deposits(h.published()) == [(W1, 2)]
+
+
+async def test_latest_is_pinned_at_start_so_a_restart_before_the_first_batch_misses_nothing() -> (
+    None
+):
+    h = Harness(start_block="latest", confirmations=2)
+    h.chain.mine(count=5)
+    started = h.poller()
+    await started.start()  # then the poller dies (an outage) before it processes a batch
+    pinned = started.cursor.number
+    h.chain.mine(Transfer(W1, 7), count=6)  # paid while it was away
+    restarted = await h.catch_up(poller=h.poller())
+    assert restarted.cursor.number > pinned
+    assert deposits(h.published()) == [(W1, 7)]  # the restart went on from the pin
 
 
 async def test_a_restart_resumes_after_the_cursor() -> None:
