@@ -18,8 +18,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.lifecycle.log_gaps import LogGap
