@@ -42,7 +42,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from intentd.contract.formats import address_text, time_text, values_of
@@ -80,14 +80,23 @@ else:
     RefundReasonText = values_of(RefundReason)
 
 
+_DOCUMENTED = ConfigDict(use_attribute_docstrings=True)
+"""The shapes' attribute docstrings are their fields' descriptions in the JSON Schemas."""
+
+
+@with_config(_DOCUMENTED)
 class Funding(TypedDict):
     """The intent's funding right after the event, in ``tokenIn`` units."""
 
     status: FundingStatusText
     received: str
+    """Credited so far."""
     total: str
+    """Due."""
     shortfall: str
+    """``total`` less ``received``, at least 0: ``"0"`` once covered."""
     excess: str
+    """``received`` less ``total``, at least 0 (refunded when the prefill starts)."""
 
 
 EventDeposit = TypedDict(
@@ -105,14 +114,17 @@ EventDeposit = TypedDict(
 EventDeposit.__doc__ = "The credited deposit (``intent_funded``); ``amount`` in ``tokenIn`` units."
 
 
+@with_config(_DOCUMENTED)
 class Prefill(TypedDict):
     """The relayer's prefill on the destination chain (``intent_initiated``,
     ``intent_completed``)."""
 
     tx_hash: str
     block_number: NotRequired[int]
+    """Once confirmed (``intent_completed``)."""
 
 
+@with_config(_DOCUMENTED)
 class Refund(TypedDict):
     """A confirmed refund (``intent_refunded``); amounts in the refunded token's units,
     ``gas_cost`` in native base units (when gas came out of the amount, else ``"0"``)."""
@@ -121,7 +133,9 @@ class Refund(TypedDict):
     chain: str
     token: str
     amount: str
+    """What was owed."""
     amount_sent: str
+    """What reached ``refund_address`` (less, when gas came out of the amount)."""
     gas_cost: str
     tx_hash: str
 
@@ -135,16 +149,22 @@ class EventData(TypedDict):
     refund: NotRequired[Refund]
 
 
+@with_config(_DOCUMENTED)
 class Envelope(TypedDict):
     """One lifecycle event, as on Kafka, in the event log and in webhooks."""
 
     id: str
+    """UUIDv5 of (intent id, sequence): the same on every redelivery; dedupe on it."""
     type: EventTypeText
     api_version: str
     created_at: str
+    """ISO 8601 UTC."""
     sequence: int
+    """Per intent, from 1, without gaps, in the order the events happened."""
     mode: Mode
+    """``live`` for an intent on a main network, ``test`` otherwise."""
     intent: IntentRecord
+    """The intent record after the change."""
     data: EventData
 
 
