@@ -97,9 +97,9 @@ def check_topic_value(topic: str, value: bytes) -> None:
         check(message, data)
 
 
-def check_event(body: bytes | Mapping[str, Any]) -> None:
+def check_event(body: bytes | str | Mapping[str, Any]) -> None:
     """Check an event as the event log stores it or a webhook carries it; the
     ``webhook_test`` ping is not a lifecycle event and is not in the document."""
-    data = orjson.loads(body) if isinstance(body, bytes) else body
+    data = orjson.loads(body) if isinstance(body, bytes | str) else body
     if data.get("type") != TEST_EVENT_TYPE:
         check("intentEvent", data)
