@@ -6,25 +6,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from intentd.contract.asyncapi import document
+from intentd.contract.formats import document_bytes
 
-__all__ = ["DEFAULT_PATH", "main", "render"]
+__all__ = ["DEFAULT_PATH", "main"]
 
 DEFAULT_PATH = Path("docs/asyncapi.json")
 
 
-def render(doc: dict[str, Any]) -> bytes:
-    """The file's bytes: sorted keys, two-space indents, a final newline (stable diffs)."""
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-
-
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else DEFAULT_PATH
-    path.write_bytes(render(document()))
+    path.write_bytes(document_bytes(document()))
     print(f"wrote {path}")
     return 0
 

@@ -1,5 +1,5 @@
-"""How values look in public JSON: EIP-55 addresses, UTC times, decimal strings, and
-string enums as JSON Schema ``enum`` lists (pure)."""
+"""How values look in public JSON: EIP-55 addresses, UTC times, decimal strings, string
+enums as JSON Schema ``enum`` lists, and the committed documents' bytes (pure)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Literal
 
+import orjson
 from eth_utils import to_checksum_address
 
-__all__ = ["address_text", "decimal_text", "optional_address_text", "time_text", "values_of"]
+__all__ = [
+    "address_text",
+    "decimal_text",
+    "document_bytes",
+    "optional_address_text",
+    "time_text",
+    "values_of",
+]
 
 
 @lru_cache(maxsize=4096)
@@ -45,3 +53,9 @@ def values_of(enum: type[StrEnum]) -> Any:
     accepts exactly those strings and JSON Schema lists them as an ``enum`` of strings.
     Declare the field's type under ``TYPE_CHECKING`` as ``str`` (mypy cannot read it)."""
     return Literal[tuple(member.value for member in enum)]
+
+
+def document_bytes(doc: dict[str, Any]) -> bytes:
+    """A committed document's bytes (docs/openapi.json, docs/asyncapi.json): sorted keys,
+    two-space indents, a final newline, so that diffs stay stable."""
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

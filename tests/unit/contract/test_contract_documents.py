@@ -22,8 +22,8 @@ from tests.unit.contract.contract_samples import (
 )
 
 from intentd.contract.asyncapi import document
-from intentd.contract.asyncapi_dump import render
 from intentd.contract.events import ENVELOPE_FIELDS, EventRecord, EventType
+from intentd.contract.formats import document_bytes
 from intentd.contract.record import IntentRecord
 from intentd.indexer.publishing import retraction_message
 from intentd.indexer.reorg import PublishedDeposit
@@ -34,7 +34,7 @@ COMMITTED = Path(__file__).resolve().parents[3] / "docs" / "asyncapi.json"
 
 
 def test_the_committed_document_is_the_generated_one() -> None:
-    assert render(document()).decode() == COMMITTED.read_text(), (
+    assert document_bytes(document()).decode() == COMMITTED.read_text(), (
         "docs/asyncapi.json differs from the code: regenerate it with `make asyncapi`"
         " (python -m intentd.contract.asyncapi_dump) and commit it"
     )
