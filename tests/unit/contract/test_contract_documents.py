@@ -9,10 +9,12 @@ and action-result messages) passes the closed check the e2e tests apply
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
+from tests.support import TopicReader
 from tests.unit.contract.contract_samples import (
     ROW,
     action_results,
@@ -128,3 +130,20 @@ def test_amounts_on_the_deposits_topic_are_decimal_strings() -> None:
 
 def test_the_webhook_test_ping_is_not_checked_as_an_intent_event() -> None:
     check_event({"type": "webhook_test", "intent": None, "data": {"endpoint_id": "x"}})
+
+
+async def test_the_tests_topic_reader_checks_every_record_it_reads() -> None:
+    good = SimpleNamespace(value=orjson.dumps(envelopes()[0]))
+    bad = SimpleNamespace(value=orjson.dumps({**envelopes()[0], "extra": 1}))
+    reader = TopicReader("127.0.0.1:1", "p.intent-events")
+    unchecked = TopicReader("127.0.0.1:1", "p.intent-events", contract=False)
+    try:
+        reader._take([good])
+        with pytest.raises(ContractViolation, match="Additional properties"):
+            reader._take([bad])
+        assert reader.messages == [good]
+        unchecked._take([bad])
+        assert unchecked.messages == [bad]
+    finally:
+        await reader.__aexit__()  # never started: closes the consumer
+        await unchecked.__aexit__()
