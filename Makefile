@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench openapi clean
+.PHONY: help install ops-tools infra-up infra-down infra-status migrate demo modal-demo test unit lint typecheck check bench openapi asyncapi clean
 
 help:
 	@echo "make demo       run the daemon on local infrastructure, watch intents get funded, then"
@@ -16,6 +16,7 @@ help:
 	@echo "make infra-down stop what infra-up started"
 	@echo "make bench      run the benchmarks in bench/"
 	@echo "make openapi    regenerate docs/openapi.json (the served OpenAPI document)"
+	@echo "make asyncapi   regenerate docs/asyncapi.json (the Kafka topics' AsyncAPI 3 document)"
 	@echo "make ops-tools  install promtool, prometheus, systemd-analyze, chromium (Debian) if missing"
 
 $(STAMP): pyproject.toml
@@ -78,6 +79,10 @@ bench: infra-up
 # docs/openapi.json: the served OpenAPI document (a test keeps them equal).
 openapi: $(STAMP)
 	PYTHONPATH=src $(PY) -m intentd.api.openapi_dump docs/openapi.json
+
+# docs/asyncapi.json: the Kafka topics' messages, from intentd.contract (a test keeps them equal).
+asyncapi: $(STAMP)
+	PYTHONPATH=src $(PY) -m intentd.contract.asyncapi_dump docs/asyncapi.json
 
 clean:
 	rm -rf $(VENV) node_modules clients/react/dist .local .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

@@ -36,7 +36,7 @@ import orjson
 from intentd.adapters import event_log
 from intentd.adapters.event_log import EventFilter, LogPosition
 from intentd.adapters.postgres import Pool, create_pool, migrate
-from intentd.domain.events import event_id
+from intentd.contract.events import event_id
 from intentd.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,8 +32,8 @@ from web3 import Web3
 
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings, load_settings

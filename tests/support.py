@@ -18,12 +18,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.lifecycle.log_gaps import LogGap
 from intentd.settings import Settings
+from intentd_dev.contract_check import check_topic_value
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -38,10 +39,18 @@ async def unexpected_gap(gap: LogGap) -> None:
 
 
 class TopicReader:
-    """Reads a whole topic from the beginning, without a consumer group."""
+    """Reads a whole topic from the beginning, without a consumer group.
 
-    def __init__(self, bootstrap: str, topic: str, *, from_end: bool = False) -> None:
+    Every record of a topic the AsyncAPI document describes (deposits, action results,
+    intent events) is checked against it as it is read (``intentd_dev.contract_check``);
+    ``contract=False`` reads a topic a test fills with malformed messages on purpose.
+    """
+
+    def __init__(
+        self, bootstrap: str, topic: str, *, from_end: bool = False, contract: bool = True
+    ) -> None:
         self.topic = topic
+        self._contract = contract
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             enable_auto_commit=False,
@@ -54,7 +63,7 @@ class TopicReader:
         if self.topic not in await self._consumer.topics():
             await self._consumer.stop()
             raise AssertionError(f"topic {self.topic} does not exist")
-        self.messages.extend(await attach(self._consumer, self.topic))
+        self._take(await attach(self._consumer, self.topic))
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -70,7 +79,7 @@ class TopicReader:
                 raise AssertionError(f"timed out on {self.topic}; got {self.messages!r}")
             batches = await self._consumer.getmany(timeout_ms=200)
             for records in batches.values():
-                self.messages.extend(records)
+                self._take(records)
         return self.messages
 
     async def drain(self, seconds: float) -> list[Any]:
@@ -79,8 +88,14 @@ class TopicReader:
         while time.monotonic() < deadline:
             batches = await self._consumer.getmany(timeout_ms=100)
             for records in batches.values():
-                self.messages.extend(records)
+                self._take(records)
         return self.messages
+
+    def _take(self, records: list[Any]) -> None:
+        if self._contract:
+            for record in records:
+                check_topic_value(self.topic, record.value)
+        self.messages.extend(records)
 
 
 async def attach(consumer: AIOKafkaConsumer, topic: str, timeout: float = 10.0) -> list[Any]:

@@ -10,7 +10,8 @@ the receipts): a transaction of theirs that intentd did not record, or recorded 
 shows; for native (ETH) intents also every recipient's ETH and the gross each
 account was paid (``native_scenario_mismatches``). Each intent's events must be gap-free
 (1..n), with unique ids, and end with the terminal event its scenario allows (exactly
-one terminal event).
+one terminal event); every event must match the AsyncAPI document (docs/asyncapi.json,
+``intentd_dev.contract_check``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bench.chaos.scenarios import COMPLETING, NATIVE, TERMINAL, Created, Key
 from intentd.adapters.postgres import Pool
 from intentd.domain.valuation import Owed, Rate, principal_at, revalue, tolerance
 from intentd.settings import NATIVE_TOKEN
+from intentd_dev.contract_check import ContractViolation, check_event
 
 TERMINAL_STATUSES = ("COMPLETED", "EXPIRED", "REFUNDED", "CANCELLED")
 TERMINAL_TYPES = {"intent_completed", "intent_expired", "intent_cancelled"}
@@ -253,6 +255,11 @@ async def event_mismatches(pool: Pool, created: list[Created]) -> tuple[list[str
     late = 0
     if len({r["id"] for r in rows}) != len(rows):
         found.append("event ids are not unique")
+    for row in rows:
+        try:
+            check_event(row["body"])
+        except ContractViolation as exc:
+            found.append(f"intent {row['intent_id']} event {row['sequence']}: {exc}"[:2000])
     for c in created:
         mine = events.get(c.intent_id, [])
         if [e["sequence"] for e in mine] != list(range(1, len(mine) + 1)):

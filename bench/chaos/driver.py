@@ -59,8 +59,8 @@ from bench.head_latency import bench_stack, read_env
 from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.adapters.price_feeds import running_prices
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource

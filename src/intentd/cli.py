@@ -31,9 +31,9 @@ from intentd.adapters import intent_store
 from intentd.adapters.backfills import backfill
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.adapters.relayer_float import PostgresFloatSource
+from intentd.contract.record import IntentRow, render_record
 from intentd.custody import IntentKeys
 from intentd.intents.admission import AdmittingWriter, LiquidityGate
-from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent
 from intentd.observability import configure_logging
 from intentd.runtime import run_roles

@@ -19,9 +19,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["KeyMode", "NewKey", "allowed_networks", "generate_key", "hash_key", "looks_like_key"]
+from intentd.contract.mode import Mode
 
-KeyMode = Literal["test", "live"]
+__all__ = ["NewKey", "allowed_networks", "generate_key", "hash_key", "looks_like_key"]
+
 _KEY = re.compile(r"^itd_(test|live)_[A-Za-z0-9_-]{43}$")
 PREFIX_CHARS = 12
 
@@ -41,7 +42,7 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def generate_key(mode: KeyMode) -> NewKey:
+def generate_key(mode: Mode) -> NewKey:
     key = f"itd_{mode}_{secrets.token_urlsafe(32)}"
     return NewKey(key=key, prefix=key[: len(f"itd_{mode}_") + PREFIX_CHARS], key_hash=hash_key(key))
 
@@ -51,7 +52,7 @@ def looks_like_key(text: str) -> bool:
     return _KEY.match(text) is not None
 
 
-def allowed_networks(mode: KeyMode, environment: Literal["production", "test"]) -> frozenset[str]:
+def allowed_networks(mode: Mode, environment: Literal["production", "test"]) -> frozenset[str]:
     """Network classes (``main``, ``test``) a key of ``mode`` may use in ``environment``."""
     if mode == "live":
         return frozenset({"main"})

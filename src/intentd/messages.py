@@ -10,12 +10,14 @@ Topics (``<prefix>`` is ``kafka.topic_prefix``, ``intentd`` by default):
 - ``<prefix>.deposits.<CHAIN>``: :class:`DepositMessage` and :class:`RetractionMessage`
   from the chain's poller, keyed by intent address (so one intent's messages stay
   in order on one partition).
-- ``<prefix>.intent-events``: public lifecycle events (see ``domain.events``), keyed
-  by intent id.
+- ``<prefix>.intent-events``: public lifecycle events (``contract.events.Envelope``),
+  keyed by intent id.
 - ``<prefix>.action-results``: :class:`ActionResultMessage` from the executors, keyed by
   intent id, written through the outbox with the action's status change.
 - ``<prefix>.dlq``: messages the lifecycle did not apply (unparsable, a chain that does
   not match the topic or the config, or applying raised), with the reason.
+
+The JSON Schemas of the first three are in docs/asyncapi.json (``make asyncapi``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ HASH_PATTERN = r"^0x[0-9a-f]{64}$"
 ADDRESS_PATTERN = r"^0x[0-9a-f]{40}$"
 NATIVE_LOG_INDEX = -1
 """``log_index`` of a native-coin transfer (a transaction's value)."""
+
+AMOUNT_FIELDS = ("amount", "amount_sent", "gas_cost")
+"""Base-unit fields, which go out as decimal strings (they exceed 64 bits; see
+:func:`encode`, and the AsyncAPI document, ``intentd.contract.asyncapi``)."""
 
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 LowerAddress = Annotated[str, Field(pattern=ADDRESS_PATTERN)]
@@ -167,7 +173,7 @@ _chain_message = TypeAdapter(ChainMessage)
 def encode(message: _Message) -> bytes:
     """JSON bytes of a message; amounts go out as strings (they exceed 64 bits)."""
     data = message.model_dump()
-    for key in ("amount", "amount_sent", "gas_cost"):
+    for key in AMOUNT_FIELDS:
         if data.get(key) is not None:
             data[key] = str(data[key])
     return orjson.dumps(data)

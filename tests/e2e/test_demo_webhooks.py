@@ -20,6 +20,7 @@ from tests.support import ROOT, daemon_env
 from intentd.access.tokens import token_hash
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.contract_check import check_event
 
 pytestmark = pytest.mark.e2e
 
@@ -69,9 +70,16 @@ async def test_demo_merchant_receives_every_event_signed(
     assert "funding EXACT" in text and "funding OVERFUNDED" in text, text
     assert "whsec_" not in text + daemon_log  # the endpoint's secret is never printed
 
-    # Every event the webhooks role recorded for the demo's intents reached the merchant.
+    # Every event the webhooks role recorded for the demo's intents reached the merchant,
+    # and every body sent (the bytes the webhooks role signs) and every event the lifecycle
+    # logged matches the AsyncAPI document (docs/asyncapi.json).
     recorded = await pool.fetchval("SELECT count(*) FROM webhook_events WHERE intent_id > 0")
     assert int(received.group(1)) == recorded >= 10
+    bodies = await pool.fetch("SELECT body FROM webhook_events WHERE intent_id > 0")
+    logged = await pool.fetch("SELECT body FROM intent_events")
+    assert len(logged) >= len(bodies) == recorded
+    for row in [*bodies, *logged]:
+        check_event(row["body"])
     assert await pool.fetchval("SELECT count(*) FROM webhook_endpoints") == 0
 
     # It ends with the console's address and a sign-in link of the demo's owner, whose

@@ -24,8 +24,8 @@ from tests.scale_out import Group, on_tansu, tansu_env
 from tests.support import TopicReader, new_intent
 
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.messages import (
     DepositMessage,
     action_results_topic,

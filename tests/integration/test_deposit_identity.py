@@ -25,8 +25,8 @@ from tests.support import new_intent
 from intentd.adapters import intent_store
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.domain.status import IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.holds import HoldWatch
 from intentd.messages import (
     ActionResultMessage,

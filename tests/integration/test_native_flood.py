@@ -25,9 +25,9 @@ from tests.support import new_intent
 
 from intentd.adapters.native_intents import ENDS_EVERY, PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.indexer.open_native import AFTER_END
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.intents.record import IntentRow
 from intentd.messages import deposits_topic
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import DevChain

@@ -17,9 +17,9 @@ from tests.support import ROOT, daemon_env
 
 from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.intents.open_limit import OpenIntentLimit
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.settings import Settings

@@ -30,10 +30,10 @@ from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.composition.roles import poller_role
+from intentd.contract.record import IntentRow
 from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
 from intentd.indexer.decoding import NATIVE
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.intents.record import IntentRow
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,

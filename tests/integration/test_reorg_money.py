@@ -35,9 +35,9 @@ from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.intents.record import IntentRow
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,

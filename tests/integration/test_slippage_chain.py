@@ -33,9 +33,9 @@ from intentd.adapters.postgres import Pool
 from intentd.adapters.price_feeds import running_prices
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
+from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
 from intentd.pricing.cache import FeedPrices

@@ -25,8 +25,8 @@ from intentd.adapters.postgres import Pool
 from intentd.adapters.verifier_chains import EvmVerifierChains
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
+from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data

@@ -9,9 +9,9 @@ from tests.support import new_intent
 
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.indexer.watched import REORG_MARGIN, SWEEP_STEP
-from intentd.intents.record import IntentRow
 from intentd.settings import Settings
 
 RETENTION = timedelta(days=30)

@@ -9,13 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from intentd.domain.events import (
-    EventType,
-    envelope,
-    event_id,
-    is_terminal,
-    mode_of,
-)
+from intentd.contract.events import envelope, event_id
+from intentd.contract.mode import mode_of
+from intentd.domain.events import EventType, is_terminal
 from intentd.domain.intent import ENDING_REASONS, Deposit, Intent, RefundReason, Terms
 from intentd.domain.status import FundingStatus, IntentStatus
 

@@ -17,7 +17,8 @@ import asyncpg
 
 from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection
-from intentd.credentials import KeyMode, NewKey
+from intentd.contract.mode import Mode
+from intentd.credentials import NewKey
 
 __all__ = [
     "ApiKey",
@@ -45,7 +46,7 @@ class ApiKey:
     id: UUID
     client_id: UUID
     client_name: str
-    mode: KeyMode
+    mode: Mode
     prefix: str
     rate_limit: int | None
     """Requests per second; None means the deployment's default."""
@@ -70,7 +71,7 @@ async def insert_key(
     new: NewKey,
     *,
     client: Client,
-    mode: KeyMode,
+    mode: Mode,
     rate_limit: int | None,
     scopes: frozenset[str] | None = None,
 ) -> ApiKey:

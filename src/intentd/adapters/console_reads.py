@@ -21,7 +21,7 @@ from uuid import UUID
 
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Connection
-from intentd.intents.record import IntentRow
+from intentd.contract.record import IntentRow
 
 __all__ = [
     "ActionRow",

@@ -27,7 +27,7 @@ import orjson
 
 from intentd.adapters import intent_store
 from intentd.adapters.postgres import Connection
-from intentd.intents.record import IntentRow
+from intentd.contract.record import IntentRow
 
 __all__ = ["IntentFilter", "ListPosition", "explain", "page"]
 

@@ -22,11 +22,11 @@ from uuid import UUID
 import asyncpg
 
 from intentd.adapters.postgres import Connection, Pool
+from intentd.contract.record import IntentRow
 from intentd.domain.intent import Intent
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.open_limit import refused
 from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
-from intentd.intents.record import IntentRow
 
 
 class ConcurrentUpdate(Exception):

@@ -26,10 +26,10 @@ from intentd.adapters import (
     trigger_deposits,
 )
 from intentd.adapters.postgres import Connection, Pool
+from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.domain.valuation import Rate
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.ports import ActionFacts, OverdueHold
 

@@ -21,7 +21,7 @@ import orjson
 
 from intentd.adapters.postgres import Connection
 from intentd.adapters.webhook_store import CHANNEL
-from intentd.webhooks.matching import TEST_EVENT_TYPE
+from intentd.contract.events import TEST_EVENT_TYPE, webhook_test_envelope
 from intentd.webhooks.secret_box import SecretBox
 from intentd.webhooks.signing import new_secret
 
@@ -264,16 +264,7 @@ async def send_test(conn: Connection, endpoint: Endpoint, now: datetime) -> tupl
     """Record a ``webhook_test`` event for ``endpoint`` alone, due now; (event id,
     delivery id)."""
     event_id = str(uuid.uuid4())
-    body = {
-        "id": event_id,
-        "type": TEST_EVENT_TYPE,
-        "api_version": "v1",
-        "created_at": now.isoformat().replace("+00:00", "Z"),
-        "sequence": 0,
-        "mode": endpoint.mode,
-        "intent": None,
-        "data": {"endpoint_id": str(endpoint.id)},
-    }
+    body = webhook_test_envelope(event_id, str(endpoint.id), endpoint.mode, now)
     async with conn.transaction():
         await conn.execute(
             "INSERT INTO webhook_events (id, type, client_id, mode, intent_id, sequence,"

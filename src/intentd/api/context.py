@@ -27,8 +27,8 @@ from intentd.api.batched_reads import BatchedReads
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
+from intentd.contract.record import IntentRow
 from intentd.intents.admission import LiquidityGate
-from intentd.intents.record import IntentRow
 from intentd.intents.writer import IntentWriter
 from intentd.pricing import PriceSource
 from intentd.settings import Settings

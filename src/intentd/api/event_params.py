@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from intentd.adapters.event_log import LogPosition
 from intentd.api.paging import decode_cursor, encode_cursor
 from intentd.api.problems import ApiProblem
-from intentd.domain.events import EventType
+from intentd.contract.events import EventType
 
 __all__ = [
     "decode_log_cursor",

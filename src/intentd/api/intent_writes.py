@@ -20,9 +20,9 @@ from intentd.adapters import intent_store
 from intentd.adapters.intent_store import AddressIndexes, ConnectionSession, PostgresIntentStore
 from intentd.api.connections import Database, database_away
 from intentd.api.problems import ApiProblem
+from intentd.contract.record import IntentRow
 from intentd.intents.admission import AdmittingWriter, LiquidityGate
 from intentd.intents.ports import IntentSession, NewIntent, NoConnection
-from intentd.intents.record import IntentRow
 from intentd.intents.writer import AddressSource, IntentWriteFailed, WriterBusy
 
 __all__ = ["AnsweringStore", "AnsweringWriter"]

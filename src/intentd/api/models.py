@@ -4,7 +4,8 @@ Request bodies are validated strictly (no type coercion, no unknown fields); str
 may not hold NUL characters. Values are then checked by the intent and quote code,
 whose failures carry their own codes (``unknown_chain``, ``invalid_address``, ...).
 Response models document what the handlers render; the handlers build the JSON
-themselves (``intents.record.render_record``), and the tests check the two agree.
+themselves, and the tests check the two agree. The intent record and the event
+envelope are the public contract's (:mod:`intentd.contract`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from intentd.contract.record import IntentRecord
+
 __all__ = [
     "Balance",
     "FoundDeposit",
     "IntentCreate",
-    "IntentRecord",
     "Problem",
     "Quote",
     "QuoteList",
@@ -150,63 +152,6 @@ class Problem(BaseModel):
     instance: str | None = None
     field: str | None = None
     errors: list[dict[str, Any]] | None = None
-
-
-class IntentRecord(BaseModel):
-    """The spec's intent record, plus ``funding_status``, ``amount_received``, ``session_id``."""
-
-    id: int
-    client_id: str
-    sender: str | None
-    initialAmount: str  # noqa: N815
-    fees_in_usd: str
-    app_fee_in_usd: str
-    total_amount_in_usd: str | None
-    total_amount_in_asset_token: str
-    fees_in_asset_token: str
-    app_fee_in_asset_token: str
-    asset_token_symbol: str
-    asset_token_decimals: int
-    slippage: str
-    tokenIn: str  # noqa: N815
-    tokenOut: str  # noqa: N815
-    intent_address: str
-    source_chain: str
-    destination_chain: str
-    recipient: str
-    refund_address: str
-    relayer: str
-    coordinator: str
-    bridger: str
-    bridgeExtraData: str  # noqa: N815
-    intent_nonce: int
-    intent_status: Literal[
-        "PENDING",
-        "FUNDED",
-        "INITIATED",
-        "COMPLETED",
-        "EXPIRED",
-        "REFUNDING",
-        "REFUNDED",
-        "CANCELLED",
-    ]
-    funding_status: Literal["NONE", "UNDERFUNDED", "EXACT", "OVERFUNDED"]
-    amount_received: str
-    tx_hash: str | None
-    needs_relay: bool
-    expires_at: str
-    metadata: dict[str, Any]
-    created_at: str
-    updated_at: str
-    session_id: str | None
-    prices: list[QuotePrice] = Field(
-        description="the USD prices the intent was created at (as its quote showed them)"
-    )
-    valuation: dict[str, Any] | None = Field(
-        description="for an intent revalued at its payment (an amount converted at a price):"
-        " its last revaluation, or {status: awaiting_price} while a credited payment awaits a"
-        " trusted price; null otherwise and before the first payment (docs/pricing.md)"
-    )
 
 
 class QuotePrice(BaseModel):

@@ -14,12 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from intentd.api.app import create_app
+from intentd.contract.formats import document_bytes
 from intentd.settings import Settings
 
-__all__ = ["DEFAULT_PATH", "document", "render"]
+__all__ = ["DEFAULT_PATH", "document"]
 
 DEFAULT_PATH = Path("docs/openapi.json")
 _PLACEHOLDER = {
@@ -43,14 +42,9 @@ def document() -> dict[str, Any]:
     return app.openapi()
 
 
-def render(doc: dict[str, Any]) -> bytes:
-    """The file's bytes: sorted keys, two-space indents, a final newline (stable diffs)."""
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-
-
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else DEFAULT_PATH
-    path.write_bytes(render(document()))
+    path.write_bytes(document_bytes(document()))
     print(f"wrote {path}")
     return 0
 

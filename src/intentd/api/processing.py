@@ -66,13 +66,13 @@ from intentd.adapters.postgres import Connection
 from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
+from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey, RecordedDeposit
 from intentd.domain.status import ALLOWED_MOVES
 from intentd.indexer.balances import Reconciled
 from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.reconciliation import Reconciliation
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit
 from intentd.lifecycle.valuation import Valuer

@@ -25,8 +25,9 @@ from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.problems import ApiProblem
 from intentd.api.security import ApiCaller, errors
+from intentd.contract.mode import Mode
+from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
-from intentd.intents.record import IntentRow
 from intentd.merchant.refunds import RefundPolicy
 from intentd.pricing import PriceRefused, token_price
 
@@ -43,7 +44,7 @@ class ApprovalRecord(BaseModel):
     command: Literal["cancel", "refund"]
     intent_id: int
     intent_address: str
-    mode: Literal["test", "live"]
+    mode: Mode
     amount: str = Field(description="what the intent held when it was asked, in whole units")
     asset_token_symbol: str
     amount_usd: str | None = Field(description="its USD value at the intent's quote, if known")

@@ -1,5 +1,5 @@
 """JSON shapes of quotes, tokens and trigger results (the intent record is
-``intents.record.render_record``); the models in ``api.models`` document them."""
+``contract.record.render_record``); the models in ``api.models`` document them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 from eth_utils import to_checksum_address
 
 from intentd.api.processing import TriggerOutcome
+from intentd.contract.record import render_record
 from intentd.domain.amounts import format_amount
 from intentd.intents.quotes import Quote
-from intentd.intents.record import render_record
 from intentd.intents.slippage import SlippageLimit, slippage_limit
 from intentd.settings import NATIVE_TOKEN, ChainConfig, NativeTokenConfig, TokenConfig
 

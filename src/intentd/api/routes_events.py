@@ -10,7 +10,7 @@ is the envelope of docs/events.md.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -27,36 +27,18 @@ from intentd.api.event_params import (
     encode_sequence_cursor,
     parse_types,
 )
-from intentd.api.models import IntentRecord
 from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
 from intentd.api.problems import ApiProblem
 from intentd.api.routes_intents import IntentId, visible
 from intentd.api.security import ApiCaller, errors
-from intentd.domain.events import EventType, mode_of
+from intentd.contract.events import ENVELOPE_FIELDS, EventRecord
+from intentd.contract.mode import mode_of
 
-__all__ = ["EventPage", "EventRecord", "router"]
+__all__ = ["EventPage", "router"]
 
 router = APIRouter(prefix=API_PREFIX, tags=["events"])
 
 MAX_LIMIT = 100
-_ORDER = ("id", "type", "api_version", "created_at", "sequence", "mode", "intent", "data")
-"""The envelope's fields in the order the lifecycle writes them."""
-
-
-class EventRecord(BaseModel):
-    """One lifecycle event (docs/events.md): the same envelope as on Kafka."""
-
-    id: str = Field(description="UUIDv5 of (intent id, sequence): dedupe on it")
-    type: EventType
-    api_version: str
-    created_at: str = Field(description="ISO 8601 UTC")
-    sequence: int = Field(ge=1, description="per intent, from 1, without gaps")
-    mode: Literal["test", "live"]
-    intent: IntentRecord = Field(description="the intent record after the change")
-    data: dict[str, Any] = Field(
-        description="funding (always), deposit, prefill or refund (by type); valuation on"
-        " intent_funded of an intent revalued at its payment (docs/events.md)"
-    )
 
 
 class EventPage(BaseModel):
@@ -147,7 +129,9 @@ def _modes(caller: Caller) -> list[str]:
 
 
 def _page(found: list[StoredEvent], limit: int, next_cursor: str | None) -> Response:
-    events = [{name: e.body[name] for name in _ORDER if name in e.body} for e in found[:limit]]
+    events = [
+        {name: e.body[name] for name in ENVELOPE_FIELDS if name in e.body} for e in found[:limit]
+    ]
     return json_response(
         {"data": events, "has_more": len(found) > limit, "next_cursor": next_cursor}
     )

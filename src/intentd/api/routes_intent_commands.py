@@ -21,7 +21,6 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.models import IntentRecord
 from intentd.api.problems import ApiProblem
 from intentd.api.refund_approvals import (
     ApprovalWaiting,
@@ -31,8 +30,8 @@ from intentd.api.refund_approvals import (
 )
 from intentd.api.routes_intents import IntentAddress, load_intent
 from intentd.api.security import ApiCaller, errors
-from intentd.domain.events import mode_of
-from intentd.intents.record import render_record
+from intentd.contract.mode import mode_of
+from intentd.contract.record import IntentRecord, render_record
 from intentd.lifecycle import commands
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.merchant import refunds

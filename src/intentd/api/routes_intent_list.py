@@ -26,12 +26,11 @@ from intentd.api.list_params import (
     encode_list_cursor,
     metadata_filter,
 )
-from intentd.api.models import IntentRecord
 from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
 from intentd.api.path_methods import PathMethodsRoute
 from intentd.api.security import ApiCaller, errors
+from intentd.contract.record import IntentRecord, render_record
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import render_record
 from intentd.intents.validation import check_address
 from intentd.settings import Settings
 

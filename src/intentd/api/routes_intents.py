@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
-from intentd.api.models import IntentCreate, IntentRecord, TriggerResult
+from intentd.api.models import IntentCreate, TriggerResult
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import ChainUnavailable
 from intentd.api.render import trigger_json
 from intentd.api.security import ApiCaller, IdempotencyKey, errors
 from intentd.api.trigger_gate import TriggerRefused
+from intentd.contract.record import IntentRecord, IntentRow, render_record
 from intentd.intents.chain_names import find_chain
-from intentd.intents.record import IntentRow, render_record
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.validation import check_address
 
@@ -91,7 +91,7 @@ async def trigger_response(services: Services, caller: Caller, row: IntentRow) -
     return json_response(trigger_json(outcome, services.settings.chains))
 
 
-async def create_record(request: Request, caller: Caller, key: str | None) -> dict[str, Any]:
+async def create_record(request: Request, caller: Caller, key: str | None) -> IntentRecord:
     """Create an intent from the request's body (``Idempotency-Key`` already checked):
     the record to answer 201 with."""
     services = Services.of(request)
@@ -128,7 +128,7 @@ async def create_record(request: Request, caller: Caller, key: str | None) -> di
     return render_record(row)
 
 
-async def read_by_id(services: Services, caller: Caller, intent_id: int) -> dict[str, Any]:
+async def read_by_id(services: Services, caller: Caller, intent_id: int) -> IntentRecord:
     row = await services.intents_by_id.get(intent_id)
     if not visible(services, caller, row):
         raise _not_found(str(intent_id))
@@ -136,7 +136,7 @@ async def read_by_id(services: Services, caller: Caller, intent_id: int) -> dict
     return render_record(row)
 
 
-async def read_by_address(services: Services, caller: Caller, address: str) -> dict[str, Any]:
+async def read_by_address(services: Services, caller: Caller, address: str) -> IntentRecord:
     return render_record(await load_intent(services, caller, address))
 
 

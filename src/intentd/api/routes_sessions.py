@@ -23,7 +23,6 @@ from starlette.responses import Response
 from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import (
-    IntentRecord,
     QuoteList,
     SessionClient,
     SessionCreate,
@@ -38,10 +37,10 @@ from intentd.api.routes_intents import IntentAddress, load_intent, trigger_respo
 from intentd.api.security import ApiCaller, IdempotencyKey, SessionCaller, errors
 from intentd.api.session_cap import within_cap
 from intentd.api.sessions import Session, sign_session
+from intentd.contract.record import IntentRecord, render_record
 from intentd.domain.amounts import AmountError, format_amount, parse_amount
 from intentd.intents import quotes
 from intentd.intents.chain_names import find_chain, name_set
-from intentd.intents.record import render_record
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.validation import (
     IntentRequestError,

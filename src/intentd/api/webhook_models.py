@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from intentd.api.models import Problem
+from intentd.contract.events import EventTypeText
+from intentd.contract.mode import Mode
 
 __all__ = [
     "AttemptList",
     "AttemptOut",
     "EndpointList",
     "EndpointOut",
-    "EventType",
     "Problem",
     "RecoverRequest",
     "Recovered",
@@ -31,14 +32,6 @@ def _text(value: str) -> str:
     return value
 
 
-EventType = Literal[
-    "intent_funded",
-    "intent_initiated",
-    "intent_completed",
-    "intent_refunded",
-    "intent_expired",
-    "intent_cancelled",
-]
 Url = Annotated[
     str,
     Field(min_length=1, max_length=2048, description="https (http for test endpoints only)"),
@@ -46,7 +39,7 @@ Url = Annotated[
 ]
 Description = Annotated[str, Field(max_length=512), AfterValidator(_text)]
 EventTypes = Annotated[
-    list[EventType] | None,
+    list[EventTypeText] | None,
     Field(
         min_length=1,
         max_length=16,
@@ -90,7 +83,7 @@ class EndpointOut(BaseModel):
     url: str
     description: str
     event_types: list[str] | None
-    mode: Literal["test", "live"]
+    mode: Mode
     enabled: bool
     disabled_reason: Literal["gone", "failing", "client"] | None
     disabled_at: str | None

@@ -18,7 +18,7 @@ from intentd.api.context import Services
 from intentd.api.models import Problem
 from intentd.api.problems import ApiProblem
 from intentd.api.security import errors
-from intentd.credentials import KeyMode
+from intentd.contract.mode import Mode
 from intentd.settings import ConfigError
 from intentd.webhooks import send_budget
 from intentd.webhooks.secret_box import SecretBox, secret_box
@@ -100,7 +100,7 @@ async def checked_url(services: Services, caller: Caller, url: str) -> str:
     return await checked_url_of_mode(services, caller.key.mode, url)
 
 
-async def checked_url_of_mode(services: Services, mode: KeyMode, url: str) -> str:
+async def checked_url_of_mode(services: Services, mode: Mode, url: str) -> str:
     """``url`` if an endpoint of ``mode`` may use it; 422 problems otherwise."""
     allow_private = services.settings.webhooks.allow_private_targets
     try:

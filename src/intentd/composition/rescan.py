@@ -27,12 +27,12 @@ from intentd.adapters import intent_store
 from intentd.adapters.chain import EvmChainReader, open_chain
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
+from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit
 from intentd.indexer.decoding import InconsistentAnswer
 from intentd.indexer.planning import BlockRange, confirmed_head
 from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.settings import Settings

@@ -18,8 +18,8 @@ from eth_utils import to_checksum_address
 from intentd.adapters.console_reads import ActionRow, ChainState, DayTotal, DeliveryRow, DepositRow
 from intentd.adapters.refund_approvals import Approval
 from intentd.console.waiting import ActionFact, ChainFact, Facts, TxFact, Why
+from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
-from intentd.intents.record import IntentRow
 from intentd.settings import NATIVE_TOKEN, Settings
 
 __all__ = [

@@ -43,9 +43,9 @@ from intentd.console.payment_views import (
 )
 from intentd.console.waiting import why_waiting
 from intentd.console.web import CONSOLE_API, ModeParam, mode_chains
+from intentd.contract.record import IntentRow, render_record
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import IntentRow, render_record
 from intentd.intents.validation import check_address
 from intentd.lifecycle import commands
 from intentd.merchant import refunds

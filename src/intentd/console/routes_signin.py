@@ -33,7 +33,7 @@ from intentd.console import signin
 from intentd.console.auth import SignedIn, check_origin
 from intentd.console.state import ConsoleState
 from intentd.console.web import CHALLENGE_SECONDS, CONSOLE_API, DEVICE_DAYS, source
-from intentd.domain.events import mode_of
+from intentd.contract.mode import mode_of
 
 __all__ = ["router"]
 

@@ -13,13 +13,13 @@ networks), so test and live data never share a screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Query, Request
 from starlette.responses import Response
 
 from intentd.api.context import Services
-from intentd.domain.events import mode_of
+from intentd.contract.mode import Mode, mode_of
 from intentd.settings import Settings
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
 
 CONSOLE_PREFIX = "/console"
 CONSOLE_API = "/console/api"
-Mode = Literal["test", "live"]
 ModeParam = Annotated[Mode, Query(description="test or live: what the screen shows")]
 DEVICE_DAYS = 90
 CHALLENGE_SECONDS = 300

@@ -38,11 +38,11 @@ from typing import Protocol
 import structlog
 
 from intentd import observability as metrics
+from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import Float, cover
 from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.quotes import Quote
-from intentd.intents.record import IntentRow
 from intentd.intents.validation import IntentRequestError
 from intentd.intents.writer import AddressSource, IntentWriter
 from intentd.settings import Settings

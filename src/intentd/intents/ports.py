@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 from uuid import UUID
 
-from intentd.intents.record import IntentRow
+from intentd.contract.record import IntentRow
 
 __all__ = ["AddressedIntent", "IntentSession", "IntentStore", "NewIntent", "NoConnection"]
 

@@ -37,10 +37,10 @@ from uuid import UUID
 
 import orjson
 
+from intentd.contract.record import IntentRow
 from intentd.intents import quotes
 from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import IntentStore, NewIntent
-from intentd.intents.record import IntentRow
 from intentd.intents.slippage import requested_slippage
 from intentd.intents.validation import (
     IdempotencyConflict,

@@ -43,6 +43,7 @@ from collections import deque
 from typing import Protocol
 
 from intentd import observability as metrics
+from intentd.contract.record import IntentRow
 from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import (
     AddressedIntent,
@@ -51,7 +52,6 @@ from intentd.intents.ports import (
     NewIntent,
     NoConnection,
 )
-from intentd.intents.record import IntentRow
 
 __all__ = ["AddressSource", "IntentWriteFailed", "IntentWriter", "WriterBusy"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from intentd.domain.events import Mode, mode_of
+from intentd.contract.mode import Mode, mode_of
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, Settings
 

@@ -37,9 +37,9 @@ from enum import StrEnum
 
 import structlog
 
+from intentd.contract.record import IntentRow
 from intentd.domain.intent import RefundReason
 from intentd.domain.status import IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.ports import UnitOfWork
 from intentd.lifecycle.saving import load, save

@@ -35,12 +35,12 @@ from datetime import datetime
 import structlog
 
 from intentd import observability as metrics
+from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.status import IntentStatus
 from intentd.domain.valuation import Rate
 from intentd.faults import crash_point
 from intentd.indexer.balances import is_reconciled, reconciled_tx_hash
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
 from intentd.lifecycle.ports import Rates, UnitOfWork

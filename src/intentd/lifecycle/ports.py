@@ -29,13 +29,13 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+from intentd.contract.record import IntentRow
 from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.domain.valuation import Rate
 from intentd.indexer.ports import ChainReader
 from intentd.indexer.reconciliation import ChainState
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.messages import OutgoingMessage
 from intentd.settings import ChainConfig

@@ -15,9 +15,9 @@ import orjson
 import structlog
 
 from intentd import observability as metrics
-from intentd.domain.events import envelope
+from intentd.contract.events import envelope
+from intentd.contract.record import IntentRow, render_record
 from intentd.domain.intent import Intent
-from intentd.intents.record import IntentRow, render_record
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.ports import UnitOfWork
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import structlog
 
+from intentd.contract.record import IntentRow
 from intentd.domain.valuation import Rate
 from intentd.intents.quotes import denomination_price
-from intentd.intents.record import IntentRow
 from intentd.pricing import PriceRefused, PriceSource, token_price
 from intentd.settings import NATIVE_TOKEN, NativeTokenConfig, Settings, TokenConfig
 

@@ -12,7 +12,8 @@ from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.audit_log import AuditEntry
 from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection
-from intentd.credentials import KeyMode, generate_key
+from intentd.contract.mode import Mode
+from intentd.credentials import generate_key
 
 __all__ = ["create_key", "revoke_key"]
 
@@ -22,7 +23,7 @@ async def create_key(
     actor: Actor,
     client: Client,
     *,
-    mode: KeyMode,
+    mode: Mode,
     scopes: frozenset[str] | None,
     rate_limit: int | None,
 ) -> tuple[ApiKey, str]:

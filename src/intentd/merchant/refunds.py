@@ -42,10 +42,10 @@ from intentd.adapters.audit_log import AuditEntry
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Connection
 from intentd.adapters.refund_approvals import Approval
+from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import IntentStatus
 from intentd.faults import crash_point
-from intentd.intents.record import IntentRow
 from intentd.lifecycle import commands
 from intentd.lifecycle.chain_book import ChainBook
 

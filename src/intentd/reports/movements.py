@@ -29,8 +29,8 @@ from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
 
+from intentd.contract.mode import mode_of
 from intentd.domain.amounts import format_amount
-from intentd.domain.events import mode_of
 from intentd.reports.ranges import iso_utc
 from intentd.settings import ChainConfig, Settings
 

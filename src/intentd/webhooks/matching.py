@@ -1,40 +1,23 @@
 """Which endpoints hear an event (pure).
 
 An endpoint belongs to a client and a mode (``test`` or ``live``, the mode of the API
-key that registered it). An event goes to the enabled endpoints of the intent's
-client whose mode is the event's and which subscribe to its type (or to all types).
-An event's mode is ``live`` when the intent's source chain is a main network and
-``test`` otherwise, so a test intent's events reach test endpoints only.
+key that registered it, :mod:`intentd.contract.mode`). An event goes to the enabled
+endpoints of the intent's client whose mode is the event's and which subscribe to its
+type (or to all types: the types an endpoint may name are the contract's
+``EventType``). An event's mode is ``live`` when the intent's source chain is a main
+network and ``test`` otherwise, so a test intent's events reach test endpoints only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
-__all__ = [
-    "EVENT_TYPES",
-    "TEST_EVENT_TYPE",
-    "Mode",
-    "Subscription",
-    "event_mode",
-    "subscribers",
-]
+from intentd.contract.mode import Mode, mode_of
 
-Mode = Literal["test", "live"]
-EVENT_TYPES = (
-    "intent_funded",
-    "intent_initiated",
-    "intent_completed",
-    "intent_refunded",
-    "intent_expired",
-    "intent_cancelled",
-)
-"""Types an endpoint may subscribe to."""
-TEST_EVENT_TYPE = "webhook_test"
-"""The type of the event ``POST /webhooks/{id}/test`` sends (to that endpoint only)."""
+__all__ = ["Subscription", "event_mode", "subscribers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +48,7 @@ def event_mode(event: Mapping[str, Any], networks: Mapping[str, str]) -> Mode:
     if given in ("test", "live"):
         return "live" if given == "live" else "test"
     chain = str(event.get("intent", {}).get("source_chain", ""))
-    return "live" if networks.get(chain) == "main" else "test"
+    return mode_of(networks.get(chain, ""))
 
 
 def subscribers(

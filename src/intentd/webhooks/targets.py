@@ -36,7 +36,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from intentd.webhooks.matching import Mode
+from intentd.contract.mode import Mode
 
 __all__ = ["Target", "TargetRefused", "check_url", "refusal"]
 

@@ -8,11 +8,13 @@ import uuid
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 
 from intentd.adapters import api_keys
 from intentd.adapters.postgres import Pool
-from intentd.api.models import IntentRecord, Problem, Quote, TokenRecord
+from intentd.api.models import Problem, Quote, TokenRecord
+from intentd.contract.record import IntentRecord
 from intentd.credentials import hash_key
 from intentd.settings import NATIVE_TOKEN
 
@@ -52,7 +54,7 @@ def assert_problem(status: int, data: Any, response: Any, expected: int, code: s
 async def test_create_then_read_by_id_and_by_address(api: Api, test_key: str) -> None:
     status, record, _ = await api.call("POST", "/intents", test_key, body=intent_body(api))
     assert status == 201, record
-    IntentRecord.model_validate(record)
+    TypeAdapter(IntentRecord).validate_python(record)
     assert record["intent_status"] == "PENDING" and record["tx_hash"] is None
     assert record["needs_relay"] is False and record["metadata"] == {"order": "A-1"}
     # 10 USDC + relay (0.10 USD + 5 bps = 0.105) + app fee (10 bps = 0.01)

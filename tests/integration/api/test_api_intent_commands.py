@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 from tests.integration.api.conftest import Api, MakeKey
 from tests.integration.api.events_support import (
     DUE,
@@ -22,7 +23,7 @@ from tests.lifecycle_calls import Outcome, apply_deposit
 
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
-from intentd.api.models import IntentRecord
+from intentd.contract.record import IntentRecord
 from intentd.lifecycle import commands
 from intentd.lifecycle.chain_book import ChainBook
 
@@ -54,7 +55,7 @@ async def test_cancelling_an_unpaid_intent_ends_it_and_a_repeat_answers_the_same
     record = await create(api, key)
     status, cancelled = await command(api, key, record, "cancel")
     assert status == 200, cancelled
-    IntentRecord.model_validate(cancelled)
+    TypeAdapter(IntentRecord).validate_python(cancelled)
     assert cancelled["intent_status"] == "CANCELLED"
     assert await event_types(api, key, record["id"]) == ["intent_cancelled"]
     again = await command(api, key, record, "cancel")

@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from uuid import UUID, uuid4
 
+from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.open_limit import refused
 from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection
-from intentd.intents.record import IntentRow
 
 NOW = datetime(2026, 11, 24, tzinfo=UTC)
 

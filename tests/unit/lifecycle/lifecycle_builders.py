@@ -8,11 +8,11 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from intentd.contract.record import IntentRow
 from intentd.domain.action_results import ActionResult, ResultEvent
 from intentd.domain.deposits import Deposit, Retraction
 from intentd.domain.intent import ActionKind
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.chain_book import BookedChain, BookedToken, ChainBook
 from intentd.settings import Settings
 

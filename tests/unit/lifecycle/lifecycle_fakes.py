@@ -26,10 +26,10 @@ import orjson
 from tests.unit.lifecycle.lifecycle_due_fakes import DueState, DueWork
 
 from intentd.adapters import db_failures
+from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import ActionKind, Intent, PendingAction, RefundReason, SignerKind
 from intentd.domain.valuation import Rate
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.ports import ActionFacts
 

@@ -27,12 +27,12 @@ from tests.unit.lifecycle.lifecycle_builders import (
 )
 from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
+from intentd.contract.record import IntentRow, render_record
 from intentd.domain.action_results import ResultEvent
 from intentd.domain.deposits import Disposition
 from intentd.domain.intent import ActionKind, RefundReason
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.domain.valuation import PriceUsed, Rate
-from intentd.intents.record import IntentRow, render_record
 from intentd.lifecycle.awaiting import value_awaiting
 from intentd.lifecycle.chain_book import BookedChain, BookedToken, ChainBook
 from intentd.lifecycle.crediting import credit

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 from tests.unit.lifecycle.lifecycle_builders import SOURCE, USDC, intent_row, settings
 
+from intentd.contract.record import IntentRow
 from intentd.domain.valuation import PriceUsed, Rate
-from intentd.intents.record import IntentRow
 from intentd.lifecycle.valuation import Valuer
 from intentd.pricing import Price, PriceUnavailable
 from intentd.settings import NATIVE_TOKEN

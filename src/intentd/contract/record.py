@@ -1,11 +1,17 @@
-"""The stored intent (:class:`IntentRow`) and its public record (the spec's fields).
+"""The intent record: the intent as every role reads it, and its public JSON.
 
-Inside, addresses are lowercase and amounts are base units; the record shows
-EIP-55 addresses, decimal strings for money, ISO 8601 UTC times. Besides the
-spec's fields it carries ``funding_status`` and ``amount_received`` (decimal, in
-``tokenIn`` units), which a client following an under-funded intent needs, and, for an
-intent priced at creation, the ``prices`` it was created at and its last ``valuation``
-(docs/pricing.md, *Slippage*).
+:class:`IntentRow` is the stored intent (lowercase addresses, base units, the columns
+of ``intents``); :class:`IntentRecord` is its public record (the spec's fields, EIP-55
+addresses, decimal strings for money, ISO 8601 UTC times), which :func:`render_record`
+makes of a row and which the API answers, every event carries (``intent``) and the
+OpenAPI and AsyncAPI documents describe (their schema is generated from it). Besides the
+spec's fields the record carries ``funding_status`` and ``amount_received`` (decimal, in
+``tokenIn`` units), which a client following an under-funded intent needs,
+``session_id``, and, for an intent priced at creation, the ``prices`` it was created at
+and its last ``valuation`` (docs/pricing.md, *Slippage*).
+
+A new public field is added here: to :class:`IntentRow` (and the table), to
+:class:`IntentRecord`, and in :func:`render_record`, which mypy checks against it.
 """
 
 from __future__ import annotations
@@ -13,16 +19,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
 
-from eth_utils import to_checksum_address
+from pydantic import Field
+from typing_extensions import TypedDict
 
+from intentd.contract.formats import (
+    address_text,
+    decimal_text,
+    optional_address_text,
+    time_text,
+    values_of,
+)
 from intentd.domain.amounts import format_amount
 from intentd.domain.intent import Intent, Terms
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.domain.valuation import Owed, render_valuation
+
+__all__ = ["FundingStatusText", "IntentRecord", "IntentRow", "IntentStatusText", "render_record"]
+
+if TYPE_CHECKING:
+    IntentStatusText = str
+    FundingStatusText = str
+else:
+    IntentStatusText = values_of(IntentStatus)
+    FundingStatusText = values_of(FundingStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +99,7 @@ class IntentRow:
     prices: list[dict[str, Any]] | None = None
     """The USD prices the intent was created at (as its quote showed them)."""
     valuation: dict[str, Any] | None = None
-    """The last revaluation (``intents.record.render_record`` shows it), or None."""
+    """The last revaluation (:func:`render_record` shows it), or None."""
     awaiting_price: bool = False
     """A payment was credited while no price could be trusted (``Intent.awaiting_price``)."""
 
@@ -120,57 +142,91 @@ class IntentRow:
         )
 
 
-@lru_cache(maxsize=4096)
-def _checksummed(value: str) -> str:
-    return to_checksum_address(value)
+class IntentRecord(TypedDict):
+    """The spec's intent record, plus ``funding_status``, ``amount_received``, ``session_id``."""
+
+    id: int
+    client_id: str
+    sender: str | None
+    initialAmount: str
+    fees_in_usd: str
+    app_fee_in_usd: str
+    total_amount_in_usd: str | None
+    total_amount_in_asset_token: str
+    fees_in_asset_token: str
+    app_fee_in_asset_token: str
+    asset_token_symbol: str
+    asset_token_decimals: int
+    slippage: str
+    tokenIn: str
+    tokenOut: str
+    intent_address: str
+    source_chain: str
+    destination_chain: str
+    recipient: str
+    refund_address: str
+    relayer: str
+    coordinator: str
+    bridger: str
+    bridgeExtraData: str
+    intent_nonce: int
+    intent_status: IntentStatusText
+    funding_status: FundingStatusText
+    amount_received: str
+    tx_hash: str | None
+    needs_relay: bool
+    expires_at: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    session_id: str | None
+    prices: Annotated[
+        list[dict[str, Any]],
+        Field(description="the USD prices the intent was created at (as its quote showed them)"),
+    ]
+    valuation: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="for an intent revalued at its payment (an amount converted at a"
+            " price): its last revaluation, or {status: awaiting_price} while a credited"
+            " payment awaits a trusted price; null otherwise and before the first payment"
+            " (docs/pricing.md)"
+        ),
+    ]
 
 
-def _address(value: str | None) -> str | None:
-    """EIP-55 form; cached, since tokens, recipients and contracts repeat across records."""
-    return _checksummed(value) if value else value
-
-
-def _decimal(value: Decimal | None) -> str | None:
-    if value is None:
-        return None
-    text = format(value.normalize(), "f")
-    return text if text != "-0" else "0"
-
-
-def _time(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
-
-
-def render_record(row: IntentRow) -> dict[str, Any]:
-    """The intent record of the spec, as JSON-ready values."""
+def render_record(row: IntentRow) -> IntentRecord:
+    """The public record of ``row``, as JSON-ready values."""
     decimals = row.asset_token_decimals
     return {
         "id": row.id,
         "client_id": str(row.client_id),
-        "sender": _address(row.sender),
+        "sender": optional_address_text(row.sender),
         # the total less the fees: the creation's figure, or that of a raised total
         "initialAmount": format_amount(
             row.total_due - row.fees_in_asset - row.app_fee_in_asset, decimals
         ),
-        "fees_in_usd": _decimal(row.fees_in_usd),
-        "app_fee_in_usd": _decimal(row.app_fee_in_usd),
-        "total_amount_in_usd": _decimal(row.total_in_usd),
+        "fees_in_usd": decimal_text(row.fees_in_usd),
+        "app_fee_in_usd": decimal_text(row.app_fee_in_usd),
+        "total_amount_in_usd": (
+            decimal_text(row.total_in_usd) if row.total_in_usd is not None else None
+        ),
         "total_amount_in_asset_token": format_amount(row.total_due, decimals),
         "fees_in_asset_token": format_amount(row.fees_in_asset, decimals),
         "app_fee_in_asset_token": format_amount(row.app_fee_in_asset, decimals),
         "asset_token_symbol": row.asset_token_symbol,
         "asset_token_decimals": decimals,
-        "slippage": _decimal(row.slippage),
-        "tokenIn": _address(row.token_in),
-        "tokenOut": _address(row.token_out),
-        "intent_address": _address(row.intent_address),
+        "slippage": decimal_text(row.slippage),
+        "tokenIn": address_text(row.token_in),
+        "tokenOut": address_text(row.token_out),
+        "intent_address": address_text(row.intent_address),
         "source_chain": row.source_chain,
         "destination_chain": row.destination_chain,
-        "recipient": _address(row.recipient),
-        "refund_address": _address(row.refund_address),
-        "relayer": _address(row.relayer) or "",
-        "coordinator": _address(row.coordinator) or "",
-        "bridger": _address(row.bridger) or "",
+        "recipient": address_text(row.recipient),
+        "refund_address": address_text(row.refund_address),
+        "relayer": address_text(row.relayer),
+        "coordinator": address_text(row.coordinator),
+        "bridger": address_text(row.bridger),
         "bridgeExtraData": row.bridge_extra_data,
         "intent_nonce": row.address_index,
         "intent_status": row.status.value,
@@ -178,10 +234,10 @@ def render_record(row: IntentRow) -> dict[str, Any]:
         "amount_received": format_amount(row.received, decimals),
         "tx_hash": row.tx_hash,
         "needs_relay": row.needs_relay,
-        "expires_at": _time(row.expires_at),
+        "expires_at": time_text(row.expires_at),
         "metadata": row.metadata,
-        "created_at": _time(row.created_at),
-        "updated_at": _time(row.updated_at),
+        "created_at": time_text(row.created_at),
+        "updated_at": time_text(row.updated_at),
         "session_id": row.session_id,
         "prices": row.prices or [],
         "valuation": _valuation(row),
