@@ -493,8 +493,6 @@ async def test_a_disabled_users_session_dies_and_the_audit_log_shows_every_chang
         .first
     ).to_be_visible()
     await shot(owner, "16-developers")
-    await owner.goto(stack.console("/reports"))
-    await expect(owner.get_by_text(re.compile("not available on this version"))).to_be_visible()
     await owner.goto(stack.console("/approvals") + "&status=all")
     await shot(owner, "17-approvals-all")
     assert owner.errors == []  # type: ignore[attr-defined]
