@@ -24,7 +24,7 @@ from uuid import UUID
 from intentd.access import passwords
 from intentd.access.actors import Actor
 from intentd.access.second_factor import code_hash, totp_step
-from intentd.access.throttle import Counter, after_failure, remaining_lock
+from intentd.access.throttle import Counter, after_failure, given_back, remaining_lock
 from intentd.access.tokens import random_token, token_hash
 from intentd.adapters import audit_log, console_sessions, console_users
 from intentd.adapters.audit_log import AuditEntry
@@ -121,31 +121,57 @@ async def _audit(
 
 
 class _Gate:
-    """The counters a sign-in is held by: its source's, and its account's or device's."""
+    """The counters a sign-in is held by: its source's, and its account's or device's
+    (or a link's). An attempt is admitted, and counted as a failure, before anything is
+    checked (:meth:`admit`); a success gives it back (:meth:`succeed`). The counters'
+    rows are locked while they are read and written, so attempts arriving together are
+    counted one after the other: no more than a limit's worth is ever checked."""
 
     def __init__(self, state: ConsoleState, source: str | None, gate: str, gate_limit: int) -> None:
         self.state = state
         self.source_key = f"source:{source or 'unknown'}"
         self.gate = gate
         self.gate_limit = gate_limit
+        self.admitted: dict[str, Counter] = {}
+        """Each counter as this attempt's admission left it."""
 
-    async def check(self, conn: Connection, now: datetime) -> dict[str, Counter]:
-        found = await console_sessions.counters(conn, [self.source_key, self.gate])
-        for key, code in ((self.source_key, "signin_rate_limited"), (self.gate, "signin_locked")):
-            left = remaining_lock(found.get(key), now)
-            if left is not None:
-                raise _locked(left, code)
-        return found
-
-    async def fail(self, conn: Connection, found: dict[str, Counter], now: datetime) -> None:
+    def _limits(self) -> tuple[tuple[str, int, str], ...]:
         policy = self.state.throttle
-        for key, limit in ((self.source_key, policy.source_limit), (self.gate, self.gate_limit)):
-            await console_sessions.save_counter(
-                conn, key, after_failure(found.get(key), now, limit, policy)
-            )
+        return (
+            (self.source_key, policy.source_limit, "signin_rate_limited"),
+            (self.gate, self.gate_limit, "signin_locked"),
+        )
 
-    async def succeed(self, conn: Connection) -> None:
-        await console_sessions.clear_counter(conn, self.gate)
+    async def admit(self, conn: Connection, now: datetime) -> None:
+        """Count this attempt (in a transaction of its own); 429 while a counter is
+        locked, and then nothing is counted."""
+        policy = self.state.throttle
+        async with conn.transaction():
+            held = await console_sessions.hold_counters(conn, [self.source_key, self.gate], now)
+            for key, _, code in self._limits():
+                left = remaining_lock(held[key], now)
+                if left is not None:
+                    raise _locked(left, code)
+            admitted = {
+                key: after_failure(held[key], now, limit, policy)
+                for key, limit, _ in self._limits()
+            }
+            for key, counted in admitted.items():
+                await console_sessions.save_counter(conn, key, counted)
+        self.admitted = admitted
+
+    async def succeed(self, conn: Connection, now: datetime, *, clear_gate: bool = True) -> None:
+        """The admitted attempt succeeded (in the caller's transaction): the source's
+        count given back, and the gate's cleared (or, ``clear_gate`` false, given back)."""
+        assert self.admitted, "succeed() before admit()"
+        held = await console_sessions.hold_counters(conn, [self.source_key, self.gate], now)
+        for key, limit, _ in self._limits():
+            if key == self.gate and clear_gate:
+                await console_sessions.clear_counter(conn, key)
+            else:
+                await console_sessions.save_counter(
+                    conn, key, given_back(held[key], self.admitted[key], limit)
+                )
 
 
 async def _gate_for(
@@ -207,18 +233,17 @@ async def password_step(
         found = await console_users.find_by_email(conn, email)
         user, credentials = found if found is not None else (None, None)
         gate, trusted = await _gate_for(conn, state, request, email, user)
-        counters = await gate.check(conn, request.now)
+        await gate.admit(conn, request.now)
     stored = credentials.password_hash if credentials is not None else None
     good = await _check(state, stored, password)
     async with services.connection() as conn, conn.transaction():
         if not good or user is None or not user.active:
-            await gate.fail(conn, counters, request.now)
-            if user is not None:
+            if user is not None:  # counted already, when it was admitted
                 await _audit(conn, user, request.source, "user.signin", "failed", step="password")
             failed = True
         else:
             failed = False
-            await gate.succeed(conn)
+            await gate.succeed(conn, request.now)
             if user.totp_on:
                 return await _challenge(conn, user, request)
             await _audit(conn, user, request.source, "user.signin", "ok", second_factor=None)
@@ -256,8 +281,13 @@ async def second_step(
         assert user is not None
         assert credentials is not None
         gate, trusted = await _gate_for(conn, state, request, user.email, user)
-        counters = await gate.check(conn, request.now)
+        await gate.admit(conn, request.now)
         async with conn.transaction():
+            # this attempt counts on the challenge too, before it is checked (the row
+            # stays locked: attempts on one challenge are checked one at a time)
+            attempts = await console_sessions.count_attempt(conn, row.id_hash)
+            if attempts is None or attempts > MAX_CHALLENGE_ATTEMPTS:
+                raise ApiProblem(401, "challenge_expired", "sign in with your password again")
             accepted = False
             used = "totp"
             if code and credentials.totp_sealed is not None:
@@ -278,13 +308,11 @@ async def second_step(
                 )
             if accepted:
                 await console_sessions.revoke(conn, row.id_hash)
-                await gate.succeed(conn)
+                await gate.succeed(conn, request.now)
                 await _audit(conn, user, request.source, "user.signin", "ok", second_factor=used)
                 return await start_session(conn, state, user, request, trusted=trusted)
-            attempts = await console_sessions.count_attempt(conn, row.id_hash)
             if attempts >= MAX_CHALLENGE_ATTEMPTS:
                 await console_sessions.revoke(conn, row.id_hash)
-            await gate.fail(conn, counters, request.now)
             await _audit(conn, user, request.source, "user.signin", "failed", step=used)
     raise ApiProblem(401, "invalid_code", "the code is wrong or was used already")
 
@@ -293,28 +321,66 @@ async def redeem_link(
     services: Services, state: ConsoleState, token: str, password: str, request: Request
 ) -> SignedIn | Challenge:
     """Spend a one-time sign-in link: set the password, then sign in (a user with a
-    second factor is asked for it, as at any sign-in)."""
+    second factor is asked for it, as at any sign-in). A password refused as weak
+    leaves the link unspent and is not counted as a failed attempt."""
+    link_key = f"link:{request.source or 'unknown'}"
+    gate = _Gate(state, request.source, link_key, state.throttle.source_limit)
     async with services.connection() as conn:
-        gate_key = f"link:{request.source or 'unknown'}"
-        counters_gate = _Gate(state, request.source, gate_key, state.throttle.source_limit)
-        counters = await counters_gate.check(conn, request.now)
+        await gate.admit(conn, request.now)
     new_hash = await _hash(state, password) if len(password) <= passwords.MAX_LENGTH else ""
     async with services.connection() as conn:
-        async with conn.transaction():
-            user_id = await console_users.use_link(conn, token_hash(token), request.now)
-            user = await console_users.get(conn, user_id) if user_id is not None else None
-            if user is not None and user.active:
-                problem = passwords.password_problem(password, user.email)
-                if problem is not None:
-                    raise ApiProblem(422, "weak_password", problem, field="password")
-                await console_users.set_password(conn, user.id, new_hash)
-                await _audit(conn, user, request.source, "user.password_set", "ok", via="link")
-                if user.totp_on:
-                    return await _challenge(conn, user, request)
-                return await start_session(conn, state, user, request, trusted=False)
-        async with conn.transaction():
-            await counters_gate.fail(conn, counters, request.now)
-    raise ApiProblem(401, "invalid_link", "this sign-in link is unknown, used or expired")
+        try:
+            spent = await _spend_link(
+                conn,
+                state=state,
+                gate=gate,
+                token=token,
+                password=password,
+                new_hash=new_hash,
+                request=request,
+            )
+        except _WeakPassword as weak:
+            async with conn.transaction():
+                await gate.succeed(conn, request.now, clear_gate=False)
+            raise ApiProblem(422, "weak_password", weak.problem, field="password") from None
+    if spent is None:  # unknown, used or expired: the attempt stays counted, as admitted
+        raise ApiProblem(401, "invalid_link", "this sign-in link is unknown, used or expired")
+    return spent
+
+
+async def _spend_link(
+    conn: Connection,
+    *,
+    state: ConsoleState,
+    gate: _Gate,
+    token: str,
+    password: str,
+    new_hash: str,
+    request: Request,
+) -> SignedIn | Challenge | None:
+    """In one transaction: the link spent, the password set, the attempt given back and
+    the session (or the challenge) begun; None for a link that does not work.
+    :class:`_WeakPassword` rolls it all back (the link stays unspent)."""
+    async with conn.transaction():
+        user_id = await console_users.use_link(conn, token_hash(token), request.now)
+        user = await console_users.get(conn, user_id) if user_id is not None else None
+        if user is None or not user.active:
+            return None
+        problem = passwords.password_problem(password, user.email)
+        if problem is not None:
+            raise _WeakPassword(problem)
+        await console_users.set_password(conn, user.id, new_hash)
+        await _audit(conn, user, request.source, "user.password_set", "ok", via="link")
+        await gate.succeed(conn, request.now, clear_gate=False)
+        if user.totp_on:
+            return await _challenge(conn, user, request)
+        return await start_session(conn, state, user, request, trusted=False)
+
+
+class _WeakPassword(Exception):
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 async def change_password(
