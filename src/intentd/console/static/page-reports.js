@@ -9,6 +9,8 @@ const EXPORTS = ['payments', 'deposits', 'refunds', 'fees', 'gas'];
 const LEDGER = ['received', 'relayer_repaid', 'fees_swept', 'refunded', 'gas_from_amount', 'retained', 'held'];
 
 const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
+// A day as text that a narrow screen never breaks at its hyphens (U+2011).
+const keep = (day) => day.replace(/-/g, '\u2011');
 const dayMs = (text) => (/^\d{4}-\d{2}-\d{2}$/.test(text || '') ? Date.parse(`${text}T00:00:00Z`) : NaN);
 
 // Base units (a decimal string) in whole units, exactly (BigInt: amounts exceed doubles).
@@ -62,7 +64,7 @@ function reconciliationView(report, href) {
     verdict,
     byStatus ? h('p', {}, t('reports.byStatus', { counts: byStatus })) : null,
     h('h3', {}, t('reports.mismatchesTitle')),
-    table(t('reports.mismatchesTitle'), [t('reports.colPayment'), t('colStatus'), t('reports.colCheck'), t('colChain'),
+    table(t('reports.mismatchesTitle'), [t('colPayment'), t('colStatus'), t('reports.colCheck'), t('colChain'),
       t('colToken'), t('reports.colExpected'), t('reports.colFound'), t('colDetail')], mismatches, t('reports.noMismatches')),
     h('h3', {}, t('reports.totalsTitle')),
     table(t('reports.totalsTitle'), [t('colChain'), t('colToken'), ...LEDGER.map((f) => t(`reports.ledger.${f}`)),
@@ -86,20 +88,20 @@ export async function render(ctx) {
     event.preventDefault();
     navigate(href('/console/reports', { from: fromInput.value, to: toInput.value }));
   });
-  append(root, [h('h1', {}, t('reportsTitle')), h('p', {}, t('reports.intro', { mode: t(mode === 'live' ? 'modeLive' : 'modeTest') })),
-    form]);
+  append(root, [h('h1', {}, t('reportsTitle')), h('p', {}, t(`reports.intro.${mode}`)), form]);
   if (problem) {
     root.append(h('p', { class: 'notice notice-error', role: 'alert' }, problem));
     return;
   }
+  const days = { from: keep(from), to: keep(to) };
   const file = (path, extra = {}) => `/console/api/reports/${path}${query({ mode, from: range.from, to: range.to, ...extra })}`;
   const exports = h('ul', { class: 'exports' }, offer.exports.filter((e) => EXPORTS.includes(e)).map((e) => h('li', {},
     h('a', { class: 'button', href: file(e), download: '' }, t('reports.download', { name: t(`reports.exports.${e}`) })),
     h('span', {}, t(`reports.exportText.${e}`)))));
   const holder = h('div', { 'aria-live': 'polite' }, h('p', { role: 'status' }, t('reports.reconciling')));
   append(root, [
-    section(t('reports.exportsTitle'), h('p', {}, t('reports.exportsText', { from, to })), exports),
-    section(t('reports.reconciliationTitle'), h('p', {}, t('reports.reconciliationText', { from, to })),
+    section(t('reports.exportsTitle'), h('p', {}, t('reports.exportsText', days)), exports),
+    section(t('reports.reconciliationTitle'), h('p', {}, t('reports.reconciliationText', days)),
       h('p', {}, h('a', { class: 'button', href: file('reconciliation', { format: 'csv' }), download: '' },
         t('reports.downloadReconciliation'))),
       holder),

@@ -161,6 +161,8 @@ export const STRINGS = {
     colFee: 'Fee',
     colNonce: 'Nonce',
     colEndpoint: 'Endpoint',
+    colPayment: 'Payment',
+    colEventId: 'Event id',
     colAttempts: 'Attempts',
     colOutcome: 'Outcome',
     colLatency: 'Latency',
@@ -305,7 +307,10 @@ export const STRINGS = {
     // Reports
     reportsTitle: 'Reports',
     reports: {
-      intro: 'Every money movement of your {mode} payments over a range of days (UTC), and the check that every figure agrees.',
+      intro: {
+        test: 'Every money movement of your test payments over a range of days (UTC), and the check that every figure agrees.',
+        live: 'Every money movement of your live payments over a range of days (UTC), and the check that every figure agrees.',
+      },
       from: 'From (UTC day)',
       to: 'To (UTC day, included)',
       show: 'Show',
@@ -336,7 +341,6 @@ export const STRINGS = {
       totalsTitle: 'Money at the deposit addresses',
       recipientsTitle: 'Recipients',
       nothingEnded: 'No payment ended in this range.',
-      colPayment: 'Payment',
       colCheck: 'Check',
       colExpected: 'Expected (base units)',
       colFound: 'Found (base units)',
