@@ -637,6 +637,20 @@ async def test_an_export_downloads_with_the_apis_rows_and_the_payments_reconcile
     await expect(phone.locator(".verdict")).to_contain_text("Reconciled.")
     await shot(phone, "19-phone-reports")
     assert await phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    assert viewer.errors == [] and phone.errors == []  # type: ignore[attr-defined]
     await phone.context.close()
+
+    # a recorded refund one base unit off: the page lists the mismatch, with its payment
+    await stack.pool.execute(
+        "UPDATE actions SET amount = amount + 1 WHERE intent_id = $1 AND kind = 'user_refund'",
+        cancelled["id"],
+    )
+    await viewer.goto(stack.console("/reports"))
+    await expect(verdict).to_have_text(re.compile(r"^\d+ mismatch\(es\) in 1 payment\(s\)\."))
+    mismatches = viewer.get_by_role("region", name="Mismatches")
+    row = mismatches.get_by_role("row").filter(has_text=f"#{cancelled['id']}").first
+    await expect(row).to_contain_text("refunded")
+    await expect(row.get_by_role("link", name=f"#{cancelled['id']}")).to_be_visible()
+    await shot(viewer, "18b-reports-mismatch")
+
+    assert viewer.errors == [] and phone.errors == []  # type: ignore[attr-defined]
     await viewer.context.close()

@@ -51,15 +51,19 @@ function reconciliationView(report, href) {
     : h('p', { class: 'verdict verdict-bad', role: 'alert' }, h('strong', {}, t('reports.mismatched', {
       count: report.mismatches.length, intents: report.intents_with_mismatches })), ' ',
     t('reports.mismatchedText', { count: report.intents }));
-  const totals = report.totals.map((r) => [r.chain, token(r),
-    ...LEDGER.map((f) => h('span', { class: 'num' }, units(r[f], r.decimals))),
-    r.balanced ? t('yes') : h('strong', { class: 'bad' }, t('no'))]);
-  const recipients = report.recipients.map((r) => [r.chain, token(r),
-    h('span', { class: 'num' }, units(r.due, r.decimals)), h('span', { class: 'num' }, units(r.got, r.decimals)),
-    r.due === r.got ? t('yes') : h('strong', { class: 'bad' }, t('no'))]);
+  const agrees = (yes) => (yes ? t('yes') : h('strong', { class: 'bad' }, t('no')));
+  // whether a line agrees comes first: a wide table scrolls sideways on a narrow screen
+  const totals = report.totals.map((r) => [r.chain, token(r), agrees(r.balanced),
+    ...LEDGER.map((f) => h('span', { class: 'num' }, units(r[f], r.decimals)))]);
+  const recipients = report.recipients.map((r) => [r.chain, token(r), agrees(r.due === r.got),
+    h('span', { class: 'num' }, units(r.due, r.decimals)), h('span', { class: 'num' }, units(r.got, r.decimals))]);
+  // a mismatch names its token by address: its symbol, where the totals name it
+  const symbols = new Map([...report.totals, ...report.recipients].filter((r) => r.symbol)
+    .map((r) => [`${r.chain} ${r.token}`, r.symbol]));
   const mismatches = report.mismatches.map((m) => [link(href(`/console/payments/${m.intent_id}`), `#${m.intent_id}`),
-    t(`statuses.${m.status}`), m.check, m.chain, mono(short(m.token, 6), m.token),
-    m.expected ?? t('dash'), m.found ?? t('dash'), m.detail]);
+    t(`statuses.${m.status}`), m.check, m.chain, symbols.get(`${m.chain} ${m.token}`) || mono(short(m.token, 6), m.token),
+    h('span', { class: 'num' }, m.expected ?? t('dash')), h('span', { class: 'num' }, m.found ?? t('dash')),
+    h('span', { class: 'detail' }, m.detail)]);
   return [
     verdict,
     byStatus ? h('p', {}, t('reports.byStatus', { counts: byStatus })) : null,
@@ -67,11 +71,11 @@ function reconciliationView(report, href) {
     table(t('reports.mismatchesTitle'), [t('colPayment'), t('colStatus'), t('reports.colCheck'), t('colChain'),
       t('colToken'), t('reports.colExpected'), t('reports.colFound'), t('colDetail')], mismatches, t('reports.noMismatches')),
     h('h3', {}, t('reports.totalsTitle')),
-    table(t('reports.totalsTitle'), [t('colChain'), t('colToken'), ...LEDGER.map((f) => t(`reports.ledger.${f}`)),
-      t('reports.colBalanced')], totals, t('reports.nothingEnded')),
+    table(t('reports.totalsTitle'), [t('colChain'), t('colToken'), t('reports.colBalanced'),
+      ...LEDGER.map((f) => t(`reports.ledger.${f}`))], totals, t('reports.nothingEnded')),
     h('h3', {}, t('reports.recipientsTitle')),
-    table(t('reports.recipientsTitle'), [t('colChain'), t('colToken'), t('reports.colDue'), t('reports.colGot'),
-      t('reports.colBalanced')], recipients, t('reports.nothingEnded')),
+    table(t('reports.recipientsTitle'), [t('colChain'), t('colToken'), t('reports.colBalanced'), t('reports.colDue'),
+      t('reports.colGot')], recipients, t('reports.nothingEnded')),
   ];
 }
 
