@@ -16,7 +16,6 @@ lets it sign in while the account is locked by failures from elsewhere.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -24,7 +23,6 @@ from uuid import UUID
 from intentd.access import passwords
 from intentd.access.actors import Actor
 from intentd.access.second_factor import code_hash, totp_step
-from intentd.access.throttle import Counter, after_failure, given_back, remaining_lock
 from intentd.access.tokens import random_token, token_hash
 from intentd.adapters import audit_log, console_sessions, console_users
 from intentd.adapters.audit_log import AuditEntry
@@ -32,6 +30,7 @@ from intentd.adapters.console_users import User
 from intentd.adapters.postgres import Connection
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
+from intentd.console.signin_gate import Gate, gate_for
 from intentd.console.state import ConsoleState
 from intentd.console.web import CHALLENGE_SECONDS, DEVICE_DAYS
 from intentd.webhooks.secret_box import SecretBoxError
@@ -82,20 +81,6 @@ def _invalid() -> ApiProblem:
     return ApiProblem(401, "invalid_credentials", "the email or the password is wrong")
 
 
-def _locked(left: timedelta, code: str) -> ApiProblem:
-    seconds = max(1, int(left.total_seconds() + 0.999))
-    return ApiProblem(
-        429,
-        code,
-        f"too many failed sign-ins; try again in {seconds} s",
-        headers={"Retry-After": str(seconds)},
-    )
-
-
-def _account_key(email: str) -> str:
-    return "account:" + hashlib.sha256(email.strip().lower().encode()).hexdigest()
-
-
 async def _hash(state: ConsoleState, password: str) -> str:
     async with state.hashing:
         return await asyncio.to_thread(passwords.hash_password, password)
@@ -118,74 +103,6 @@ async def _audit(
         _actor(user, source),
         AuditEntry(action, "user", str(user.id), result, None, detail),
     )
-
-
-class _Gate:
-    """The counters a sign-in is held by: its source's, and its account's or device's
-    (or a link's). An attempt is admitted, and counted as a failure, before anything is
-    checked (:meth:`admit`); a success gives it back (:meth:`succeed`). The counters'
-    rows are locked while they are read and written, so attempts arriving together are
-    counted one after the other: no more than a limit's worth is ever checked."""
-
-    def __init__(self, state: ConsoleState, source: str | None, gate: str, gate_limit: int) -> None:
-        self.state = state
-        self.source_key = f"source:{source or 'unknown'}"
-        self.gate = gate
-        self.gate_limit = gate_limit
-        self.admitted: dict[str, Counter] = {}
-        """Each counter as this attempt's admission left it."""
-
-    def _limits(self) -> tuple[tuple[str, int, str], ...]:
-        policy = self.state.throttle
-        return (
-            (self.source_key, policy.source_limit, "signin_rate_limited"),
-            (self.gate, self.gate_limit, "signin_locked"),
-        )
-
-    async def admit(self, conn: Connection, now: datetime) -> None:
-        """Count this attempt (in a transaction of its own); 429 while a counter is
-        locked, and then nothing is counted."""
-        policy = self.state.throttle
-        async with conn.transaction():
-            held = await console_sessions.hold_counters(conn, [self.source_key, self.gate], now)
-            for key, _, code in self._limits():
-                left = remaining_lock(held[key], now)
-                if left is not None:
-                    raise _locked(left, code)
-            admitted = {
-                key: after_failure(held[key], now, limit, policy)
-                for key, limit, _ in self._limits()
-            }
-            for key, counted in admitted.items():
-                await console_sessions.save_counter(conn, key, counted)
-        self.admitted = admitted
-
-    async def succeed(self, conn: Connection, now: datetime, *, clear_gate: bool = True) -> None:
-        """The admitted attempt succeeded (in the caller's transaction): the source's
-        count given back, and the gate's cleared (or, ``clear_gate`` false, given back)."""
-        assert self.admitted, "succeed() before admit()"
-        held = await console_sessions.hold_counters(conn, [self.source_key, self.gate], now)
-        for key, limit, _ in self._limits():
-            if key == self.gate and clear_gate:
-                await console_sessions.clear_counter(conn, key)
-            else:
-                await console_sessions.save_counter(
-                    conn, key, given_back(held[key], self.admitted[key], limit)
-                )
-
-
-async def _gate_for(
-    conn: Connection, state: ConsoleState, request: Request, email: str, user: User | None
-) -> tuple[_Gate, bool]:
-    """The sign-in's gate, and whether it comes from one of the user's devices."""
-    if request.device and user is not None:
-        device_hash = token_hash(request.device)
-        if await console_sessions.device_user(conn, device_hash, request.now) == user.id:
-            gate = _Gate(
-                state, request.source, f"device:{device_hash}", state.throttle.device_limit
-            )
-            return gate, True
-    return _Gate(state, request.source, _account_key(email), state.throttle.account_limit), False
 
 
 async def start_session(
@@ -232,7 +149,15 @@ async def password_step(
     async with services.connection() as conn:
         found = await console_users.find_by_email(conn, email)
         user, credentials = found if found is not None else (None, None)
-        gate, trusted = await _gate_for(conn, state, request, email, user)
+        gate, trusted = await gate_for(
+            conn,
+            state,
+            source=request.source,
+            device=request.device,
+            email=email,
+            user=user,
+            now=request.now,
+        )
         await gate.admit(conn, request.now)
     stored = credentials.password_hash if credentials is not None else None
     good = await _check(state, stored, password)
@@ -280,7 +205,15 @@ async def second_step(
         credentials = await console_users.credentials(conn, row.user_id)
         assert user is not None
         assert credentials is not None
-        gate, trusted = await _gate_for(conn, state, request, user.email, user)
+        gate, trusted = await gate_for(
+            conn,
+            state,
+            source=request.source,
+            device=request.device,
+            email=user.email,
+            user=user,
+            now=request.now,
+        )
         await gate.admit(conn, request.now)
         async with conn.transaction():
             # this attempt counts on the challenge too, before it is checked (the row
@@ -324,7 +257,7 @@ async def redeem_link(
     second factor is asked for it, as at any sign-in). A password refused as weak
     leaves the link unspent and is not counted as a failed attempt."""
     link_key = f"link:{request.source or 'unknown'}"
-    gate = _Gate(state, request.source, link_key, state.throttle.source_limit)
+    gate = Gate(state, request.source, link_key, state.throttle.source_limit)
     async with services.connection() as conn:
         await gate.admit(conn, request.now)
     new_hash = await _hash(state, password) if len(password) <= passwords.MAX_LENGTH else ""
@@ -352,7 +285,7 @@ async def _spend_link(
     conn: Connection,
     *,
     state: ConsoleState,
-    gate: _Gate,
+    gate: Gate,
     token: str,
     password: str,
     new_hash: str,
