@@ -6,7 +6,7 @@ updates and deletes (a trigger), except the retention pruning of :func:`prune`, 
 sets ``intentd.audit_prune`` for its own transaction only.
 
 Pages (:func:`page`) are newest first in the order ``(tx_id, id)``: the writing
-transaction's id (``audit_log.tx_id``, migration 0021), then the record's id. A page
+transaction's id (``audit_log.tx_id``, migration 0022), then the record's id. A page
 shows only records of transactions older than every transaction still running
 (``pg_snapshot_xmin`` of the statement's snapshot), so a record whose transaction
 commits after a page was read always sorts before (newer than) that page: a cursor

@@ -1,5 +1,5 @@
 -- intentd: no-transaction
--- intentd schema, version 21: the audit log's page order (adapters/audit_log.py).
+-- intentd schema, version 22: the audit log's page order (adapters/audit_log.py).
 -- The writing transaction's id, then the record's id. A page shows only records of
 -- transactions older than every transaction still running (pg_snapshot_xmin), so a
 -- record that commits late always sorts after (newer than) every record already
