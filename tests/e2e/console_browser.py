@@ -1,7 +1,14 @@
 """The console's browser tests' stack: ``intentd run`` on a database and topics of its
 own with the console on, a client with a test API key and one user of each role made
-with ``intentd users create``, a webhook receiver whose answers the test chooses, and
-Debian's chromium under Playwright; helpers to sign in and take screenshots."""
+with ``intentd users create`` (their sign-in links), and Debian's chromium under
+Playwright (one daemon and one browser for the module).
+
+Every test stands on its own: it takes a :class:`Shop` (a client of its own, with a
+test key and one user of each role with :data:`PASSWORD`) and, if it needs one, a
+webhook receiver of its own (:class:`Hooks`), so no test reads what another left,
+whatever their order. Waits are deadlines, never fixed times: :data:`expect` polls up
+to :data:`DEADLINE_MS` (a loaded machine is slow, not wrong), :func:`until` polls a
+check to its deadline. Helpers to sign in and take screenshots."""
 
 from __future__ import annotations
 
@@ -23,12 +30,16 @@ import pytest
 from aiohttp import web
 from eth_account import Account
 from eth_account.hdaccount import Language, generate_mnemonic
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+from playwright.async_api import Browser, BrowserContext, Expect, Page, async_playwright
 from tests.conftest import ROOT, _drop_database, _fresh_database, new_topic_prefix
 from tests.support import daemon_env, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
+from intentd.access import passwords
+from intentd.access.roles import Role
+from intentd.adapters import api_keys, clients, console_users
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.credentials import generate_key
 from intentd.settings import Settings
 
 CHROMIUM = shutil.which("chromium")
@@ -36,6 +47,11 @@ SCREENS = Path(os.environ.get("INTENTD_SCREENSHOTS", ROOT / ".screens" / "consol
 PASSWORD = "a long console passphrase"
 ROLES = ("owner", "admin", "developer", "support", "viewer")
 EXPLORER = "https://sepolia.basescan.test"
+DEADLINE_MS = 30_000
+"""How long an expectation on the page may take to come true (it is polled)."""
+expect = Expect()
+expect.set_options(timeout=DEADLINE_MS)
+_HASH: list[str] = []
 
 
 def free_port() -> int:
@@ -66,12 +82,52 @@ class Stack:
     browser: Browser
     pool: Pool
     http: aiohttp.ClientSession
-    hooks: Hooks
     env: dict[str, str]
     settings: Settings
 
     def console(self, path: str = "", mode: str = "test") -> str:
         return f"{self.api}/console{path}?mode={mode}"
+
+
+@dataclass
+class Shop:
+    """A client of one test's own: a test key, one user of each role."""
+
+    name: str
+    client_id: Any
+    key: str
+    emails: dict[str, str]
+
+
+@pytest.fixture
+async def shop(stack: Stack) -> Shop:
+    """A new client with a test key and one user of each role (password
+    :data:`PASSWORD`), written to the daemon's database (``intentd users create`` and its
+    links are the first test's)."""
+    if not _HASH:
+        _HASH.append(await asyncio.to_thread(passwords.hash_password, PASSWORD))
+    name = f"shop-{secrets.token_hex(4)}"
+    async with stack.pool.acquire() as conn:
+        client = await clients.create(conn, name)
+        new = generate_key("test")
+        await api_keys.insert_key(conn, new, client=client, mode="test", rate_limit=None)
+        emails = {}
+        for role in ROLES:
+            emails[role] = f"{role}@{name}.example"
+            user = await console_users.create(conn, client.id, emails[role], Role(role))
+            await console_users.set_password(conn, user.id, _HASH[0])
+    return Shop(name, client.id, new.key, emails)
+
+
+@pytest.fixture
+async def hooks() -> AsyncIterator[Hooks]:
+    """A webhook receiver of the test's own."""
+    found = Hooks()
+    runner = await _receiver(found)
+    try:
+        yield found
+    finally:
+        await runner.cleanup()
 
 
 async def _receiver(hooks: Hooks) -> web.AppRunner:
@@ -125,8 +181,6 @@ async def stack(
     log = tmp_path_factory.mktemp("console") / "daemon.log"
     daemon = start_daemon(["run"], env, log)
     pool = await create_pool(url, max_size=2)
-    hooks = Hooks()
-    runner = await _receiver(hooks)
     try:
         async with aiohttp.ClientSession() as http:
             deadline = time.monotonic() + 90
@@ -176,14 +230,12 @@ async def stack(
                         browser=browser,
                         pool=pool,
                         http=http,
-                        hooks=hooks,
                         env=env,
                         settings=settings,
                     )
                 finally:
                     await browser.close()
     finally:
-        await runner.cleanup()
         await pool.close()
         daemon.terminate()
         code = await wait_exit(daemon, 30)
@@ -210,12 +262,12 @@ async def new_page(stack: Stack, width: int = 1280, height: int = 900) -> Page:
     return page
 
 
-async def sign_in(stack: Stack, role: str, page: Page | None = None, **size: int) -> Page:
-    """A page signed in as the user of ``role`` (password :data:`PASSWORD`)."""
+async def sign_in(stack: Stack, email: str, page: Page | None = None, **size: int) -> Page:
+    """A page signed in as ``email`` (password :data:`PASSWORD`)."""
     page = page or await new_page(stack, **size)
     await page.goto(stack.console())
     await expect(page.get_by_role("heading", name="Sign in to the console")).to_be_visible()
-    await page.get_by_label("Email").fill(stack.emails[role])
+    await page.get_by_label("Email").fill(email)
     await page.get_by_label("Password").fill(PASSWORD)
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("heading", name="Overview", exact=True)).to_be_visible()
@@ -239,12 +291,15 @@ async def shot(page: Page, name: str, *, full: bool = True) -> None:
     await page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=full)
 
 
-async def api_call(stack: Stack, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+async def api_call(
+    stack: Stack, method: str, path: str, body: Any = None, *, key: str | None = None
+) -> tuple[int, Any]:
+    """``/api/v1`` with ``key`` (the first test's client's key by default)."""
     async with stack.http.request(
         method,
         f"{stack.api}/api/v1{path}",
         json=body,
-        headers={"Authorization": f"Bearer {stack.key}"},
+        headers={"Authorization": f"Bearer {key or stack.key}"},
     ) as response:
         return response.status, await response.json(content_type=None)
 
@@ -253,7 +308,9 @@ def usdc(stack: Stack) -> str:
     return stack.infra["INTENTD_BASE_TESTNET_USDC"]
 
 
-async def new_intent(stack: Stack, amount: str = "3", **extra: Any) -> dict[str, Any]:
+async def new_intent(
+    stack: Stack, amount: str = "3", *, key: str | None = None, **extra: Any
+) -> dict[str, Any]:
     status, record = await api_call(
         stack,
         "POST",
@@ -268,6 +325,7 @@ async def new_intent(stack: Stack, amount: str = "3", **extra: Any) -> dict[str,
             "refund_address": stack.payer,
             **extra,
         },
+        key=key,
     )
     assert status == 201, record
     return dict(record)

@@ -16,6 +16,13 @@ the owner keeps signing in from a known browser, and can always get a one-time l
 (``intentd users link``), which no password lock holds back. A success clears the
 account's (or the device's) counter; a source's counter only ages out, so an attacker
 cannot reset it with an account of its own.
+
+**An attempt counts before it is checked.** The caller admits an attempt by
+:func:`after_failure` (as if it failed) under a lock of the counter's row, before the
+password or the code is checked, and gives it back (:func:`given_back`) if it
+succeeds. So attempts checked at once are counted at once: however many arrive
+together, at most ``limit`` of them are checked before the lock, never ``limit`` plus
+whatever was in flight while the first failures were being written.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-__all__ = ["Counter", "ThrottlePolicy", "after_failure", "remaining_lock"]
+__all__ = ["Counter", "ThrottlePolicy", "after_failure", "given_back", "remaining_lock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +71,18 @@ def after_failure(
         lock = min(policy.base_lock * (2**doublings), policy.max_lock)
         locked_until = max(locked_until or now, now + lock)
     return Counter(failures, start, locked_until)
+
+
+def given_back(counter: Counter, admitted: Counter, limit: int) -> Counter:
+    """The counter after an attempt succeeded that was admitted (counted as a failure)
+    when it became ``admitted``: one failure fewer, and no lock once below ``limit``.
+
+    Only an unlocked counter admits attempts, so a lock on a counter that is below its
+    limit without this attempt was set by counting this attempt: it goes with it. If the
+    window has restarted since (another ``window_start``), the attempt is no longer
+    counted: nothing is given back."""
+    if counter.window_start != admitted.window_start or counter.failures == 0:
+        return counter
+    failures = counter.failures - 1
+    locked_until = counter.locked_until if failures >= limit else None
+    return Counter(failures, counter.window_start, locked_until)

@@ -3,9 +3,19 @@
 :func:`record` writes on the caller's connection, inside the caller's transaction: the
 record commits with the change it describes, or neither does. The table refuses
 updates and deletes (a trigger), except the retention pruning of :func:`prune`, which
-sets ``intentd.audit_prune`` for its own transaction only. Pages are newest first by
-id; an export (:func:`stream`) reads one snapshot in batches, so its memory stays
-bounded whatever the log's size.
+sets ``intentd.audit_prune`` for its own transaction only.
+
+Pages (:func:`page`) are newest first in the order ``(tx_id, id)``: the writing
+transaction's id (``audit_log.tx_id``, migration 0022), then the record's id. A page
+shows only records of transactions older than every transaction still running
+(``pg_snapshot_xmin`` of the statement's snapshot), so a record whose transaction
+commits after a page was read always sorts before (newer than) that page: a cursor
+already handed out never skips it (a reload shows it on top). Paging by id alone could
+not promise that: an id is drawn at the insert, and a slow transaction commits its
+record behind a cursor. The price, as for the event log and the intent list: a record
+is listed once every transaction that began before its own has ended (normally
+milliseconds). An export (:func:`stream`) reads one snapshot in batches, so its memory
+stays bounded whatever the log's size.
 """
 
 from __future__ import annotations
@@ -21,12 +31,22 @@ import orjson
 from intentd.access.actors import Actor
 from intentd.adapters.postgres import Connection
 
-__all__ = ["AuditEntry", "AuditFilter", "AuditRow", "page", "prune", "record", "stream"]
+__all__ = [
+    "AuditEntry",
+    "AuditFilter",
+    "AuditPosition",
+    "AuditRow",
+    "page",
+    "prune",
+    "record",
+    "stream",
+]
 
 _COLUMNS = (
     "id, at, actor_kind, actor_id, actor_label, action, object_kind, object_id, mode,"
     " source, result, detail::text AS detail"
 )
+_VISIBLE = "tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +77,14 @@ class AuditRow:
     source: str | None
     result: str
     detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class AuditPosition:
+    """Where a record is in the pages' order (what a cursor holds)."""
+
+    tx_id: int
+    id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,21 +150,23 @@ def _where(where: AuditFilter, args: list[Any]) -> list[str]:
 
 
 async def page(
-    conn: Connection, where: AuditFilter, *, before: int | None, limit: int
-) -> list[AuditRow]:
-    """Up to ``limit`` records matching ``where`` with ids below ``before``, newest first."""
+    conn: Connection, where: AuditFilter, *, before: AuditPosition | None, limit: int
+) -> list[tuple[AuditPosition, AuditRow]]:
+    """Up to ``limit`` records matching ``where`` older than ``before``, newest first,
+    each with its position; only records of transactions older than every one still
+    running."""
     args: list[Any] = []
-    clauses = _where(where, args)
+    clauses = [*_where(where, args), _VISIBLE]
     if before is not None:
-        args.append(before)
-        clauses.append(f"id < ${len(args)}")
+        args += [before.tx_id, before.id]
+        clauses.append(f"(tx_id, id) < (${len(args) - 1}, ${len(args)})")
     args.append(limit)
     rows = await conn.fetch(
-        f"SELECT {_COLUMNS} FROM audit_log WHERE {' AND '.join(clauses)}"
-        f" ORDER BY id DESC LIMIT ${len(args)}",
+        f"SELECT tx_id, {_COLUMNS} FROM audit_log WHERE {' AND '.join(clauses)}"
+        f" ORDER BY tx_id DESC, id DESC LIMIT ${len(args)}",
         *args,
     )
-    return [_row(r) for r in rows]
+    return [(AuditPosition(r["tx_id"], r["id"]), _row(r)) for r in rows]
 
 
 async def stream(
@@ -173,5 +203,6 @@ async def prune(conn: Connection, *, older_than_days: int, limit: int = 1_000) -
 
 def _row(row: Any) -> AuditRow:
     values = dict(row)
+    values.pop("tx_id", None)
     values["detail"] = orjson.loads(values["detail"])
     return AuditRow(**values)

@@ -25,10 +25,10 @@ __all__ = [
     "add_device",
     "clear_counter",
     "count_attempt",
-    "counters",
     "create",
     "device_user",
     "find",
+    "hold_counters",
     "prune",
     "revoke",
     "save_counter",
@@ -127,25 +127,42 @@ async def revoke(conn: Connection, id_hash: str) -> None:
     )
 
 
-async def count_attempt(conn: Connection, id_hash: str) -> int:
-    """One more failed second-factor attempt on a challenge; the attempts so far."""
+async def count_attempt(conn: Connection, id_hash: str) -> int | None:
+    """One more second-factor attempt on a challenge that is not revoked, counted before
+    it is checked (the row stays locked until the caller's transaction ends: attempts
+    on one challenge go one at a time); the attempts so far, None if revoked or gone."""
     found: int | None = await conn.fetchval(
-        "UPDATE console_sessions SET attempts = attempts + 1 WHERE id_hash = $1 RETURNING attempts",
+        "UPDATE console_sessions SET attempts = attempts + 1"
+        " WHERE id_hash = $1 AND revoked_at IS NULL RETURNING attempts",
         id_hash,
     )
-    return found or 0
+    return found
 
 
-async def counters(conn: Connection, keys: list[str]) -> dict[str, Counter]:
-    records = await conn.fetch(
-        "SELECT key, failures, window_start, locked_until FROM console_signin_throttle"
-        " WHERE key = ANY($1::text[])",
-        keys,
-    )
-    return {r["key"]: Counter(r["failures"], r["window_start"], r["locked_until"]) for r in records}
+async def hold_counters(conn: Connection, keys: list[str], now: datetime) -> dict[str, Counter]:
+    """The throttle counters of ``keys``, each row locked until the caller's transaction
+    ends (a missing one made, empty, at ``now``): a sign-in reads, decides and writes
+    them while no other can. Locked in key order, so two sign-ins never wait on each
+    other crosswise."""
+    held: dict[str, Counter] = {}
+    for key in sorted(set(keys)):
+        row = await conn.fetchrow(
+            """
+            INSERT INTO console_signin_throttle (key, failures, window_start) VALUES ($1, 0, $2)
+            ON CONFLICT (key) DO UPDATE SET updated_at = now()
+            RETURNING failures, window_start, locked_until
+            """,
+            key,
+            now,
+        )
+        assert row is not None
+        held[key] = Counter(row["failures"], row["window_start"], row["locked_until"])
+    return held
 
 
 async def save_counter(conn: Connection, key: str, counter: Counter) -> None:
+    """Write a counter (decided on the values :func:`hold_counters` read, in the same
+    transaction)."""
     await conn.execute(
         """
         INSERT INTO console_signin_throttle (key, failures, window_start, locked_until)

@@ -8,8 +8,8 @@ The range is ``from`` (inclusive) to ``to`` (exclusive), RFC 3339 with a zone, a
 ``range_too_long``). Bodies stream from one database snapshot in bounded memory
 (``api.report_responses``: 503 ``reports_busy`` when this process streams its share
 already). Restricted keys need the scope ``reports:read``: every operation under
-``/api/v1/reports`` is one scope, checked where the key is (issue 21's key scopes);
-until those land, every key of the client may read its reports.
+``/api/v1/reports`` is one scope, checked where the key is (``access.scopes``). The
+console's Reports page streams the same reports (``console.routes_reports``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """``/console/api/audit``: the Audit log page, filtered, a page at a time, and its CSV
-export (streamed from one snapshot: memory stays bounded whatever the log's size)."""
+export (streamed from one snapshot: memory stays bounded whatever the log's size).
+
+Pages go newest first by cursor (``next_cursor``, passed back as ``cursor``); a record
+whose transaction commits after a page was read is never skipped by the cursor: it
+sorts above that page (``adapters.audit_log``)."""
 
 from __future__ import annotations
 
@@ -15,13 +19,15 @@ from starlette.responses import Response, StreamingResponse
 
 from intentd.access.roles import Permission
 from intentd.adapters import audit_log
-from intentd.adapters.audit_log import AuditFilter, AuditRow
+from intentd.adapters.audit_log import AuditFilter, AuditPosition, AuditRow
 from intentd.api.context import Services, json_response
-from intentd.api.paging import parse_time
+from intentd.api.paging import decode_cursor, encode_cursor, parse_time
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.web import CONSOLE_API
 
 __all__ = ["CSV_COLUMNS", "router"]
+
+CURSOR_TAG = "a"
 
 router = APIRouter(prefix=CONSOLE_API, include_in_schema=False)
 Reader = Annotated[ConsoleUser, Depends(Require(Permission.AUDIT_READ))]
@@ -95,7 +101,7 @@ async def audit(
     result: _Text = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
     until: Annotated[str | None, Query(max_length=64)] = None,
-    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Response:
     services = Services.of(request)
@@ -108,13 +114,17 @@ async def audit(
         since=since,
         until=until,
     )
+    before = None
+    if cursor is not None:
+        before = AuditPosition(*decode_cursor(CURSOR_TAG, cursor, 2))
     async with services.connection() as conn:
         found = await audit_log.page(conn, where, before=before, limit=limit + 1)
     page = found[:limit]
+    last = page[-1][0] if len(found) > limit else None
     return json_response(
         {
-            "data": [render_row(r) for r in page],
-            "next_before": page[-1].id if len(found) > limit else None,
+            "data": [render_row(row) for _, row in page],
+            "next_cursor": encode_cursor(CURSOR_TAG, last.tx_id, last.id) if last else None,
         }
     )
 

@@ -41,6 +41,7 @@ from intentd.console.payment_views import (
     render_overview,
     render_whys,
 )
+from intentd.console.pool_share import overview_connection
 from intentd.console.waiting import why_waiting
 from intentd.console.web import CONSOLE_API, ModeParam, mode_chains
 from intentd.contract.record import IntentRow, render_record
@@ -94,7 +95,8 @@ async def _intent(services: Services, user: ConsoleUser, mode: str, intent_id: i
 @router.get("/overview")
 async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> Response:
     """Its three reads (the day totals, the live counts, the payments needing attention)
-    run at once, each on a connection of its own."""
+    run at once, each on a connection of its own, within the overview's share of the
+    pool (``console.pool_share``)."""
     services = Services.of(request)
     settings = services.settings
     now = _now()
@@ -102,18 +104,18 @@ async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> 
     client = user.session.client_id
 
     async def days() -> list[console_reads.DayTotal]:
-        async with services.connection() as conn:
+        async with overview_connection(request) as conn:
             return await console_reads.day_totals(
                 conn, client, chains, since=now.date() - timedelta(days=29), now=now
             )
 
     async def live() -> dict[str, int]:
-        async with services.connection() as conn:
+        async with overview_connection(request) as conn:
             return await console_reads.live_counts(conn, client, chains)
 
     async def attention() -> list[dict[str, Any]]:
         grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
-        async with services.connection() as conn:
+        async with overview_connection(request) as conn:
             stuck = await console_reads.attention(
                 conn,
                 client,
@@ -127,7 +129,7 @@ async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> 
 
     async def attention_and_approvals() -> tuple[list[dict[str, Any]], int]:
         found = await attention()
-        async with services.connection() as conn:
+        async with overview_connection(request) as conn:
             return found, await refund_approvals.pending_count(conn, client, mode, now)
 
     totals, counts, (stuck, pending) = await asyncio.gather(

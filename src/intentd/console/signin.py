@@ -16,7 +16,6 @@ lets it sign in while the account is locked by failures from elsewhere.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -24,7 +23,6 @@ from uuid import UUID
 from intentd.access import passwords
 from intentd.access.actors import Actor
 from intentd.access.second_factor import code_hash, totp_step
-from intentd.access.throttle import Counter, after_failure, remaining_lock
 from intentd.access.tokens import random_token, token_hash
 from intentd.adapters import audit_log, console_sessions, console_users
 from intentd.adapters.audit_log import AuditEntry
@@ -32,6 +30,7 @@ from intentd.adapters.console_users import User
 from intentd.adapters.postgres import Connection
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
+from intentd.console.signin_gate import Gate, gate_for
 from intentd.console.state import ConsoleState
 from intentd.console.web import CHALLENGE_SECONDS, DEVICE_DAYS
 from intentd.webhooks.secret_box import SecretBoxError
@@ -82,20 +81,6 @@ def _invalid() -> ApiProblem:
     return ApiProblem(401, "invalid_credentials", "the email or the password is wrong")
 
 
-def _locked(left: timedelta, code: str) -> ApiProblem:
-    seconds = max(1, int(left.total_seconds() + 0.999))
-    return ApiProblem(
-        429,
-        code,
-        f"too many failed sign-ins; try again in {seconds} s",
-        headers={"Retry-After": str(seconds)},
-    )
-
-
-def _account_key(email: str) -> str:
-    return "account:" + hashlib.sha256(email.strip().lower().encode()).hexdigest()
-
-
 async def _hash(state: ConsoleState, password: str) -> str:
     async with state.hashing:
         return await asyncio.to_thread(passwords.hash_password, password)
@@ -118,48 +103,6 @@ async def _audit(
         _actor(user, source),
         AuditEntry(action, "user", str(user.id), result, None, detail),
     )
-
-
-class _Gate:
-    """The counters a sign-in is held by: its source's, and its account's or device's."""
-
-    def __init__(self, state: ConsoleState, source: str | None, gate: str, gate_limit: int) -> None:
-        self.state = state
-        self.source_key = f"source:{source or 'unknown'}"
-        self.gate = gate
-        self.gate_limit = gate_limit
-
-    async def check(self, conn: Connection, now: datetime) -> dict[str, Counter]:
-        found = await console_sessions.counters(conn, [self.source_key, self.gate])
-        for key, code in ((self.source_key, "signin_rate_limited"), (self.gate, "signin_locked")):
-            left = remaining_lock(found.get(key), now)
-            if left is not None:
-                raise _locked(left, code)
-        return found
-
-    async def fail(self, conn: Connection, found: dict[str, Counter], now: datetime) -> None:
-        policy = self.state.throttle
-        for key, limit in ((self.source_key, policy.source_limit), (self.gate, self.gate_limit)):
-            await console_sessions.save_counter(
-                conn, key, after_failure(found.get(key), now, limit, policy)
-            )
-
-    async def succeed(self, conn: Connection) -> None:
-        await console_sessions.clear_counter(conn, self.gate)
-
-
-async def _gate_for(
-    conn: Connection, state: ConsoleState, request: Request, email: str, user: User | None
-) -> tuple[_Gate, bool]:
-    """The sign-in's gate, and whether it comes from one of the user's devices."""
-    if request.device and user is not None:
-        device_hash = token_hash(request.device)
-        if await console_sessions.device_user(conn, device_hash, request.now) == user.id:
-            gate = _Gate(
-                state, request.source, f"device:{device_hash}", state.throttle.device_limit
-            )
-            return gate, True
-    return _Gate(state, request.source, _account_key(email), state.throttle.account_limit), False
 
 
 async def start_session(
@@ -206,19 +149,26 @@ async def password_step(
     async with services.connection() as conn:
         found = await console_users.find_by_email(conn, email)
         user, credentials = found if found is not None else (None, None)
-        gate, trusted = await _gate_for(conn, state, request, email, user)
-        counters = await gate.check(conn, request.now)
+        gate, trusted = await gate_for(
+            conn,
+            state,
+            source=request.source,
+            device=request.device,
+            email=email,
+            user=user,
+            now=request.now,
+        )
+        await gate.admit(conn, request.now)
     stored = credentials.password_hash if credentials is not None else None
     good = await _check(state, stored, password)
     async with services.connection() as conn, conn.transaction():
         if not good or user is None or not user.active:
-            await gate.fail(conn, counters, request.now)
-            if user is not None:
+            if user is not None:  # counted already, when it was admitted
                 await _audit(conn, user, request.source, "user.signin", "failed", step="password")
             failed = True
         else:
             failed = False
-            await gate.succeed(conn)
+            await gate.succeed(conn, request.now)
             if user.totp_on:
                 return await _challenge(conn, user, request)
             await _audit(conn, user, request.source, "user.signin", "ok", second_factor=None)
@@ -255,9 +205,22 @@ async def second_step(
         credentials = await console_users.credentials(conn, row.user_id)
         assert user is not None
         assert credentials is not None
-        gate, trusted = await _gate_for(conn, state, request, user.email, user)
-        counters = await gate.check(conn, request.now)
+        gate, trusted = await gate_for(
+            conn,
+            state,
+            source=request.source,
+            device=request.device,
+            email=user.email,
+            user=user,
+            now=request.now,
+        )
+        await gate.admit(conn, request.now)
         async with conn.transaction():
+            # this attempt counts on the challenge too, before it is checked (the row
+            # stays locked: attempts on one challenge are checked one at a time)
+            attempts = await console_sessions.count_attempt(conn, row.id_hash)
+            if attempts is None or attempts > MAX_CHALLENGE_ATTEMPTS:
+                raise ApiProblem(401, "challenge_expired", "sign in with your password again")
             accepted = False
             used = "totp"
             if code and credentials.totp_sealed is not None:
@@ -278,13 +241,11 @@ async def second_step(
                 )
             if accepted:
                 await console_sessions.revoke(conn, row.id_hash)
-                await gate.succeed(conn)
+                await gate.succeed(conn, request.now)
                 await _audit(conn, user, request.source, "user.signin", "ok", second_factor=used)
                 return await start_session(conn, state, user, request, trusted=trusted)
-            attempts = await console_sessions.count_attempt(conn, row.id_hash)
             if attempts >= MAX_CHALLENGE_ATTEMPTS:
                 await console_sessions.revoke(conn, row.id_hash)
-            await gate.fail(conn, counters, request.now)
             await _audit(conn, user, request.source, "user.signin", "failed", step=used)
     raise ApiProblem(401, "invalid_code", "the code is wrong or was used already")
 
@@ -293,28 +254,66 @@ async def redeem_link(
     services: Services, state: ConsoleState, token: str, password: str, request: Request
 ) -> SignedIn | Challenge:
     """Spend a one-time sign-in link: set the password, then sign in (a user with a
-    second factor is asked for it, as at any sign-in)."""
+    second factor is asked for it, as at any sign-in). A password refused as weak
+    leaves the link unspent and is not counted as a failed attempt."""
+    link_key = f"link:{request.source or 'unknown'}"
+    gate = Gate(state, request.source, link_key, state.throttle.source_limit)
     async with services.connection() as conn:
-        gate_key = f"link:{request.source or 'unknown'}"
-        counters_gate = _Gate(state, request.source, gate_key, state.throttle.source_limit)
-        counters = await counters_gate.check(conn, request.now)
+        await gate.admit(conn, request.now)
     new_hash = await _hash(state, password) if len(password) <= passwords.MAX_LENGTH else ""
     async with services.connection() as conn:
-        async with conn.transaction():
-            user_id = await console_users.use_link(conn, token_hash(token), request.now)
-            user = await console_users.get(conn, user_id) if user_id is not None else None
-            if user is not None and user.active:
-                problem = passwords.password_problem(password, user.email)
-                if problem is not None:
-                    raise ApiProblem(422, "weak_password", problem, field="password")
-                await console_users.set_password(conn, user.id, new_hash)
-                await _audit(conn, user, request.source, "user.password_set", "ok", via="link")
-                if user.totp_on:
-                    return await _challenge(conn, user, request)
-                return await start_session(conn, state, user, request, trusted=False)
-        async with conn.transaction():
-            await counters_gate.fail(conn, counters, request.now)
-    raise ApiProblem(401, "invalid_link", "this sign-in link is unknown, used or expired")
+        try:
+            spent = await _spend_link(
+                conn,
+                state=state,
+                gate=gate,
+                token=token,
+                password=password,
+                new_hash=new_hash,
+                request=request,
+            )
+        except _WeakPassword as weak:
+            async with conn.transaction():
+                await gate.succeed(conn, request.now, clear_gate=False)
+            raise ApiProblem(422, "weak_password", weak.problem, field="password") from None
+    if spent is None:  # unknown, used or expired: the attempt stays counted, as admitted
+        raise ApiProblem(401, "invalid_link", "this sign-in link is unknown, used or expired")
+    return spent
+
+
+async def _spend_link(
+    conn: Connection,
+    *,
+    state: ConsoleState,
+    gate: Gate,
+    token: str,
+    password: str,
+    new_hash: str,
+    request: Request,
+) -> SignedIn | Challenge | None:
+    """In one transaction: the link spent, the password set, the attempt given back and
+    the session (or the challenge) begun; None for a link that does not work.
+    :class:`_WeakPassword` rolls it all back (the link stays unspent)."""
+    async with conn.transaction():
+        user_id = await console_users.use_link(conn, token_hash(token), request.now)
+        user = await console_users.get(conn, user_id) if user_id is not None else None
+        if user is None or not user.active:
+            return None
+        problem = passwords.password_problem(password, user.email)
+        if problem is not None:
+            raise _WeakPassword(problem)
+        await console_users.set_password(conn, user.id, new_hash)
+        await _audit(conn, user, request.source, "user.password_set", "ok", via="link")
+        await gate.succeed(conn, request.now, clear_gate=False)
+        if user.totp_on:
+            return await _challenge(conn, user, request)
+        return await start_session(conn, state, user, request, trusted=False)
+
+
+class _WeakPassword(Exception):
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 async def change_password(

@@ -18,6 +18,8 @@ __all__ = ["ConsoleState"]
 HASHES_AT_ONCE = 2
 """argon2id hashes running at once per process (each takes 64 MiB and a core for
 0.1-0.2 s); more sign-ins wait their turn instead of exhausting memory."""
+OVERVIEW_SHARE = 4
+"""The overview's reads hold at most 1/OVERVIEW_SHARE of the API's pool at once."""
 
 
 @dataclass(slots=True)
@@ -30,6 +32,9 @@ class ConsoleState:
     totp_box: SecretBox | None
     """Seals TOTP secrets (``INTENTD_CONSOLE_KEY``); None: the second factor is off."""
     hashing: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(HASHES_AT_ONCE))
+    overview_reads: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
+    """Connections the overview's reads may hold at once, every request of the process
+    together (``console.pool_share``): a quarter of ``database.max_pool``, at least one."""
 
     @staticmethod
     def of_settings(settings: Settings) -> ConsoleState:
@@ -52,6 +57,7 @@ class ConsoleState:
             absolute=timedelta(hours=console.session_absolute_hours),
             link_lifetime=timedelta(hours=console.signin_link_hours),
             totp_box=box,
+            overview_reads=asyncio.Semaphore(max(1, settings.database.max_pool // OVERVIEW_SHARE)),
         )
 
     @staticmethod

@@ -18,7 +18,13 @@ from intentd.access.second_factor import (
     totp_step,
 )
 from intentd.access.session_policy import SessionState, SessionTimes, session_state, should_touch
-from intentd.access.throttle import Counter, ThrottlePolicy, after_failure, remaining_lock
+from intentd.access.throttle import (
+    Counter,
+    ThrottlePolicy,
+    after_failure,
+    given_back,
+    remaining_lock,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 POLICY = ThrottlePolicy()
@@ -64,6 +70,59 @@ def test_failures_age_out_of_the_window() -> None:
     later = after_failure(counter, T0 + POLICY.window, 3, POLICY)
     assert later.failures == 1
     assert remaining_lock(later, T0 + POLICY.window) is None
+
+
+def test_a_success_gives_back_its_attempt_and_the_lock_counting_it_set() -> None:
+    limit = 3
+    counter = None
+    admitted = []
+    for _ in range(limit):  # admitted at once, each counted before its check
+        counter = after_failure(counter, T0, limit, POLICY)
+        admitted.append(counter)
+    assert counter is not None
+    assert remaining_lock(counter, T0) == POLICY.base_lock  # the next one waits
+    counter = given_back(counter, admitted[-1], limit)  # ... but the last one succeeded
+    assert (counter.failures, remaining_lock(counter, T0)) == (limit - 1, None)
+    assert given_back(counter, admitted[0], limit).failures == limit - 2
+
+
+def test_an_attempt_of_a_window_that_restarted_is_not_given_back() -> None:
+    admitted = after_failure(None, T0, 3, POLICY)
+    later = after_failure(admitted, T0 + POLICY.window, 3, POLICY)  # a new window
+    assert given_back(later, admitted, 3) == later
+
+
+@settings(max_examples=300)
+@given(
+    limit=st.integers(min_value=1, max_value=8),
+    steps=st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 50)), max_size=80),
+)
+def test_attempts_in_flight_and_failed_never_exceed_the_limit(
+    limit: int, steps: list[tuple[bool, bool, int]]
+) -> None:
+    """Attempts arrive and end in any interleaving (one window): an attempt is admitted
+    unless locked, counted then; a success gives its attempt back. The counter always
+    holds exactly the attempts in flight or failed, never more than the limit of them,
+    and is locked exactly when it holds the limit."""
+    counter: Counter | None = None
+    flight: list[tuple[Counter, bool]] = []  # admitted, not ended: (as admitted, succeeds)
+    failed = 0
+    for arrives, succeeds, pick in steps:
+        if arrives or not flight:
+            if remaining_lock(counter, T0) is None:
+                counter = after_failure(counter, T0, limit, POLICY)
+                flight.append((counter, succeeds))
+        else:
+            admitted, success = flight.pop(pick % len(flight))
+            assert counter is not None
+            if success:
+                counter = given_back(counter, admitted, limit)
+            else:
+                failed += 1
+        held = counter.failures if counter is not None else 0
+        assert held == len(flight) + failed
+        assert held <= limit
+        assert (remaining_lock(counter, T0) is not None) == (held >= limit)
 
 
 @pytest.mark.parametrize(

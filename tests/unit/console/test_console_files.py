@@ -5,6 +5,7 @@ headers of every answer under /console."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from tests.unit.pay.test_pay_routes import get
 from intentd.console.pages import CONTENT_SECURITY_POLICY, STATIC, ConsoleHeaders, pages_router
 from intentd.console.waiting import Reason
 from intentd.pay.routes import STATIC as PAY_STATIC
+from intentd.reports.movements import Export
+from intentd.reports.streams import LEDGER_FIELDS
 
 BUDGET = 100 * 1024
 SCRIPTS = sorted(STATIC.glob("*.js"))
@@ -56,16 +59,42 @@ def _strings() -> str:
     return (STATIC / "strings.js").read_text()
 
 
+def _table() -> dict[str, Any]:
+    """strings.js's table, read as data: its comments dropped, its quoted strings and
+    its keys turned into JSON's (one pass, so a string's own words are never keys)."""
+    text = re.sub(r"^\s*//.*$", "", _strings(), flags=re.M)
+    body = text[text.index("{") : text.rindex("}") + 1]
+
+    def quoted(match: re.Match[str]) -> str:
+        string, key = match.groups()
+        return json.dumps(string if string is not None else key)
+
+    body = re.sub(r"'((?:[^'\\]|\\.)*)'|\b(\w+)(?=\s*:)", quoted, body)
+    table: dict[str, Any] = json.loads(re.sub(r",(\s*[}\]])", r"\1", body))["en"]
+    return table
+
+
 def test_every_string_the_pages_use_is_in_the_table() -> None:
-    table = _strings()
-    keys = set(re.findall(r"^\s+(\w+):", table, re.M))
-    used: set[str] = set()
+    """Every ``t('a.b.c')`` of the pages names a string of the table, to its last part
+    (a missing one would show the key itself on the page)."""
+    table = _table()
+    missing = []
     for path in SCRIPTS:
         if path.name == "strings.js":
             continue
         for key in re.findall(r"\bt\('([\w.]+)'", path.read_text()):
-            used.add(key.split(".")[0])
-    assert used - keys == set()
+            node: Any = table
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if not isinstance(node, str):
+                missing.append(f"{path.name}: {key}")
+    assert missing == []
+
+
+def test_every_export_and_ledger_figure_of_the_reports_has_its_words() -> None:
+    reports = _table()["reports"]
+    assert set(reports["exports"]) == set(reports["exportText"]) == {e.value for e in Export}
+    assert tuple(reports["ledger"]) == LEDGER_FIELDS
 
 
 def test_every_reason_a_payment_waits_has_its_sentence() -> None:

@@ -99,6 +99,9 @@ function shell(mode, path) {
   clear(root);
   root.classList.toggle('live', mode === 'live');
   append(root, [header, banner, nav, main]);
+  // a narrow screen scrolls the menu sideways: keep the current page's entry in sight
+  const current = nav.querySelector('[aria-current="page"]');
+  if (current) current.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   return main;
 }
 

@@ -23,16 +23,16 @@ export async function render(ctx) {
   const more = button(t('more'), () => load(), { hidden: true });
   append(root, [h('h1', {}, t('auditTitle')), form, note.el, holder, more]);
   const rows = [];
-  let before = null;
+  let cursor = null;
   async function load() {
     try {
-      const { body } = await get('/audit', { ...values, before });
+      const { body } = await get('/audit', { ...values, cursor });
       for (const r of body.data) {
         rows.push([time(r.at), `${r.actor_label} (${r.actor_kind})`, r.action, `${r.object_kind} ${r.object_id}`,
           r.mode || t('dash'), r.source || t('dash'), r.result, mono(JSON.stringify(r.detail))]);
       }
-      before = body.next_before;
-      more.hidden = !before;
+      cursor = body.next_cursor;
+      more.hidden = !cursor;
       clear(holder);
       holder.append(table(t('auditTitle'), [t('colTime'), t('colWho'), t('colAction'), t('colObject'), t('colMode'),
         t('colSource'), t('colResult'), t('colDetail')], rows, t('noAudit')));

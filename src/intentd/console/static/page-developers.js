@@ -75,7 +75,7 @@ export async function render(ctx) {
       cursor = body.next_cursor;
       more.hidden = !cursor;
       clear(events);
-      events.append(table(t('eventsTitle'), [t('colTime'), t('colEvent'), t('colId'), t('colSequence'), 'id'], rows, t('noEvents')));
+      events.append(table(t('eventsTitle'), [t('colTime'), t('colEvent'), t('colPayment'), t('colSequence'), t('colEventId')], rows, t('noEvents')));
     }
     await loadEvents();
   }
