@@ -5,10 +5,15 @@ once when it ends, and reports each symbol's state in the metrics."""
 from __future__ import annotations
 
 import asyncio
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from prometheus_client import REGISTRY
+from structlog.contextvars import bound_contextvars, merge_contextvars
 from structlog.testing import capture_logs
+from structlog.typing import EventDict
 from tests.unit.pricing.pricing_fakes import (
     ETH_BASE,
     NOW,
@@ -23,6 +28,19 @@ from intentd.pricing import PriceUnavailable
 from intentd.pricing.cache import FeedPrices
 from intentd.pricing.refresh import PriceRefresher
 from intentd.pricing.rounds import ChainReading
+
+
+@contextmanager
+def own_logs() -> Iterator[list[EventDict]]:
+    """What this test's refresher logs, and nothing else: the test session's loop also
+    runs the integration tests' API servers, whose main-network chain (named BASE too)
+    is never readable and reports its outage every 30 s. The refresher's tasks inherit
+    the bound marker; the servers' tasks, created earlier, do not."""
+    marker = secrets.token_hex(4)
+    mine: list[EventDict] = []
+    with bound_contextvars(test_marker=marker), capture_logs([merge_contextvars]) as logs:
+        yield mine
+        mine.extend(entry for entry in logs if entry.get("test_marker") == marker)
 
 
 def gauge(name: str, **labels: str) -> float | None:
@@ -63,7 +81,7 @@ async def test_an_outage_is_logged_once_and_its_prices_are_refused_once_stale() 
             seen.append((reads, raised.value.detail))
 
     refresher = PriceRefresher(prices, [base, arbitrum], interval=0.001, clock=clock)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         stop = asyncio.Event()
 
         def on_base(reads: int) -> None:
@@ -102,7 +120,7 @@ async def test_symbol_states_reach_the_metrics_and_the_log_once_per_change() -> 
     base = ScriptedReader("BASE", [good["BASE"], depegged["BASE"], depegged["BASE"]])
     arbitrum = ScriptedReader("ARBITRUM", [good["ARBITRUM"]])
     refresher = PriceRefresher(prices, [base, arbitrum], interval=0.001, clock=clock)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await run_until(refresher, [base, arbitrum], 3)
     assert gauge("intentd_token_depegged", network="main", symbol="USDT") == 1
     assert gauge("intentd_token_depegged", network="main", symbol="USDC") == 0
@@ -149,7 +167,7 @@ async def test_a_long_outage_is_summarised_every_30_s_not_told_per_attempt() -> 
 
     base.on_read = advance
     refresher = PriceRefresher(prices, [base, arbitrum], interval=0.001, clock=clock)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         async with asyncio.timeout(10):
             await refresher.run(stop)
     told = [entry for entry in logs if entry.get("chain") == "BASE"]
