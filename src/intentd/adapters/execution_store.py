@@ -1,4 +1,4 @@
-"""The executor's rows in PostgreSQL: :class:`~intentd.execution.unit_of_work.ExecutionStore`.
+"""The executor's rows in PostgreSQL: :class:`~intentd.execution.ports.ExecutionStore`.
 
 Tables in ``0003_execution.sql``. A store transaction holds one repository per kind of
 row, each mapping its rows to domain values: the actions, the gas tank's credit and
@@ -41,7 +41,7 @@ from intentd.execution.tracking import Tx
 __all__ = [
     "ACTIONS_CHANNEL",
     "Connection",
-    "PostgresActions",
+    "PostgresActionQueue",
     "PostgresCreditedDeposits",
     "PostgresExecutionStore",
     "PostgresExecutionTransaction",
@@ -93,10 +93,10 @@ class PostgresExecutionStore:
 
 class PostgresExecutionTransaction:
     """The executor's rows of one chain inside the caller's database transaction: its
-    repositories (:class:`~intentd.execution.unit_of_work.StoreTransaction`)."""
+    repositories (:class:`~intentd.execution.ports.StoreTransaction`)."""
 
     def __init__(self, conn: Connection, chain: str, topic_prefix: str) -> None:
-        self.actions = PostgresActions(conn, chain)
+        self.actions = PostgresActionQueue(conn, chain)
         self.transactions = PostgresChainTransactions(conn)
         self.nonces = PostgresNonces(conn, chain)
         self.funds = PostgresFunds(conn, chain)
@@ -104,8 +104,8 @@ class PostgresExecutionTransaction:
         self.results = PostgresResults(conn, topic_prefix)
 
 
-class PostgresActions:
-    """The chain's actions (:class:`~intentd.execution.unit_of_work.Actions`)."""
+class PostgresActionQueue:
+    """The chain's actions (:class:`~intentd.execution.repositories.ActionQueue`)."""
 
     def __init__(self, conn: Connection, chain: str) -> None:
         self._conn = conn
@@ -230,7 +230,7 @@ class PostgresActions:
 
 class PostgresFunds:
     """The gas tank's credit and the relayer's float
-    (:class:`~intentd.execution.unit_of_work.Funds`)."""
+    (:class:`~intentd.execution.repositories.Funds`)."""
 
     def __init__(self, conn: Connection, chain: str) -> None:
         self._conn = conn
@@ -282,7 +282,7 @@ class PostgresFunds:
 
 class PostgresCreditedDeposits:
     """An intent's source and credited deposits
-    (:class:`~intentd.execution.unit_of_work.CreditedDeposits`)."""
+    (:class:`~intentd.execution.repositories.CreditedDeposits`)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn

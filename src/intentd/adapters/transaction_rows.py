@@ -22,8 +22,8 @@ from intentd.adapters.lifecycle_store import enqueue
 from intentd.adapters.postgres import Connection
 from intentd.execution.gas import Fees
 from intentd.execution.planning import Purpose
+from intentd.execution.repositories import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
-from intentd.execution.unit_of_work import NewTx
 from intentd.messages import ActionResultMessage, action_results_topic
 
 __all__ = [
@@ -62,7 +62,7 @@ def tx_of_row(row: Any) -> Tx:
 
 class PostgresChainTransactions:
     """The actions' chain transactions over one connection
-    (:class:`~intentd.execution.unit_of_work.ChainTransactions`)."""
+    (:class:`~intentd.execution.repositories.ChainTransactions`)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -152,7 +152,7 @@ class PostgresChainTransactions:
 
 
 class PostgresNonces:
-    """The signers' next nonces on ``chain`` (:class:`~intentd.execution.unit_of_work.Nonces`)."""
+    """The signers' next nonces on ``chain`` (:class:`~intentd.execution.repositories.Nonces`)."""
 
     def __init__(self, conn: Connection, chain: str) -> None:
         self._conn = conn
@@ -210,7 +210,7 @@ class PostgresNonces:
 
 
 class PostgresResults:
-    """The action results' outbox (:class:`~intentd.execution.unit_of_work.Results`)."""
+    """The action results' outbox (:class:`~intentd.execution.repositories.Results`)."""
 
     def __init__(self, conn: Connection, topic_prefix: str) -> None:
         self._conn = conn

@@ -34,7 +34,7 @@ from intentd.execution.deposit_check import (
     needs_check,
     reconciled_movements,
 )
-from intentd.execution.unit_of_work import CreditedDeposits
+from intentd.execution.repositories import CreditedDeposits
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, Settings
 

@@ -1,8 +1,8 @@
 """The executor of one chain: ready actions in, transactions out, results to the outbox.
 
 A thin loop over the ports of ``execution.ports`` (the chain's nodes as three
-capability ports: state, fees, broadcasts) and the store's unit of work
-(``execution.unit_of_work``); the steps live in
+capability ports: state, fees, broadcasts; the store as a unit of work with the
+repositories of ``execution.repositories``); the steps live in
 ``execution.starting`` (new work), ``execution.sending`` (record, then broadcast),
 ``execution.settling`` (receipts and verdicts) and ``execution.unsticking``
 (re-broadcast or replace), the decisions in pure modules (``planning``, ``gas``,
@@ -48,13 +48,20 @@ from intentd.backoff import Backoff
 from intentd.domain.actions import SignerKind
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.float_report import FloatReport
-from intentd.execution.ports import Broadcaster, FeeOracle, Keyring, L1Fees, Lease, StateReader
+from intentd.execution.ports import (
+    Broadcaster,
+    ExecutionStore,
+    FeeOracle,
+    Keyring,
+    L1Fees,
+    Lease,
+    StateReader,
+)
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
-from intentd.execution.unit_of_work import ExecutionStore
 from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig, LiquidityConfig
 from intentd.supervision import progress, report, rpc

@@ -36,8 +36,7 @@ from intentd import observability as metrics
 from intentd.domain.actions import NATIVE, SignerKind
 from intentd.domain.liquidity import Float
 from intentd.execution.float_figures import Balances, Exposure, FloatRow
-from intentd.execution.ports import Keyring, StateReader
-from intentd.execution.unit_of_work import ExecutionStore
+from intentd.execution.ports import ExecutionStore, Keyring, StateReader
 from intentd.settings import ChainConfig, LiquidityConfig, NativeTokenConfig, TokenConfig
 from intentd.supervision.episodes import Episodes, Wording
 from intentd.supervision.outage_log import emit

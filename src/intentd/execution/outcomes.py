@@ -19,8 +19,8 @@ from intentd import observability as metrics
 from intentd.domain.actions import Action, ResultEvent
 from intentd.execution.gas import gas_cost
 from intentd.execution.policy import GiveUp, RetryPolicy, after_failure
+from intentd.execution.ports import StoreTransaction
 from intentd.execution.tracking import Receipt, Tx
-from intentd.execution.unit_of_work import StoreTransaction
 from intentd.messages import ActionResultMessage, action_result_id
 
 __all__ = ["failed_attempt", "result_message", "transfer_figures"]

@@ -1,10 +1,13 @@
 """What the executor needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.chain_writer.EvmChainWriter`` the three chain
-ports, ``adapters.executor_lease.ExecutorLease``, ``adapters.signer.Keyring``,
-``adapters.l1_fee``); the store's unit of work and its repositories are in
-``execution.unit_of_work``. The unit tests use the fakes of
+ports, ``adapters.execution_store.PostgresExecutionStore`` the store,
+``adapters.executor_lease.ExecutorLease``, ``adapters.signer.Keyring``,
+``adapters.l1_fee``); the unit tests use the fakes of
 ``tests/unit/execution/execution_fakes.py``.
+
+The store is a unit of work: :class:`ExecutionStore` opens a :class:`StoreTransaction`,
+whose repositories (``execution.repositories``) are its attributes.
 
 The chain's nodes are three capability ports, one adapter behind them all:
 :class:`StateReader` (read state: heads, code, counts, receipts, balances),
@@ -13,6 +16,9 @@ The chain's nodes are three capability ports, one adapter behind them all:
 
 Contracts the executor relies on:
 
+- :class:`ExecutionStore`: every change happens in a :meth:`~ExecutionStore.transaction`
+  that commits as a whole when the block ends and rolls back when it raises (the
+  repositories' own contracts: ``execution.repositories``).
 - The chain ports' reads may raise :class:`~intentd.indexer.ports.ChainUnavailable`
   (the adapters' RPC errors; the loop retries the tick). :meth:`StateReader.view` is
   one request answered by one node (a load balancer routes a request to one backend),
@@ -39,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -46,12 +53,21 @@ from intentd.domain.actions import SignerKind
 from intentd.execution.evidence import ChainView
 from intentd.execution.float_figures import Balances
 from intentd.execution.planning import TxPlan
+from intentd.execution.repositories import (
+    ActionQueue,
+    ChainTransactions,
+    CreditedDeposits,
+    Funds,
+    Nonces,
+    Results,
+)
 from intentd.execution.tracking import NonceUse
 
 __all__ = [
     "Balances",
     "Broadcaster",
     "EstimateReverted",
+    "ExecutionStore",
     "FeeInputs",
     "FeeOracle",
     "Keyring",
@@ -61,6 +77,7 @@ __all__ = [
     "SendOutcome",
     "SignedTx",
     "StateReader",
+    "StoreTransaction",
 ]
 
 
@@ -146,6 +163,29 @@ class Broadcaster(Protocol):
 
     async def known(self, hashes: Sequence[str]) -> dict[str, bool]:
         """Whether the node knows each transaction (in its pool or in a block)."""
+        ...
+
+
+class StoreTransaction(Protocol):
+    """The executor's rows of one chain, inside one database transaction."""
+
+    @property
+    def actions(self) -> ActionQueue: ...
+    @property
+    def transactions(self) -> ChainTransactions: ...
+    @property
+    def nonces(self) -> Nonces: ...
+    @property
+    def funds(self) -> Funds: ...
+    @property
+    def deposits(self) -> CreditedDeposits: ...
+    @property
+    def results(self) -> Results: ...
+
+
+class ExecutionStore(Protocol):
+    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
+        """A database transaction: committed when the block ends, rolled back if it raises."""
         ...
 
 

@@ -34,8 +34,7 @@ from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import shortfall
 from intentd.execution.outcomes import failed_attempt
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import StateReader
-from intentd.execution.unit_of_work import StoreTransaction
+from intentd.execution.ports import StateReader, StoreTransaction
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, LiquidityConfig
 

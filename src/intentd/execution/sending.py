@@ -29,8 +29,15 @@ from intentd import observability as metrics
 from intentd.domain.actions import Action, ResultEvent, SignerKind
 from intentd.execution.outcomes import result_message
 from intentd.execution.planning import Purpose, TxPlan
-from intentd.execution.ports import Broadcaster, Keyring, SendOutcome, StateReader
-from intentd.execution.unit_of_work import ExecutionStore, NewTx, StoreTransaction
+from intentd.execution.ports import (
+    Broadcaster,
+    ExecutionStore,
+    Keyring,
+    SendOutcome,
+    StateReader,
+    StoreTransaction,
+)
+from intentd.execution.repositories import NewTx
 from intentd.faults import crash_point
 from intentd.indexer.ports import NoAnswer
 from intentd.settings import ChainConfig

@@ -41,7 +41,7 @@ from intentd.execution.evidence import ChainView, pack_groups, view_problem
 from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
 from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import Broadcaster, FeeOracle, StateReader
+from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, StateReader
 from intentd.execution.sending import Sender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
@@ -63,7 +63,6 @@ from intentd.execution.tracking import (
     nonce_groups,
 )
 from intentd.execution.transfer_planner import TransferPlanner
-from intentd.execution.unit_of_work import ExecutionStore
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.indexer.ports import ChainUnavailable

@@ -47,18 +47,19 @@ from intentd.execution.planning import needs_topup, plan_transfer
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import (
     EstimateReverted,
+    ExecutionStore,
     FeeInputs,
     FeeOracle,
     Keyring,
     L1FeeUnavailable,
     StateReader,
+    StoreTransaction,
 )
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.replacement import topup_budget
 from intentd.execution.sending import Recorded, Sender
 from intentd.execution.tracking import next_transfer_due
 from intentd.execution.transfer_planner import TransferPlanner
-from intentd.execution.unit_of_work import ExecutionStore, StoreTransaction
 from intentd.settings import ChainConfig, ExecutionConfig
 
 __all__ = ["BELOW_GAS_WAIT", "FEE_WAIT", "L1_FEE_WAIT", "Starter"]

@@ -26,7 +26,7 @@ from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.gas import AmountBelowGas
 from intentd.execution.planning import Purpose, TxPlan, plan_transfer
-from intentd.execution.ports import Broadcaster, FeeOracle, L1FeeUnavailable
+from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, L1FeeUnavailable
 from intentd.execution.replacement import (
     needs_budget,
     replacement_cap,
@@ -37,7 +37,6 @@ from intentd.execution.replacement import (
 from intentd.execution.sending import Sender
 from intentd.execution.tracking import Tx, TxStatus
 from intentd.execution.transfer_planner import TransferPlanner
-from intentd.execution.unit_of_work import ExecutionStore
 from intentd.settings import ChainConfig
 
 __all__ = ["Unsticker"]

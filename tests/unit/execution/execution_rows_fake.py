@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind
 from intentd.execution.float_figures import Commitments, Exposure, FloatRow
+from intentd.execution.repositories import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
-from intentd.execution.unit_of_work import NewTx
 from intentd.messages import ActionResultMessage
 
 if TYPE_CHECKING:

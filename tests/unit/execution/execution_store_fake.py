@@ -1,4 +1,4 @@
-"""In-memory fake of the executor's store (``execution.unit_of_work.ExecutionStore``).
+"""In-memory fake of the executor's store (``execution.ports.ExecutionStore``).
 
 :class:`FakeStore` keeps the executor's rows with the semantics of the PostgreSQL
 store: compare-and-set status changes along ``domain.actions.ALLOWED_MOVES``, a
@@ -35,7 +35,7 @@ TOKEN = "0x" + "7c" * 20
 
 
 class FakeStore:
-    """:class:`~intentd.execution.unit_of_work.ExecutionStore` of one chain, in memory."""
+    """:class:`~intentd.execution.ports.ExecutionStore` of one chain, in memory."""
 
     def __init__(self, chain: str) -> None:
         self.chain = chain
@@ -94,7 +94,7 @@ class FakeStoreTransaction:
     state directly; the store restores the state if the transaction's block raises)."""
 
     def __init__(self, store: FakeStore) -> None:
-        self.actions = FakeActions(store)
+        self.actions = FakeActionQueue(store)
         self.transactions = FakeChainTransactions(store)
         self.nonces = FakeNonces(store)
         self.funds = FakeFunds(store)
@@ -102,7 +102,7 @@ class FakeStoreTransaction:
         self.results = FakeResults(store)
 
 
-class FakeActions(StoreRows):
+class FakeActionQueue(StoreRows):
     def _move(self, row: ActionRow, new: ActionStatus) -> None:
         check_move(row.status, new)
         row.status = new

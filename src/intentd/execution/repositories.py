@@ -1,19 +1,17 @@
-"""The executor's store as a unit of work with repositories, as small protocols.
+"""The repositories of the executor's store transaction, as small protocols.
 
-``adapters.execution_store.PostgresExecutionStore`` implements them; the unit tests
-use the fake of ``tests/unit/execution/execution_store_fake.py``. A
-:class:`StoreTransaction` is one database transaction of one chain; its repositories
-are attributes (``work.actions``, ``work.transactions``, ``work.nonces``,
-``work.funds``, ``work.deposits``, ``work.results``), each a few methods that take
-and answer domain values (the rows are mapped inside the adapter).
+A :class:`~intentd.execution.ports.StoreTransaction` is one database transaction of
+one chain; its repositories are attributes (``work.actions``, ``work.transactions``,
+``work.nonces``, ``work.funds``, ``work.deposits``, ``work.results``), each a few
+methods that take and answer domain values (the rows are mapped inside the adapter,
+``adapters.execution_store`` and ``adapters.transaction_rows``); the unit tests use
+the fakes of ``tests/unit/execution/execution_store_fake.py``.
 
 Contracts the executor relies on:
 
-- :class:`ExecutionStore`: every change happens in a :meth:`~ExecutionStore.transaction`
-  that commits as a whole when the block ends and rolls back when it raises. Status
-  changes are compare-and-set (they answer whether they made the change); a nonce
-  handed out by :meth:`Nonces.allocate` is never handed out again once its transaction
-  commits.
+- Status changes are compare-and-set (they answer whether they made the change); a
+  nonce handed out by :meth:`Nonces.allocate` is never handed out again once its
+  transaction commits.
 - :meth:`Funds.relayer_commitments` serialises the prefill checks of a chain (a lock
   held to the end of the caller's transaction), so two executors that both think they
   lead never count the same coin for two prefills.
@@ -24,7 +22,6 @@ Contracts the executor relies on:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -38,15 +35,13 @@ from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.messages import ActionResultMessage
 
 __all__ = [
-    "Actions",
+    "ActionQueue",
     "ChainTransactions",
     "CreditedDeposits",
-    "ExecutionStore",
     "Funds",
     "NewTx",
     "Nonces",
     "Results",
-    "StoreTransaction",
 ]
 
 
@@ -67,8 +62,8 @@ class NewTx:
     fees: Fees
 
 
-class Actions(Protocol):
-    """The chain's actions (``work.actions``)."""
+class ActionQueue(Protocol):
+    """The chain's actions as the executor's queue of work (``work.actions``)."""
 
     async def claim_ready(self) -> Action | None:
         """Lock the first due ready action (skipping those locked by others)."""
@@ -199,27 +194,4 @@ class Results(Protocol):
 
     async def add(self, result: ActionResultMessage) -> None:
         """Put an action result in the outbox (committed with this transaction)."""
-        ...
-
-
-class StoreTransaction(Protocol):
-    """The executor's rows of one chain, inside one database transaction."""
-
-    @property
-    def actions(self) -> Actions: ...
-    @property
-    def transactions(self) -> ChainTransactions: ...
-    @property
-    def nonces(self) -> Nonces: ...
-    @property
-    def funds(self) -> Funds: ...
-    @property
-    def deposits(self) -> CreditedDeposits: ...
-    @property
-    def results(self) -> Results: ...
-
-
-class ExecutionStore(Protocol):
-    def transaction(self) -> AbstractAsyncContextManager[StoreTransaction]:
-        """A database transaction: committed when the block ends, rolled back if it raises."""
         ...
