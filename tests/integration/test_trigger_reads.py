@@ -22,7 +22,7 @@ from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
 
-from intentd.adapters.json_rpc import HttpTransport
+from intentd.adapters.evm.json_rpc import HttpTransport
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
 from intentd.api.processing import ChainUnavailable, Processor

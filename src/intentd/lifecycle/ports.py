@@ -29,13 +29,12 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
+from intentd.chain.evm.ports import ChainReader, StateReader
 from intentd.contract.record import IntentRow
 from intentd.domain.actions import ActionKind, ActionStatus
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason
 from intentd.domain.valuation import Rate
-from intentd.indexer.ports import ChainReader
-from intentd.indexer.reconciliation import ChainState
 from intentd.lifecycle.failures import Failure
 from intentd.messages import OutgoingMessage
 from intentd.settings import ChainConfig
@@ -356,7 +355,7 @@ class DepositChain(ChainReader, Protocol):
         request): "no receipt" is evidence only from a node that has the block."""
         ...
 
-    def state(self) -> ChainState:
+    def state(self) -> StateReader:
         """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
-from tests.unit.indexer.indexer_fakes import (
+from tests.unit.chain.chain_fakes import (
     FAKE_TOKEN,
     USDC,
     Crash,
@@ -24,10 +24,10 @@ from tests.unit.indexer.indexer_fakes import (
     address,
 )
 
-from intentd.indexer.decoding import NATIVE
-from intentd.indexer.planning import BlockRange
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.decoding import NATIVE
+from intentd.chain.evm.ports import RawRange
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import RawRange
 from intentd.indexer.reorg import Cursor, DeepReorgError, PublishedDeposit
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import decode_chain_message
