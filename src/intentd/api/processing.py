@@ -68,7 +68,7 @@ from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
 from intentd.chain.blocks import BlockRange, confirmed_head
-from intentd.chain.errors import InconsistentAnswer
+from intentd.chain.errors import ChainUnavailable, InconsistentAnswer
 from intentd.chain.evm.balances import Reconciled
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer
@@ -81,13 +81,9 @@ from intentd.lifecycle.valuation import Valuer
 from intentd.pricing import PriceSource
 from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
-__all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
+__all__ = ["Processor", "TriggerOutcome", "first_block_at_or_after"]
 
 log = structlog.get_logger()
-
-
-class ChainUnavailable(Exception):
-    """The chain's RPC did not answer usably in time; the caller may retry later."""
 
 
 @dataclass(frozen=True, slots=True)
