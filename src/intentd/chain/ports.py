@@ -3,7 +3,7 @@
 Each role asks for the capabilities it uses, not for a whole chain client: the
 trigger verifier and the poller's reorg checks read heads and block hashes
 (:class:`BlockReader`); the range reads, the state reads (balances, receipts, traces)
-and their raw answers are the family's own (``chain.evm.ports``: ``LogReader``,
+and their raw answers are the family's own (``chain.evm.ports``: ``RangeReader``,
 ``ChainReader``, ``StateReader``); sending transactions and the fee oracle are the
 executor's (``execution.ports``). The adapters implement them
 (``adapters.evm``); the unit tests use in-memory fakes.

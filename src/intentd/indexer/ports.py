@@ -1,13 +1,11 @@
-"""What the poll loop needs from the outside world, as small protocols.
+"""What the poll loop needs from the outside world besides the chain, as small protocols.
 
-The adapters implement them (``adapters.evm.chain_reader.EvmChainReader``,
-``adapters.cursor_store.PostgresPollerStore``,
+The adapters implement them (``adapters.cursor_store.PostgresPollerStore``,
 ``adapters.native_intents.PostgresOpenNativeIntents``,
-``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes.
-
-A node that gives no usable answer raises :class:`ChainUnavailable` (the adapters'
-RPC errors are its subclasses), so every role can tell "the chain is unavailable,
-retry" from a defect without naming an adapter.
+``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes. The chain's
+ports are ``intentd.chain`` (the poller's reader: ``chain.evm.ports.ChainReader``,
+implemented by ``adapters.evm.chain_reader.EvmChainReader``), and so are the errors
+its nodes' answers raise (``chain.errors``).
 """
 
 from __future__ import annotations

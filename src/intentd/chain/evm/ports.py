@@ -15,7 +15,7 @@ from intentd.chain.blocks import BlockRange
 from intentd.chain.evm.coverage import LogsAnswer
 from intentd.chain.ports import BlockReader
 
-__all__ = ["ChainReader", "LogReader", "RawRange", "StateReader"]
+__all__ = ["ChainReader", "RangeReader", "RawRange", "StateReader"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class RawRange:
         return [log for answer in self.answers for log in answer.logs]
 
 
-class LogReader(Protocol):
+class RangeReader(Protocol):
     """Blocks, logs and receipts of a range: what deposits are decoded from."""
 
     async def read_range(self, blocks: BlockRange) -> RawRange:
@@ -54,7 +54,7 @@ class LogReader(Protocol):
         ...
 
 
-class ChainReader(BlockReader, LogReader, Protocol):
+class ChainReader(BlockReader, RangeReader, Protocol):
     """The poller's reader: heads, block hashes, ranges and receipts."""
 
 

@@ -27,7 +27,7 @@ from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.balances import Reconciled
 from intentd.chain.evm.coverage import proven_logs
 from intentd.chain.evm.decoding import decode_headers, find_deposits
-from intentd.chain.evm.ports import ChainReader, RawRange
+from intentd.chain.evm.ports import RangeReader, RawRange
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.evm.tx_types import needs_receipt, settle_natives
 from intentd.chain.transfers import ChainTransfer, chain_order
@@ -39,7 +39,7 @@ log = structlog.get_logger()
 
 async def scan_range(
     chain: str,
-    reader: ChainReader,
+    reader: RangeReader,
     raw: RawRange,
     blocks: BlockRange,
     *,
@@ -67,7 +67,7 @@ async def scan_range(
 
 async def _decoded(
     chain: str,
-    reader: ChainReader,
+    reader: RangeReader,
     raw: RawRange,
     blocks: BlockRange,
     *,
