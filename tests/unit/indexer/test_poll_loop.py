@@ -11,18 +11,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
-from tests.unit.chain.chain_fakes import (
-    FAKE_TOKEN,
-    USDC,
-    Crash,
-    FakeAddresses,
-    FakeChain,
-    FakePublisher,
-    FakeReader,
-    FakeStore,
-    Transfer,
-    address,
-)
+from tests.unit.chain.chain_fakes import FAKE_TOKEN, USDC, FakeChain, FakeReader, Transfer, address
+from tests.unit.indexer.indexer_fakes import Crash, FakeAddresses, FakePublisher, FakeStore
 
 from intentd.chain.blocks import BlockRange
 from intentd.chain.evm.decoding import NATIVE

@@ -20,15 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.unit.adapters.evm.rpc_fakes import LIVE, FakeProvider, Node, client, counter
-from tests.unit.chain.chain_fakes import (
-    USDC,
-    FakeAddresses,
-    FakeChain,
-    FakePublisher,
-    FakeStore,
-    Transfer,
-    address,
-)
+from tests.unit.chain.chain_fakes import USDC, FakeChain, Transfer, address
+from tests.unit.indexer.indexer_fakes import FakeAddresses, FakePublisher, FakeStore
 from tests.unit.indexer.test_poll_loop import config
 
 from intentd.adapters.evm.chain_reader import EvmChainReader

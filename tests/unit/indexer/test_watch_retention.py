@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.unit.chain.chain_fakes import ended_page
+from tests.unit.indexer.indexer_fakes import ended_page
 
 from intentd.adapters.backfills import TERMINAL_STATUSES
 from intentd.domain.status import ALLOWED_MOVES
