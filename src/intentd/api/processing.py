@@ -22,8 +22,8 @@ For an intent on chain C, created at time T:
    address as recipient, at most ``api.trigger_max_log_blocks`` blocks per call (a
    week of Base blocks in one call), no block read in full; for a native-coin intent,
    the blocks in full (native value counts only with a successful receipt, see
-   ``indexer.tx_types``; the coin that arrived through a contract is found by the
-   poller's balance reconciliation, ``indexer.reconciliation``, with the same id and
+   ``chain.evm.tx_types``; the coin that arrived through a contract is found by the
+   poller's balance reconciliation, ``chain.evm.reconciliation``, with the same id and
    amount), at most ``api.trigger_max_blocks`` per call. Deposits are decoded by the
    poller's code, so they have the poller's identities. The hash of the last block
    scanned is stored with the progress; if the chain no longer has that block, a
@@ -56,36 +56,34 @@ from datetime import datetime
 import structlog
 
 from intentd import wire
-from intentd.adapters import chain_lookup, intent_scans, intent_store, trigger_deposits
-from intentd.adapters.chain_state import EvmChainState
+from intentd.adapters import intent_scans, intent_store, trigger_deposits
 from intentd.adapters.cursor_store import WINDOW
+from intentd.adapters.evm import chain_lookup
+from intentd.adapters.evm.json_rpc import MissingResult, RpcError, RpcTransportError
+from intentd.adapters.evm.state_reader import EvmChainState
 from intentd.adapters.intent_scans import ScanProgress
-from intentd.adapters.json_rpc import MissingResult, RpcError, RpcTransportError
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Connection
 from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.api.trigger_scan import ChainReads, native_range, open_reads, token_range
+from intentd.chain.blocks import BlockRange, confirmed_head
+from intentd.chain.errors import ChainUnavailable, InconsistentAnswer
+from intentd.chain.evm.balances import Reconciled
+from intentd.chain.evm.reconciliation import Reconciliation
+from intentd.chain.transfers import ChainTransfer
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey, RecordedDeposit
 from intentd.domain.status import ALLOWED_MOVES
-from intentd.indexer.balances import Reconciled
-from intentd.indexer.decoding import ChainTransfer, InconsistentAnswer
-from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.reconciliation import Reconciliation
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit
 from intentd.lifecycle.valuation import Valuer
 from intentd.pricing import PriceSource
 from intentd.settings import NATIVE_TOKEN, ChainConfig, Settings
 
-__all__ = ["ChainUnavailable", "Processor", "TriggerOutcome", "first_block_at_or_after"]
+__all__ = ["Processor", "TriggerOutcome", "first_block_at_or_after"]
 
 log = structlog.get_logger()
-
-
-class ChainUnavailable(Exception):
-    """The chain's RPC did not answer usably in time; the caller may retry later."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,19 +2,19 @@
 
 - :func:`token_range` (an intent whose ``tokenIn`` is an ERC-20): ``Transfer`` logs of
   the chain's tokens filtered at the node by the intent's address as recipient
-  (``adapters.intent_window``), then, for the few blocks holding one, every
+  (``adapters.evm.window_logs``), then, for the few blocks holding one, every
   ``Transfer`` log of those tokens, decoded by the poller's code
-  (``indexer.decoding.token_deposits``): the same deposits with the same identities
+  (``chain.evm.decoding.token_deposits``): the same deposits with the same identities
   as the poller's, a wrong-token deposit included. No block is read in full, so a
   range can be a week of blocks; native coin sent to a token intent is not looked
   for (the poller finds it where one runs).
 - :func:`native_range` (an intent whose ``tokenIn`` is the native coin): the blocks in
   full, as the poller reads them, with the token logs read as above, decoded by the
-  poller's ``indexer.range_deposits.scan_range``: native value counts only with a
+  poller's ``chain.evm.range_deposits.scan_range``: native value counts only with a
   successful receipt, and the balance reconciliation finds the coin that arrived
   through a contract, over the same full blocks as the poller.
 
-Every log answer is proven whole (``indexer.coverage``): asked with the answering
+Every log answer is proven whole (``chain.evm.coverage``): asked with the answering
 node's hash of ``blocks.last`` in the same POST, accepted only if it is the hash read
 there, so a node that lags (and cuts ``eth_getLogs`` at its head) or follows another
 fork is never read as "no transfer". Both read the range again when the answers do
@@ -29,24 +29,19 @@ import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from intentd.adapters.chain import EvmChainReader, open_chain
-from intentd.adapters.intent_window import IntentWindowReader
-from intentd.adapters.json_rpc import JsonRpcClient
-from intentd.indexer.balances import Reconciled
-from intentd.indexer.coverage import LogsAnswer, proven_logs
-from intentd.indexer.decoding import (
-    BlockHeader,
-    ChainTransfer,
-    InconsistentAnswer,
-    chain_order,
-    decode_headers,
-    token_deposits,
-)
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.ports import RawRange
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.reconciliation import Reconciliation
-from intentd.indexer.watched import WatchedAddresses
+from intentd.adapters.evm.chain_reader import EvmChainReader, open_chain
+from intentd.adapters.evm.json_rpc import JsonRpcClient
+from intentd.adapters.evm.window_logs import IntentWindowReader
+from intentd.chain.blocks import BlockHeader, BlockRange
+from intentd.chain.errors import InconsistentAnswer
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.balances import Reconciled
+from intentd.chain.evm.coverage import LogsAnswer, proven_logs
+from intentd.chain.evm.decoding import decode_headers, token_deposits
+from intentd.chain.evm.ports import RawRange
+from intentd.chain.evm.range_deposits import scan_range
+from intentd.chain.evm.reconciliation import Reconciliation
+from intentd.chain.transfers import ChainTransfer, chain_order
 from intentd.settings import ChainConfig
 
 __all__ = [
@@ -95,7 +90,7 @@ def token_deposits_of(
     decoded from ``logs`` (every token ``Transfer`` log of each hit's block, one answer
     per block) with the blocks' ``headers`` (each hit's block and ``blocks.last``), in
     chain order. Every answer must be proven against the headers
-    (``indexer.coverage.proven_logs``: the hits cover ``blocks``, their node's block
+    (``chain.evm.coverage.proven_logs``: the hits cover ``blocks``, their node's block
     ``blocks.last`` is the one read, each hit is in the block read at its height), else
     ``InconsistentAnswer``: read again."""
     hashes = {number: header.hash for number, header in headers.items()}

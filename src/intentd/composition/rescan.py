@@ -3,7 +3,7 @@
 The operator's way back for a payment the pollers no longer watch for (it arrived
 after the intent's watch window, ``indexer.watch_retention_days``; docs/runbook.md).
 The range is read and decoded with the poller's own code
-(``indexer.range_deposits.scan_range``, watching only this address, so a native
+(``chain.evm.range_deposits.scan_range``, watching only this address, so a native
 transfer counts only with a successful receipt), and each deposit found is credited as
 trigger-processing credits (``lifecycle.crediting.credit`` with ``watch``): once,
 whoever else finds it (unique on its identity), decided by the lifecycle (a payment to
@@ -24,15 +24,15 @@ import structlog
 
 from intentd import wire
 from intentd.adapters import intent_store
-from intentd.adapters.chain import EvmChainReader, open_chain
+from intentd.adapters.evm.chain_reader import EvmChainReader, open_chain
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
+from intentd.chain.blocks import BlockRange, confirmed_head
+from intentd.chain.errors import InconsistentAnswer
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.range_deposits import scan_range
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit
-from intentd.indexer.decoding import InconsistentAnswer
-from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.settings import Settings

@@ -15,7 +15,7 @@ read (a crash halfway does the same: every step is idempotent).
   blocks from :func:`~intentd.lifecycle.log_gaps.rescan_from` (the block of the last
   chain message the partition applied, less the reorg window) to the poller's cursor
   (nothing above it was published) are read with the poller's own decoding
-  (``indexer.range_deposits.scan_range``) for every intent address, and each deposit
+  (``chain.evm.range_deposits.scan_range``) for every intent address, and each deposit
   found is credited (``lifecycle.crediting.credit``: once per identity, so the ones
   already credited change nothing; one it refuses as ``Unappliable``, a re-mined
   transaction making another transfer, goes to ``<prefix>.dlq`` with its reason as on
@@ -55,10 +55,10 @@ import structlog
 from intentd import observability as metrics
 from intentd import wire
 from intentd.backoff import Backoff
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.range_deposits import scan_range
 from intentd.domain.deposits import Deposit
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle import failures
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE, credit

@@ -29,11 +29,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from intentd.chain.evm.ports import ChainReader, StateReader
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey
 from intentd.domain.valuation import Rate
-from intentd.indexer.ports import ChainReader
-from intentd.indexer.reconciliation import ChainState
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.repositories import (
     ActionFacts,
@@ -192,7 +191,7 @@ class DepositChain(ChainReader, Protocol):
         request): "no receipt" is evidence only from a node that has the block."""
         ...
 
-    def state(self) -> ChainState:
+    def state(self) -> StateReader:
         """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 

@@ -58,15 +58,15 @@ import structlog
 
 from intentd import observability as metrics
 from intentd import wire
+from intentd.chain.blocks import BlockHeader, BlockRange, confirmed_head
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.balances import Reconciled, is_reconciled
+from intentd.chain.evm.finality import Verdict, find_again, judge, shows_transfer
+from intentd.chain.evm.ports import RawRange
+from intentd.chain.evm.range_deposits import scan_range
+from intentd.chain.evm.reconciliation import Reconciliation
+from intentd.chain.transfers import ChainTransfer
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
-from intentd.indexer.balances import Reconciled, is_reconciled
-from intentd.indexer.decoding import BlockHeader, ChainTransfer
-from intentd.indexer.finality import Verdict, find_again, judge, shows_transfer
-from intentd.indexer.planning import BlockRange, confirmed_head
-from intentd.indexer.ports import RawRange
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.reconciliation import Reconciliation
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.failures import Failure

@@ -4,15 +4,15 @@ node behind the window's end: no deposit is missed, no scan is called complete."
 from __future__ import annotations
 
 import pytest
-from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer, address
-from tests.unit.indexer.rpc_fakes import FakeProvider, Node, client
+from tests.unit.adapters.evm.rpc_fakes import FakeProvider, Node, client
+from tests.unit.chain.chain_fakes import USDC, FakeChain, Transfer, address
 from tests.unit.indexer.test_poll_loop import config
 
-from intentd.adapters.chain import EvmChainReader
-from intentd.adapters.intent_window import IntentWindowReader
-from intentd.adapters.json_rpc import MissingResult
+from intentd.adapters.evm.chain_reader import EvmChainReader
+from intentd.adapters.evm.json_rpc import MissingResult
+from intentd.adapters.evm.window_logs import IntentWindowReader
 from intentd.api.trigger_scan import ChainReads, token_range
-from intentd.indexer.planning import BlockRange
+from intentd.chain.blocks import BlockRange
 
 INTENT = address(7)
 CONFIG = config(name="TRIG_LAG")

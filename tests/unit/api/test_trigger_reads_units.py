@@ -6,20 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
-from tests.unit.indexer.rpc_fakes import FakeProvider, client
+from tests.unit.adapters.evm.rpc_fakes import FakeProvider, client
+from tests.unit.chain.chain_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
 
-from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
+from intentd.adapters.evm.window_logs import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
 from intentd.api.trigger_scan import token_deposits_of
-from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
-from intentd.indexer.decoding import (
-    TRANSFER_TOPIC,
-    InconsistentAnswer,
-    decode_headers,
-    find_deposits,
-)
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.watched import WatchedAddresses
+from intentd.chain.blocks import BlockRange
+from intentd.chain.errors import InconsistentAnswer
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.coverage import LogsAnswer, UnprovenLogs
+from intentd.chain.evm.decoding import TRANSFER_TOPIC, decode_headers, find_deposits
 
 INTENT = address(7)
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
-from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer
+from tests.unit.chain.chain_fakes import USDC, FakeChain, Transfer
 from tests.unit.lifecycle.lifecycle_builders import NOW, SOURCE, intent_row, settings
 from tests.unit.lifecycle.lifecycle_chain_fakes import FakeChains, FakeDepositChain
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore
@@ -21,10 +21,10 @@ from tests.unit.lifecycle.lifecycle_inbox_fakes import FakePublisher
 from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
 from intentd import wire
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.range_deposits import scan_range
 from intentd.domain.deposits import RecordedDeposit
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.gap_recovery import LogGapRecovery

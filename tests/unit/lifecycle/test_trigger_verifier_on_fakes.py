@@ -13,13 +13,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from tests.unit.indexer.indexer_fakes import (
-    ROUTER,
-    USDC,
-    FakeChain,
-    ForwardingChain,
-    Transfer,
-)
+from tests.unit.chain.chain_fakes import ROUTER, USDC, FakeChain, ForwardingChain, Transfer
 from tests.unit.lifecycle.lifecycle_builders import (
     NOW,
     SOURCE,
@@ -31,15 +25,15 @@ from tests.unit.lifecycle.lifecycle_chain_fakes import FakeChains, FakeDepositCh
 from tests.unit.lifecycle.lifecycle_fakes import FakeStore
 
 from intentd import wire
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.balances import Reconciled
+from intentd.chain.evm.decoding import NATIVE
+from intentd.chain.evm.range_deposits import scan_range
+from intentd.chain.evm.reconciled_ids import reconciled_by_transaction
+from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.status import IntentStatus
-from intentd.indexer.balances import Reconciled
-from intentd.indexer.decoding import NATIVE
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.reconciled_ids import reconciled_by_transaction
-from intentd.indexer.reconciliation import Reconciliation
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.outcomes import Outcome
