@@ -39,8 +39,8 @@ from intentd.indexer.publishing import deposit_payload
 from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.messages import DepositMessage, deposits_topic, encode
+from intentd.scanning.gap_recovery import LogGapRecovery
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 

@@ -25,9 +25,10 @@ from tests.support import new_intent
 from intentd.adapters.json_rpc import HttpTransport
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
-from intentd.api.processing import ChainUnavailable, Processor
+from intentd.api.processing import Processor
 from intentd.api.trigger_gate import TriggerRefused
 from intentd.domain.status import IntentStatus
+from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data, disperse_data
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil

@@ -10,7 +10,6 @@ from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transf
 from tests.unit.indexer.rpc_fakes import FakeProvider, client
 
 from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
-from intentd.api.trigger_scan import token_deposits_of
 from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
 from intentd.indexer.decoding import (
     TRANSFER_TOPIC,
@@ -20,6 +19,7 @@ from intentd.indexer.decoding import (
 )
 from intentd.indexer.planning import BlockRange
 from intentd.indexer.watched import WatchedAddresses
+from intentd.scanning.window import token_deposits_of
 
 INTENT = address(7)
 
