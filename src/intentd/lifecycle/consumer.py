@@ -285,7 +285,7 @@ class LifecycleConsumer:
             return await credit(uow, self.book, wire.deposit(message), now=now, valuer=self._rates)
         if isinstance(message, RetractionMessage):
             return await retract(uow, self.book, wire.retraction(message), now=now)
-        evidence = await uow.action_facts(message.action_id, message.tx_hash)
+        evidence = await uow.actions.facts(message.action_id, message.tx_hash)
         refused = admission.result_refusal(message, evidence)
         if refused is not None:
             raise admission.Refused(refused)

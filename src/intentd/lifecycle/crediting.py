@@ -69,26 +69,26 @@ async def credit(
     async with uow.transaction():
         outcome = await _credit(uow, book, deposit, now, valuer)
         if watch:
-            await uow.watch(deposit.key, reopen=outcome not in SEEN_BEFORE)
+            await uow.watches.watch(deposit.key, reopen=outcome not in SEEN_BEFORE)
         return outcome
 
 
 async def _credit(
     uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datetime, valuer: Rates | None
 ) -> Outcome:
-    row = await uow.intent_at(deposit.to_address)
-    seen = await uow.find_deposit(deposit)
+    row = await uow.intents.at(deposit.to_address)
+    seen = await uow.deposits.find(deposit)
     if seen is not None and seen.disposition is not Disposition.RETRACTED:
         return await _seen_again(uow, seen, deposit)
     revive = seen.id if seen is not None else None
     if row is None:
-        await uow.record_deposit(
+        await uow.deposits.record(
             deposit, intent_id=None, disposition=Disposition.UNMATCHED, reason=None, revive=revive
         )
         log.warning("deposit to an address no intent has", deposit=str(deposit.key))
         return _count(deposit, Outcome.UNMATCHED)
     if is_reconciled(deposit.token, deposit.from_address):
-        same = _same_rise(deposit, await uow.reconciled_in_block(row.id, deposit))
+        same = _same_rise(deposit, await uow.deposits.reconciled_in_block(row.id, deposit))
         if same is not None:
             log.warning(
                 "a balance rise already recorded under its other identity; not credited again",
@@ -97,8 +97,8 @@ async def _credit(
                 block_number=deposit.block_number,
             )
             return _count(deposit, Outcome.DUPLICATE)
-    if await uow.is_own_transaction(deposit.chain, deposit.tx_hash):
-        await uow.record_deposit(
+    if await uow.actions.is_own_transaction(deposit.chain, deposit.tx_hash):
+        await uow.deposits.record(
             deposit, intent_id=row.id, disposition=Disposition.INTERNAL, reason=None, revive=revive
         )
         return _count(deposit, Outcome.INTERNAL)
@@ -113,7 +113,7 @@ async def _credit(
     )
     crash_point("lifecycle.after_revaluation")
     valued = rate if intent.valuation is not None else None
-    deposit_id = await uow.record_deposit(
+    deposit_id = await uow.deposits.record(
         deposit,
         intent_id=row.id,
         disposition=decision.disposition,
@@ -122,7 +122,7 @@ async def _credit(
         rate=valued,
     )
     if valued is not None and row.awaiting_price:  # the credits that awaited it, too
-        await uow.record_valuation(row.id, valued)
+        await uow.deposits.record_valuation(row.id, valued)
     linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
     await save(uow, book, row, intent, now=now, deposit_id=linked)
     if row.status is IntentStatus.PENDING and intent.status is IntentStatus.FUNDED:
@@ -198,9 +198,9 @@ async def _seen_again(uow: UnitOfWork, seen: RecordedDeposit, deposit: Deposit) 
             f" transfer ({deposit.amount} to {deposit.to_address}) than the one recorded"
             f" ({before.amount} to {before.to_address})"
         )
-    await uow.relocate(seen, deposit)
+    await uow.deposits.relocate(seen, deposit)
     if seen.orphaned and seen.intent_id is not None:
-        released = await uow.release(seen.intent_id, deposit.chain)
+        released = await uow.holds.release(seen.intent_id, deposit.chain)
         log.warning(
             "an orphaned deposit is back on chain; held actions released",
             intent_id=seen.intent_id,

@@ -24,7 +24,7 @@ read (a crash halfway does the same: every step is idempotent).
   partition's applied block, so a recovery cut short (a rebalance after
   ``max.poll.interval.ms``, a stop, a crash) resumes from there. A retraction in the
   gap is re-derived by handing every deposit recorded in those blocks to the trigger verifier
-  (``scanning.trigger_verifier``, ``UnitOfWork.watch``), which retracts or relocates
+  (``scanning.trigger_verifier``, ``uow.watches.watch``), which retracts or relocates
   one whose block a reorg orphaned and lets go of the others once final. Not
   re-derived: native coin that reached an address only through a contract (the
   poller's balance reconciliation). A partition with no block recorded cannot be
@@ -198,7 +198,7 @@ class LogGapRecovery:
             recorded = await self._positions.recorded_deposits(chain, blocks.first, blocks.last)
             async with self._store.unit() as uow, uow.transaction():
                 for key in recorded:  # a reorg in the gap: the verifier retracts what it orphaned
-                    await uow.watch(key, reopen=False)
+                    await uow.watches.watch(key, reopen=False)
             watched += len(recorded)
             if blocks.last > last:  # a repeat resumes here (less the reorg window)
                 await self._positions.record_applied_block(gap.topic, gap.partition, blocks.last)

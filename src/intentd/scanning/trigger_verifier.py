@@ -2,7 +2,7 @@
 
 The poller retracts only deposits it published (``published_deposits``);
 trigger-processing records deposits from the API, on test networks with no poller at
-all. Each deposit it records is remembered (``UnitOfWork.watch``, in the same
+all. Each deposit it records is remembered (``uow.watches.watch``, in the same
 transaction as the deposit) and watched here, in the lifecycle process, until its
 block is final (``final_depth`` blocks below the head; the role gives it the poller's
 window, 256):
@@ -130,7 +130,7 @@ class TriggerVerifier:
     async def check(self, chain: str) -> dict[str, int]:
         """One round for ``chain``: how many watched deposits ended how (empty if none)."""
         async with self._store.unit() as uow:
-            watched = await uow.watched_deposits(chain, limit=self._batch)
+            watched = await uow.watches.watched(chain, limit=self._batch)
         if not watched:
             return {}
         config = self._settings.chains[chain]
@@ -278,9 +278,9 @@ class TriggerVerifier:
         async with self._store.unit() as uow, uow.transaction():
             outcome = await retract(uow, self._book, retraction, now=datetime.now(UTC))
             if outcome in (Outcome.RETRACTED, Outcome.RETRACTION_ALERT):
-                await uow.settle_watch(recorded.id, outcome.value)
+                await uow.watches.settle(recorded.id, outcome.value)
                 if recorded.intent_id is not None:
-                    await uow.rewind_scan(recorded.intent_id, deposit.block_number)
+                    await uow.watches.rewind_scan(recorded.intent_id, deposit.block_number)
         log.warning(
             "reorg removed a trigger-credited deposit",
             deposit=str(recorded.key),
@@ -290,4 +290,4 @@ class TriggerVerifier:
 
     async def _settle(self, recorded: RecordedDeposit, outcome: str) -> None:
         async with self._store.unit() as uow:
-            await uow.settle_watch(recorded.id, outcome)
+            await uow.watches.settle(recorded.id, outcome)

@@ -88,7 +88,7 @@ class Setup:
         )  # fmt: skip
         paid = wire.found_deposit(SOURCE, found)
         assert await credit(self.store.uow, self.book, paid, now=NOW) is Outcome.CREDITED
-        await self.store.uow.watch(paid.key, reopen=False)
+        await self.store.uow.watches.watch(paid.key, reopen=False)
         return paid
 
     def settled(self, paid: Deposit) -> str | None:
