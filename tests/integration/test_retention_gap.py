@@ -10,7 +10,7 @@ chain, rather than read on from the log start (what ``auto_offset_reset="earlies
 did: the deposit was never credited). The same when it comes back with no committed
 position (its offsets expired, or its group was renamed) but the partition's applied
 block is recorded. Decision logic on fakes:
-tests/unit/adapters/test_kafka_positions.py, tests/unit/lifecycle/test_gap_recovery_on_fakes.py.
+tests/unit/adapters/test_kafka_positions.py, tests/unit/scanning/test_gap_recovery_on_fakes.py.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.range_deposits import scan_range
 from intentd.indexer.publishing import deposit_payload
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.messages import DepositMessage, deposits_topic, encode
+from intentd.scanning.gap_recovery import LogGapRecovery
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 

@@ -27,7 +27,7 @@ from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil

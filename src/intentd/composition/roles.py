@@ -64,12 +64,12 @@ from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.lifecycle.valuation import Valuer
 from intentd.messages import deposits_topic
 from intentd.runtime import READINESS, Role
+from intentd.scanning.gap_recovery import LogGapRecovery
+from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd.supervision import Health, supervise
 

@@ -158,7 +158,7 @@ class Publisher(Protocol):
 
 class LogPositions(Protocol):
     """What the lifecycle keeps of its place in the deposits logs, and the sources a gap
-    in them is recovered from (``lifecycle.gap_recovery``)."""
+    in them is recovered from (``scanning.gap_recovery``)."""
 
     async def record_applied_block(self, topic: str, partition: int, block_number: int) -> None:
         """Remember the block of the last chain message applied from ``topic:partition``."""

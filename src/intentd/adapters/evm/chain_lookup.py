@@ -1,7 +1,8 @@
 """Point reads of chain state over JSON-RPC: block timestamps and balances.
 
-Used by trigger-processing (``intentd.api.processing``); the block scanning itself
-goes through the poller's :class:`~intentd.adapters.evm.chain_reader.EvmChainReader`.
+Used by trigger-processing (``intentd.scanning.trigger``, through
+``adapters.evm.scan_chains``); the block scanning itself goes through the poller's
+:class:`~intentd.adapters.evm.chain_reader.EvmChainReader`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ info line). URLs appear in logs only redacted.
 A call's time is bounded by the attempts, not by a deadline: each POST waits at most
 ``timeout`` seconds, but a call may first wait for one of the ``parallel_posts``
 slots the client's other callers hold. A caller that needs a deadline (an HTTP
-request) wraps its calls in one, see ``api.processing``.
+request) wraps its calls in one, see ``scanning.trigger``.
 """
 
 from __future__ import annotations

@@ -16,14 +16,15 @@ read (a crash halfway does the same: every step is idempotent).
   chain message the partition applied, less the reorg window) to the poller's cursor
   (nothing above it was published) are read with the poller's own decoding
   (``chain.evm.range_deposits.scan_range``) for every intent address, and each deposit
-  found is credited (``lifecycle.crediting.credit``: once per identity, so the ones
-  already credited change nothing; one it refuses as ``Unappliable``, a re-mined
-  transaction making another transfer, goes to ``<prefix>.dlq`` with its reason as on
+  found is credited (``lifecycle.crediting.credit``; both through
+  ``scanning.service.ScanCredits.sweep``: once per identity, so the ones already
+  credited change nothing; one it refuses as ``Unappliable``, a re-mined transaction
+  making another transfer, goes to ``<prefix>.dlq`` with its reason as on
   the consumer's path). After each chunk, its last block is recorded as the
   partition's applied block, so a recovery cut short (a rebalance after
   ``max.poll.interval.ms``, a stop, a crash) resumes from there. A retraction in the
   gap is re-derived by handing every deposit recorded in those blocks to the trigger verifier
-  (``lifecycle.trigger_verifier``, ``uow.watches.watch``), which retracts or relocates
+  (``scanning.trigger_verifier``, ``uow.watches.watch``), which retracts or relocates
   one whose block a reorg orphaned and lets go of the others once final. Not
   re-derived: native coin that reached an address only through a contract (the
   poller's balance reconciliation). A partition with no block recorded cannot be
@@ -53,20 +54,17 @@ import orjson
 import structlog
 
 from intentd import observability as metrics
-from intentd import wire
 from intentd.backoff import Backoff
 from intentd.chain.blocks import BlockRange
-from intentd.chain.evm.addresses import WatchedAddresses
-from intentd.chain.evm.range_deposits import scan_range
 from intentd.domain.deposits import Deposit
 from intentd.lifecycle import failures
-from intentd.lifecycle.chain_book import ChainBook
-from intentd.lifecycle.crediting import SEEN_BEFORE, credit
+from intentd.lifecycle.crediting import SEEN_BEFORE
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
 from intentd.lifecycle.outcomes import Unappliable
 from intentd.lifecycle.ports import LogPositions, Publisher, Rates, Store, VerifierChains
 from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
+from intentd.scanning.service import ScanCredits
 from intentd.settings import Settings
 from intentd.supervision import POSTGRESQL, report, rpc
 
@@ -94,11 +92,10 @@ class LogGapRecovery:
         rates: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._rates = rates
+        self._credits = ScanCredits(settings, store, valuer=rates)
         self._dead_letters = dead_letters
         self._dlq = dlq_topic(settings.kafka.topic_prefix)
         self._backoff = Backoff(retry_base, cap=retry_cap)
-        self._book = ChainBook.of_settings(settings)
         self._store = store
         self._positions = positions
         self._chains = chains
@@ -182,17 +179,22 @@ class LogGapRecovery:
             return
         config = self._settings.chains[chain]
         reader = self._chains.reader(config)
-        tokens = frozenset(t.address.lower() for t in config.tokens)
-        watched_set = WatchedAddresses(await self._positions.intent_addresses())
+        addresses = await self._positions.intent_addresses()
+
+        async def refused(deposit: Deposit, exc: Unappliable) -> None:
+            await self._dead_letter(gap, deposit, exc)
+
         found = credited = watched = 0
-        for blocks in BlockRange(first, cursor).chunks(config.batch_size):
-            raw = await reader.read_range(blocks)
-            _, transfers = await scan_range(
-                chain, reader, raw, blocks, tokens=tokens, watched=watched_set
+        sweep = self._credits.sweep(
+            config, reader, BlockRange(first, cursor), addresses,
+            now=lambda: datetime.now(UTC), refused=refused,
+        )  # fmt: skip
+        async for swept in sweep:
+            blocks = swept.blocks
+            found += len(swept.credited)
+            credited += sum(
+                c.outcome is not None and c.outcome not in SEEN_BEFORE for c in swept.credited
             )
-            for transfer in transfers:
-                found += 1
-                credited += await self._credit(gap, wire.found_deposit(chain, transfer))
             recorded = await self._positions.recorded_deposits(chain, blocks.first, blocks.last)
             async with self._store.unit() as uow, uow.transaction():
                 for key in recorded:  # a reorg in the gap: the verifier retracts what it orphaned
@@ -210,34 +212,26 @@ class LogGapRecovery:
             watched=watched,
         )
 
-    async def _credit(self, gap: LogGap, deposit: Deposit) -> bool:
-        """Credit ``deposit``; True if it was new. One refused as ``Unappliable`` goes to
-        the dead-letter topic with its reason (the consumer's ``error:`` reason)."""
-        try:
-            async with self._store.unit() as uow:
-                outcome = await credit(
-                    uow, self._book, deposit, now=datetime.now(UTC), valuer=self._rates
-                )
-        except Unappliable as exc:
-            reason = failures.reason(Failure.PERMANENT, exc)
-            key = str(deposit.key)
-            body = {
-                "reason": reason,
-                "topic": gap.topic,
-                "partition": gap.partition,
-                "offset": None,  # not read from Kafka: found by the rescan
-                "key": key,
-                "value": orjson.dumps(deposit, default=str).decode(),
-            }
-            await self._dead_letters.publish(
-                OutgoingMessage(
-                    self._dlq,
-                    key=key,
-                    value=orjson.dumps(body),
-                    headers=(("reason", reason[:500].encode()),),
-                )
+    async def _dead_letter(self, gap: LogGap, deposit: Deposit, exc: Unappliable) -> None:
+        """A deposit refused as ``Unappliable`` goes to the dead-letter topic with its
+        reason (the consumer's ``error:`` reason)."""
+        reason = failures.reason(Failure.PERMANENT, exc)
+        key = str(deposit.key)
+        body = {
+            "reason": reason,
+            "topic": gap.topic,
+            "partition": gap.partition,
+            "offset": None,  # not read from Kafka: found by the rescan
+            "key": key,
+            "value": orjson.dumps(deposit, default=str).decode(),
+        }
+        await self._dead_letters.publish(
+            OutgoingMessage(
+                self._dlq,
+                key=key,
+                value=orjson.dumps(body),
+                headers=(("reason", reason[:500].encode()),),
             )
-            metrics.DEAD_LETTERS.labels(gap.topic, failures.reason_code(reason)).inc()
-            log.warning("rescanned deposit sent to dead-letter topic", deposit=key, reason=reason)
-            return False
-        return outcome not in SEEN_BEFORE
+        )
+        metrics.DEAD_LETTERS.labels(gap.topic, failures.reason_code(reason)).inc()
+        log.warning("rescanned deposit sent to dead-letter topic", deposit=key, reason=reason)

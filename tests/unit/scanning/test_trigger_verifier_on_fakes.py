@@ -38,7 +38,7 @@ from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.retractions import retract
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 
 FINAL_DEPTH = 3

@@ -27,11 +27,11 @@ from intentd.chain.evm.range_deposits import scan_range
 from intentd.domain.deposits import RecordedDeposit
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.log_gaps import LogGap
 from intentd.lifecycle.outcomes import Outcome
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.messages import action_results_topic, deposits_topic, events_topic
+from intentd.scanning.gap_recovery import LogGapRecovery
+from intentd.scanning.trigger_verifier import TriggerVerifier
 
 PREFIX = "unit"
 TO = intent_row(1).intent_address

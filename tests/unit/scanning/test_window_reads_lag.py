@@ -10,15 +10,16 @@ from tests.unit.indexer.test_poll_loop import config
 
 from intentd.adapters.evm.chain_reader import EvmChainReader
 from intentd.adapters.evm.json_rpc import MissingResult
+from intentd.adapters.evm.scan_chains import EvmScanChain
 from intentd.adapters.evm.window_logs import IntentWindowReader
-from intentd.api.trigger_scan import ChainReads, token_range
 from intentd.chain.blocks import BlockRange
+from intentd.scanning.window import token_range
 
 INTENT = address(7)
 CONFIG = config(name="TRIG_LAG")
 
 
-def lagging_reads(chain: FakeChain, *, lag: int, posts: int) -> tuple[ChainReads, FakeProvider]:
+def lagging_reads(chain: FakeChain, *, lag: int, posts: int) -> tuple[EvmScanChain, FakeProvider]:
     """trigger-processing's reads through a provider whose log queries land on a node
     ``lag`` blocks behind for the first ``posts`` POSTs."""
     provider = FakeProvider(chain)
@@ -28,7 +29,7 @@ def lagging_reads(chain: FakeChain, *, lag: int, posts: int) -> tuple[ChainReads
     )
     rpc = client(provider, CONFIG.name)
     return (
-        ChainReads(
+        EvmScanChain(
             rpc,
             EvmChainReader(rpc, [USDC], max_log_range=100),
             IntentWindowReader(rpc, [USDC], max_log_range=100),

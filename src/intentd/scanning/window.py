@@ -2,17 +2,17 @@
 
 - :func:`token_range` (an intent whose ``tokenIn`` is an ERC-20): ``Transfer`` logs of
   the chain's tokens filtered at the node by the intent's address as recipient
-  (``adapters.evm.window_logs``), then, for the few blocks holding one, every
+  (:class:`~intentd.scanning.ports.IntentWindow`), then, for the few blocks holding one, every
   ``Transfer`` log of those tokens, decoded by the poller's code
   (``chain.evm.decoding.token_deposits``): the same deposits with the same identities
   as the poller's, a wrong-token deposit included. No block is read in full, so a
   range can be a week of blocks; native coin sent to a token intent is not looked
   for (the poller finds it where one runs).
 - :func:`native_range` (an intent whose ``tokenIn`` is the native coin): the blocks in
-  full, as the poller reads them, with the token logs read as above, decoded by the
-  poller's ``chain.evm.range_deposits.scan_range``: native value counts only with a
-  successful receipt, and the balance reconciliation finds the coin that arrived
-  through a contract, over the same full blocks as the poller.
+  full (``ScanChain.full_blocks``), as the poller reads them, with the token logs read
+  as above, decoded by the poller's ``chain.evm.range_deposits.scan_range``: native
+  value counts only with a successful receipt, and the balance reconciliation finds
+  the coin that arrived through a contract, over the same full blocks as the poller.
 
 Every log answer is proven whole (``chain.evm.coverage``): asked with the answering
 node's hash of ``blocks.last`` in the same POST, accepted only if it is the hash read
@@ -27,11 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 
-from intentd.adapters.evm.chain_reader import EvmChainReader, open_chain
-from intentd.adapters.evm.json_rpc import JsonRpcClient
-from intentd.adapters.evm.window_logs import IntentWindowReader
 from intentd.chain.blocks import BlockHeader, BlockRange
 from intentd.chain.errors import InconsistentAnswer
 from intentd.chain.evm.addresses import WatchedAddresses
@@ -42,39 +38,13 @@ from intentd.chain.evm.ports import RawRange
 from intentd.chain.evm.range_deposits import scan_range
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer, chain_order
+from intentd.scanning.ports import ScanChain
+from intentd.scanning.service import tokens_of
 from intentd.settings import ChainConfig
 
-__all__ = [
-    "READ_ATTEMPTS",
-    "ChainReads",
-    "native_range",
-    "open_reads",
-    "token_deposits_of",
-    "token_range",
-]
+__all__ = ["READ_ATTEMPTS", "native_range", "token_deposits_of", "token_range"]
 
 READ_ATTEMPTS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ChainReads:
-    """One chain's RPC client and the readers over it; :meth:`close` closes the client."""
-
-    client: JsonRpcClient
-    reader: EvmChainReader
-    """Full blocks, block hashes, receipts: the poller's reader."""
-    window: IntentWindowReader
-
-    async def close(self) -> None:
-        await self.reader.close()
-
-
-def open_reads(chain: ChainConfig) -> ChainReads:
-    client, reader = open_chain(chain, attempts=READ_ATTEMPTS)
-    tokens = [token.address for token in chain.tokens]
-    return ChainReads(
-        client, reader, IntentWindowReader(client, tokens, max_log_range=chain.max_log_range)
-    )
 
 
 def token_deposits_of(
@@ -103,10 +73,10 @@ def token_deposits_of(
 
 
 async def token_range(
-    reads: ChainReads, chain: ChainConfig, address: str, blocks: BlockRange
+    reads: ScanChain, chain: ChainConfig, address: str, blocks: BlockRange
 ) -> tuple[list[ChainTransfer], str]:
     """Token deposits to ``address`` in ``blocks``, and the hash of ``blocks.last``."""
-    tokens = frozenset(t.address.lower() for t in chain.tokens)
+    tokens = tokens_of(chain)
     watched = WatchedAddresses([address])
     for attempt in range(1, READ_ATTEMPTS + 1):
         hits = await reads.window.transfers_to(address, blocks)
@@ -127,7 +97,7 @@ async def token_range(
 
 
 async def native_range(
-    reads: ChainReads,
+    reads: ScanChain,
     chain: ChainConfig,
     address: str,
     blocks: BlockRange,
@@ -138,11 +108,10 @@ async def native_range(
     """Native and token deposits to ``address`` in ``blocks`` (read in full), and the
     hash of ``blocks.last``. The recipient-filtered answers must cover ``blocks`` and
     be proven against the full blocks, as must the token logs of their blocks."""
-    tokens = frozenset(t.address.lower() for t in chain.tokens)
-    calls = [("eth_getBlockByNumber", [hex(n), True]) for n in blocks]
+    tokens = tokens_of(chain)
     for attempt in range(1, READ_ATTEMPTS + 1):
         full, hits = await asyncio.gather(
-            reads.client.batch(calls), reads.window.transfers_to(address, blocks)
+            reads.full_blocks(blocks), reads.window.transfers_to(address, blocks)
         )
         numbers = sorted({int(log["blockNumber"], 16) for a in hits for log in a.logs})
         raw = RawRange(full, await reads.window.token_logs(numbers, anchor=blocks.last))
@@ -151,7 +120,7 @@ async def native_range(
             proven_logs(hits, {h.number: h.hash for h in read}, covering=blocks if tokens else None)
             headers, found = await scan_range(
                 chain.name,
-                reads.reader,
+                reads,
                 raw,
                 blocks,
                 tokens=tokens,

@@ -13,7 +13,8 @@ window, 256):
 - it has another one (a reorg orphaned it), and the transaction is now in another block at
   confirmation depth, succeeded (receipt status 1) and makes the same transfer (same
   identity, token, recipient and amount): it is credited again as the poller's deposit
-  would be (:func:`~intentd.lifecycle.crediting.credit`), so the lifecycle relocates
+  would be (:func:`~intentd.lifecycle.crediting.credit`, through
+  ``scanning.service``), so the lifecycle relocates
   the record to that block (still credited once; no event; actions held for it are
   released);
 - it is in a newer block not yet at confirmation depth, or the node's answers disagree
@@ -23,7 +24,8 @@ window, 256):
 - the node has no receipt of the transaction: that is no evidence (a receipt index can
   trail the blocks, behind a load balancer or after a failover). The new branch's blocks
   from the orphaned height (at most the chain's ``batch_size``, up to the confirmed
-  head) are read in full and scanned as the poller scans them, with its balance
+  head) are read in full and scanned as the poller scans them
+  (:func:`~intentd.scanning.service.scan_blocks`), with its balance
   reconciliation for ETH that arrived through a contract (whose synthetic id has no
   receipt): the same deposit found there is moved; its transaction found there without
   it (the logs answer was short), or an orphaned height above the confirmed head: look
@@ -58,21 +60,19 @@ import structlog
 
 from intentd import observability as metrics
 from intentd import wire
-from intentd.chain.blocks import BlockHeader, BlockRange, confirmed_head
+from intentd.chain.blocks import BlockRange, confirmed_head
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.balances import Reconciled, is_reconciled
 from intentd.chain.evm.finality import Verdict, find_again, judge, shows_transfer
-from intentd.chain.evm.ports import RawRange
-from intentd.chain.evm.range_deposits import scan_range
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
 from intentd.lifecycle.chain_book import ChainBook
-from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import DepositChain, Store, VerifierChains
 from intentd.lifecycle.retractions import retract
+from intentd.scanning.service import ScanCredits, Scanned, scan_blocks
 from intentd.settings import ChainConfig, Settings
 from intentd.supervision import POSTGRESQL, answered, progress, report, rpc
 from intentd.wait import wait_any
@@ -97,6 +97,7 @@ class TriggerVerifier:
     ) -> None:
         self._settings = settings
         self._book = ChainBook.of_settings(settings)
+        self._credits = ScanCredits(settings, store)
         self._store = store
         self._chains = chains
         self._final_depth = final_depth
@@ -179,10 +180,10 @@ class TriggerVerifier:
         number = int(receipt["blockNumber"], 16)
         if number > confirmed_head(latest, config.confirmations):
             return "waiting"  # mined again, not yet at confirmation depth
-        _, headers, found = await self._scan(config, reader, deposit, BlockRange(number, number))
-        if headers[0].hash != str(receipt["blockHash"]).lower():
+        scanned = await self._scan(config, reader, deposit, BlockRange(number, number))
+        if scanned.headers[0].hash != str(receipt["blockHash"]).lower():
             return "waiting"  # the node reorganised between the two reads
-        again = find_again(found, deposit)
+        again = find_again(scanned.transfers, deposit)
         if again is not None:
             return await self._move(config, recorded, again)
         if shows_transfer(receipt, deposit):
@@ -209,13 +210,13 @@ class TriggerVerifier:
         if last < deposit.block_number:
             return "waiting"  # the new branch is not confirmed that high yet
         blocks = BlockRange(deposit.block_number, last)
-        raw, _, found = await self._scan(config, reader, deposit, blocks)
-        again = find_again(found, deposit)
+        scanned = await self._scan(config, reader, deposit, blocks)
+        again = find_again(scanned.transfers, deposit)
         if again is not None:
             return await self._move(config, recorded, again)
         if any(
             str(tx.get("hash", "")).lower() == deposit.tx_hash
-            for block in raw.blocks
+            for block in scanned.raw.blocks
             for tx in block["transactions"]
         ):
             return "waiting"
@@ -227,12 +228,9 @@ class TriggerVerifier:
         reader: DepositChain,
         deposit: Deposit,
         blocks: BlockRange,
-    ) -> tuple[RawRange, list[BlockHeader], list[ChainTransfer]]:
+    ) -> Scanned:
         """``blocks`` as read, and the deposits to ``deposit``'s address in them as the
         poller finds them (with its balance reconciliation, for a reconciled deposit)."""
-        raw = await reader.read_range(blocks)
-        tokens = frozenset(t.address.lower() for t in config.tokens)
-        watched = WatchedAddresses([deposit.to_address])
         reconciliation, reconciled = None, None
         if is_reconciled(deposit.token, deposit.from_address):
             reconciliation = Reconciliation(
@@ -241,24 +239,19 @@ class TriggerVerifier:
                 by_transaction=config.reconciled_identity == "transaction",
             )
             reconciled = [Reconciled(deposit.to_address, 0, 2**62)]  # only its address
-        headers, found = await scan_range(
-            config.name, reader, raw, blocks, tokens=tokens, watched=watched,
+        return await scan_blocks(
+            config, reader, blocks, WatchedAddresses([deposit.to_address]),
             reconciliation=reconciliation, reconciled=reconciled,
         )  # fmt: skip
-        return raw, headers, found
 
     async def _move(
         self, config: ChainConfig, recorded: RecordedDeposit, again: ChainTransfer
     ) -> str:
         """Credit the re-mined transfer as the poller's would be: it is relocated."""
         deposit = recorded.deposit
-        async with self._store.unit() as uow:
-            outcome = await credit(
-                uow,
-                self._book,
-                wire.found_deposit(config.name, again),
-                now=datetime.now(UTC),
-            )
+        outcome = await self._credits.credit_one(
+            wire.found_deposit(config.name, again), now=datetime.now(UTC)
+        )
         if outcome is Outcome.RELOCATED:
             log.warning(
                 "reorg moved a trigger-credited deposit to another block",

@@ -10,12 +10,12 @@ from tests.unit.adapters.evm.rpc_fakes import FakeProvider, client
 from tests.unit.chain.chain_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
 
 from intentd.adapters.evm.window_logs import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
-from intentd.api.trigger_scan import token_deposits_of
 from intentd.chain.blocks import BlockRange
 from intentd.chain.errors import InconsistentAnswer
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.coverage import LogsAnswer, UnprovenLogs
 from intentd.chain.evm.decoding import TRANSFER_TOPIC, decode_headers, find_deposits
+from intentd.scanning.window import token_deposits_of
 
 INTENT = address(7)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.api.processing import first_block_at_or_after
+from intentd.scanning.trigger import first_block_at_or_after
 
 
 @given(
