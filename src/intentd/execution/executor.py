@@ -27,7 +27,7 @@ repositories of ``execution.repositories``); the steps live in
 - A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
   ``l1_fee_margin_bps`` at the address, in its first transfer and in each replacement
   (``execution.transfer_planner``); without a bound it is not signed and waits
-  (``adapters.l1_fee``).
+  (``adapters.evm.l1_fee``).
 - A prefill is signed only when the relayer can pay it on top of its prefills in
   flight; short, it waits up to ``liquidity.prefill_wait`` for a refill, then fails
   (``execution.prefill_funds``). Every ``liquidity.read_interval`` the tick ends with the
@@ -45,6 +45,7 @@ import asyncio
 import structlog
 
 from intentd.backoff import Backoff
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import SignerKind
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.float_report import FloatReport
@@ -55,14 +56,13 @@ from intentd.execution.ports import (
     Keyring,
     L1Fees,
     Lease,
-    StateReader,
+    NodeReader,
 )
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.sending import Sender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
-from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig, LiquidityConfig
 from intentd.supervision import progress, report, rpc
 from intentd.wait import wait_any
@@ -81,7 +81,7 @@ class Executor:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        state: StateReader,
+        reader: NodeReader,
         fees: FeeOracle,
         broadcaster: Broadcaster,
         keyring: Keyring,
@@ -93,26 +93,26 @@ class Executor:
         self._rpc = rpc(chain.name)
         liquidity = liquidity if liquidity is not None else LiquidityConfig()
         relayer = keyring.address(SignerKind.RELAYER)
-        sender = Sender(chain, store=store, state=state, broadcaster=broadcaster, keyring=keyring)
+        sender = Sender(chain, store=store, reader=reader, broadcaster=broadcaster, keyring=keyring)
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
             chain,
             config,
             store=store,
-            state=state,
+            reader=reader,
             fees=fees,
             keyring=keyring,
             sender=sender,
             transfers=transfers,
-            funds=PrefillFunds(chain, liquidity, state=state, relayer=relayer),
+            funds=PrefillFunds(chain, liquidity, reader=reader, relayer=relayer),
             verifier=verifier,
         )
-        self._report = FloatReport(chain, liquidity, store=store, state=state, keyring=keyring)
+        self._report = FloatReport(chain, liquidity, store=store, reader=reader, keyring=keyring)
         self._settler = Settler(
             chain,
             config,
             store=store,
-            state=state,
+            reader=reader,
             fees=fees,
             broadcaster=broadcaster,
             sender=sender,

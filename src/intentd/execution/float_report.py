@@ -11,7 +11,7 @@ Guarantees:
 - Every ``liquidity.read_interval`` seconds (at the end of a tick) the figures of the
   records are read first, in one snapshot (``Funds.exposure``), then the
   relayer's balance of every supported token and the native coin and the gas tank's
-  native balance, in one request to one node (``StateReader.balances``). A prefill that
+  native balance, in one request to one node (``NodeReader.balances``). A prefill that
   becomes final between the two is in the balance already; one that does not is still
   reserved: ``free`` can be smaller than the truth, never larger.
 - A reading from a node whose head is below the newest block holding a confirmed
@@ -36,7 +36,7 @@ from intentd import observability as metrics
 from intentd.domain.actions import NATIVE, SignerKind
 from intentd.domain.liquidity import Float
 from intentd.execution.float_figures import Balances, Exposure, FloatRow
-from intentd.execution.ports import ExecutionStore, Keyring, StateReader
+from intentd.execution.ports import ExecutionStore, Keyring, NodeReader
 from intentd.settings import ChainConfig, LiquidityConfig, NativeTokenConfig, TokenConfig
 from intentd.supervision.episodes import Episodes, Wording
 from intentd.supervision.outage_log import emit
@@ -87,14 +87,14 @@ class FloatReport:
         config: LiquidityConfig,
         *,
         store: ExecutionStore,
-        state: StateReader,
+        reader: NodeReader,
         keyring: Keyring,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._chain = chain
         self._config = config
         self._store = store
-        self._state = state
+        self._reader = reader
         self._relayer = keyring.address(SignerKind.RELAYER).lower()
         self._gas_tank = keyring.address(SignerKind.GAS_TANK).lower()
         self._tokens = [NATIVE, *(t.address.lower() for t in chain.tokens)]
@@ -118,7 +118,7 @@ class FloatReport:
                 self._relayer, overdue_after=self._config.repayment_overdue_after
             )
         holdings = [(self._relayer, token) for token in self._tokens]
-        read = await self._state.balances([*holdings, (self._gas_tank, NATIVE)])
+        read = await self._reader.balances([*holdings, (self._gas_tank, NATIVE)])
         if read.block < exposure.newest_paid:
             name = self._chain.name
             emit(self._behind.seen(name, node_head=read.block, newest_paid=exposure.newest_paid))

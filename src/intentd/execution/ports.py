@@ -1,16 +1,16 @@
 """What the executor needs from the outside world, as small protocols.
 
-The adapters implement them (``adapters.chain_writer.EvmChainWriter`` the three chain
-ports, ``adapters.execution_store.PostgresExecutionStore`` the store,
-``adapters.executor_lease.ExecutorLease``, ``adapters.signer.Keyring``,
-``adapters.l1_fee``); the unit tests use the fakes of
+The adapters implement them (``adapters.evm.chain_writer.EvmChainWriter`` the three
+chain ports, ``adapters.execution_store.PostgresExecutionStore`` the store,
+``adapters.executor_lease.ExecutorLease``, ``adapters.evm.signer.Keyring``,
+``adapters.evm.l1_fee``); the unit tests use the fakes of
 ``tests/unit/execution/execution_fakes.py``.
 
 The store is a unit of work: :class:`ExecutionStore` opens a :class:`StoreTransaction`,
 whose repositories (``execution.repositories``) are its attributes.
 
 The chain's nodes are three capability ports, one adapter behind them all:
-:class:`StateReader` (read state: heads, code, counts, receipts, balances),
+:class:`NodeReader` (read state: heads, code, counts, receipts, balances),
 :class:`FeeOracle` (the fee market and gas estimates; :class:`L1Fees` beside it) and
 :class:`Broadcaster` (send transactions, and whether a node knows them).
 
@@ -19,25 +19,25 @@ Contracts the executor relies on:
 - :class:`ExecutionStore`: every change happens in a :meth:`~ExecutionStore.transaction`
   that commits as a whole when the block ends and rolls back when it raises (the
   repositories' own contracts: ``execution.repositories``).
-- The chain ports' reads may raise :class:`~intentd.indexer.ports.ChainUnavailable`
-  (the adapters' RPC errors; the loop retries the tick). :meth:`StateReader.view` is
+- The chain ports' reads may raise :class:`~intentd.chain.errors.ChainUnavailable`
+  (the adapters' RPC errors; the loop retries the tick). :meth:`NodeReader.view` is
   one request answered by one node (a load balancer routes a request to one backend),
   so its answers can be checked against each other (``execution.evidence``);
-  :meth:`StateReader.nonce_use` answers only what one node's answer proves.
+  :meth:`NodeReader.nonce_use` answers only what one node's answer proves.
   :meth:`Broadcaster.send_raw`
   answers a node's refusal as a :class:`SendOutcome` and raises only when no node
-  answered (:class:`~intentd.indexer.ports.NoAnswer`).
+  answered (:class:`~intentd.chain.errors.NoAnswer`).
 - :class:`Lease`: :meth:`Lease.check` raises when this process may no longer lead the
   chain; the executor then stops at once.
 - :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
   key; the executor sees addresses and signed bytes only.
-- :meth:`StateReader.balances` answers from one node in one request, with that node's
+- :meth:`NodeReader.balances` answers from one node in one request, with that node's
   head read first: the balances are at that block or newer (never older).
 - :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
   of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
   signed then: fail closed); a node that does not answer raises
-  :class:`~intentd.indexer.ports.ChainUnavailable` (the tick is retried).
-  ``adapters.l1_fee`` implements it.
+  :class:`~intentd.chain.errors.ChainUnavailable` (the tick is retried).
+  ``adapters.evm.l1_fee`` implements it.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ __all__ = [
     "L1FeeUnavailable",
     "L1Fees",
     "Lease",
+    "NodeReader",
     "SendOutcome",
     "SignedTx",
-    "StateReader",
     "StoreTransaction",
 ]
 
@@ -107,8 +107,10 @@ class SendOutcome(enum.Enum):
     REJECTED = "rejected"
 
 
-class StateReader(Protocol):
-    """What the executor reads of one chain's state (read state)."""
+class NodeReader(Protocol):
+    """What the executor reads of one chain's nodes (read state): heads, code, counts,
+    one node's view of our transactions, the proof of a nonce's use, balances. (The
+    balance reconciliation's reads are ``chain.evm.ports.StateReader``.)"""
 
     async def head(self) -> int: ...
     async def has_code(self, address: str) -> bool: ...
@@ -212,7 +214,7 @@ class SignedTx:
 
 
 class Keyring(Protocol):
-    """The keys one executor signs with (``adapters.signer.Keyring``)."""
+    """The keys one executor signs with (``adapters.evm.signer.Keyring``)."""
 
     def address(self, kind: SignerKind, index: int | None = None) -> str:
         """Lowercase address of a signer (``index``: an intent signer's HD index)."""

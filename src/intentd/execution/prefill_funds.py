@@ -34,7 +34,7 @@ from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import shortfall
 from intentd.execution.outcomes import failed_attempt
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import StateReader, StoreTransaction
+from intentd.execution.ports import NodeReader, StoreTransaction
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, LiquidityConfig
 
@@ -80,11 +80,11 @@ class PrefillFunds:
     """The prefill checks of one chain's relayer."""
 
     def __init__(
-        self, chain: ChainConfig, config: LiquidityConfig, *, state: StateReader, relayer: str
+        self, chain: ChainConfig, config: LiquidityConfig, *, reader: NodeReader, relayer: str
     ) -> None:
         self._chain = chain
         self._bound = config.prefill_wait
-        self._state = state
+        self._reader = reader
         self._relayer = relayer.lower()
         self._alerted: set[int] = set()
         """Prefills an error log asked a refill for (once per process)."""
@@ -94,7 +94,7 @@ class PrefillFunds:
         prefills in flight; None (the prefill postponed) when the node lags our payments."""
         committed = await work.funds.relayer_commitments(self._relayer)
         tokens = sorted({action.token, NATIVE})
-        read = await self._state.balances([(self._relayer, token) for token in tokens])
+        read = await self._reader.balances([(self._relayer, token) for token in tokens])
         if read.block < committed.newest_paid:
             log.warning(
                 "the relayer's balance came from a node behind its confirmed payments;"

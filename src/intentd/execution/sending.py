@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.errors import NoAnswer
 from intentd.domain.actions import Action, ResultEvent, SignerKind
 from intentd.execution.outcomes import result_message
 from intentd.execution.planning import Purpose, TxPlan
@@ -33,13 +34,12 @@ from intentd.execution.ports import (
     Broadcaster,
     ExecutionStore,
     Keyring,
+    NodeReader,
     SendOutcome,
-    StateReader,
     StoreTransaction,
 )
 from intentd.execution.repositories import NewTx
 from intentd.faults import crash_point
-from intentd.indexer.ports import NoAnswer
 from intentd.settings import ChainConfig
 
 __all__ = ["Recorded", "Sender"]
@@ -66,14 +66,14 @@ class Sender:
         chain: ChainConfig,
         *,
         store: ExecutionStore,
-        state: StateReader,
+        reader: NodeReader,
         broadcaster: Broadcaster,
         keyring: Keyring,
     ) -> None:
         self._chain = chain
         self._name = chain.name
         self._store = store
-        self._state = state
+        self._reader = reader
         self._broadcaster = broadcaster
         self._keys = keyring
         self._reconciled: set[str] = set()
@@ -128,8 +128,8 @@ class Sender:
         """First use of a signer by this process: line its stored nonce up with the chain."""
         if signer in self._reconciled:
             return
-        pending = (await self._state.nonces([signer], "pending"))[signer]
-        latest = (await self._state.nonces([signer], "latest"))[signer]
+        pending = (await self._reader.nonces([signer], "pending"))[signer]
+        latest = (await self._reader.nonces([signer], "latest"))[signer]
         async with self._store.transaction() as work:
             next_nonce = await work.nonces.reconcile(signer, pending)
             holes = await work.nonces.open_holes(signer, latest)

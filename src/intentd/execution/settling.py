@@ -3,7 +3,7 @@
 Guarantees:
 
 - Each tick reads a head, then, in one request answered by one node
-  (``StateReader.view``), that node's head, every open signer's transaction count at
+  (``NodeReader.view``), that node's head, every open signer's transaction count at
   the newest block at confirmation depth, and the receipts of every open transaction
   (in packs that fit one request; a group is judged from the view that carried its
   receipts and its signer's count). A view from a node below that block, or showing a
@@ -16,7 +16,7 @@ Guarantees:
   it back to ``sent`` (the same bytes go out again when it is stuck).
 - The nonce used at depth and no receipt of ours read: an absent receipt is no
   evidence. The transaction that used the nonce is looked for in a block
-  (``StateReader.nonce_use``). Ours: final once its receipt is read with the block.
+  (``NodeReader.nonce_use``). Ours: final once its receipt is read with the block.
   Another one: the group is ``dropped``, the attempt failed (its hash and block in
   the error), the signer reconciled again before its next nonce. Not found, or the
   answers disagree: nothing is decided, signed, replaced or re-broadcast for the
@@ -36,12 +36,13 @@ from collections.abc import Sequence
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
 from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
 from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, StateReader
+from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, NodeReader
 from intentd.execution.sending import Sender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
@@ -65,7 +66,6 @@ from intentd.execution.tracking import (
 from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
-from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
 from intentd.supervision.episodes import Episodes, Wording
 from intentd.supervision.outage_log import emit
@@ -97,7 +97,7 @@ class Settler:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        state: StateReader,
+        reader: NodeReader,
         fees: FeeOracle,
         broadcaster: Broadcaster,
         sender: Sender,
@@ -108,7 +108,7 @@ class Settler:
         self._name = chain.name
         self._config = config
         self._store = store
-        self._state = state
+        self._reader = reader
         self._sender = sender
         self._starter = starter
         self._unsticker = Unsticker(
@@ -142,11 +142,11 @@ class Settler:
         # A nonce counts as used by another transaction only at confirmation depth: a
         # shallower one may be reorged out, and ours (dropped, its action retried with a
         # new nonce) mined in its place.
-        deep = depth_block(await self._state.head(), self._chain.confirmations)
-        for pack in pack_groups(grouped, self._state.view_size):
+        deep = depth_block(await self._reader.head(), self._chain.confirmations)
+        for pack in pack_groups(grouped, self._reader.view_size):
             signers = sorted({group[0].signer for _, group in pack})
             hashes = [tx.tx_hash for _, group in pack for tx in group]
-            view = await self._state.view(signers, hashes, deep)
+            view = await self._reader.view(signers, hashes, deep)
             problem = view_problem(view, asked=deep)
             if problem is not None:
                 metrics.SETTLE_UNDECIDED.labels(self._name, "view").inc()
@@ -186,7 +186,7 @@ class Settler:
         first = unexplained.txs[0]
         ours = [tx.tx_hash for tx in unexplained.txs]
         try:
-            use = await self._state.nonce_use(first.signer, first.nonce, deep, ours)
+            use = await self._reader.nonce_use(first.signer, first.nonce, deep, ours)
         except ChainUnavailable as exc:
             return Unexplained(unexplained.txs, f"looking for the nonce's transaction: {exc}")
         return judge_use(

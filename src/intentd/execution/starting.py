@@ -16,7 +16,7 @@ Guarantees:
 - A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
   ``l1_fee_margin_bps`` at the address (``execution.transfer_planner``); without a
   bound it is not signed and waits, postponed without counting an attempt
-  (``adapters.l1_fee``).
+  (``adapters.evm.l1_fee``).
 - An ERC-20 transfer from an intent address is preceded by a gas top-up from the gas
   tank, less what the tank's credit at the address already covers; the transfer is
   signed once the top-up is confirmed, with fees its budget affords.
@@ -52,7 +52,7 @@ from intentd.execution.ports import (
     FeeOracle,
     Keyring,
     L1FeeUnavailable,
-    StateReader,
+    NodeReader,
     StoreTransaction,
 )
 from intentd.execution.prefill_funds import PrefillFunds
@@ -82,7 +82,7 @@ class Starter:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        state: StateReader,
+        reader: NodeReader,
         fees: FeeOracle,
         keyring: Keyring,
         sender: Sender,
@@ -95,7 +95,7 @@ class Starter:
         self._name = chain.name
         self._config = config
         self._store = store
-        self._state = state
+        self._reader = reader
         self._fees = fees
         self._keys = keyring
         self._sender = sender
@@ -215,7 +215,7 @@ class Starter:
     async def _transfer_gas(self, action: Action, sender: str) -> int:
         if not action.native:
             return await self._token_gas(action, sender)
-        if not await self._state.has_code(action.to_address):
+        if not await self._reader.has_code(action.to_address):
             return NATIVE_TRANSFER_GAS
         value = 0 if action.gas_from_amount else action.amount  # the sent value needs the gas
         estimate = await self._fees.estimate_gas(sender, action.to_address, value, b"")

@@ -60,7 +60,7 @@ class Harness:
             chain_config(),
             self.config,
             store=self.store,
-            state=self.writer,
+            reader=self.writer,
             fees=self.writer,
             broadcaster=self.writer,
             keyring=KEYS,
