@@ -120,8 +120,9 @@ class Group:
             return None
         return max(t for t, _ in latest)
 
-    async def rebalance(self, since: float, timeout: float = 30.0) -> float:
-        """Wait until the group settles after `since`; the seconds it took."""
+    async def rebalance(self, since: float, timeout: float = 60.0) -> float:
+        """Wait until the group settles after `since`; the seconds it took (a member that
+        starts on a loaded machine may take 30 s to import, join and be assigned)."""
         deadline = time.monotonic() + timeout
         while (settled := self.settled_since(since)) is None:
             for member in self.live():
@@ -180,7 +181,7 @@ class Flow:
     bootstrap: str
     batch: Callable[[int], Awaitable[list[Message]]]
     pace: float
-    deadline: float = 100.0
+    deadline: float = 200.0
     sent: list[Sent] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None

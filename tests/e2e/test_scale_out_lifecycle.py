@@ -37,7 +37,8 @@ from intentd.messages import (
 )
 from intentd.settings import Settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+"""Four rebalances and a flow on a loaded machine may take more than the default 120 s."""
 CHAINS = ("BASE_TESTNET", "ARBITRUM_TESTNET")
 BATCH = 4
 """Intents created at a time while the flow runs, their deposits interleaved."""

@@ -34,7 +34,8 @@ from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks.secret_box import SecretBox, parse_key
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+"""Four rebalances and a flow on a loaded machine may take more than the default 120 s."""
 ENDPOINTS = ("a", "b")
 PACE = 0.1
 OWN_EVENTS = 3
