@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
@@ -193,7 +193,7 @@ async def test_a_second_provider_without_the_deposit_holds_the_prefill(env: Env)
     settings = env.settings(verify_above="10", verify_url=env.fork.url)
     action_id = await deposit_and_prefill(env, settings)
     held, overdue = metric("intentd_prefills_unconfirmed_total"), metric(OVERDUE)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         row = await run_executor(env, settings, action_id, until=4.0)
         await env.pool.execute(  # the bound passes: next try alerts, once
             "UPDATE actions SET not_before = now(), created_at = now() - interval '1 hour'"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.unit.intents.intent_store_fakes import NOW, FakeIntentStore, Keys, new_intent
 
 from intentd.domain.liquidity import Float
@@ -263,7 +263,7 @@ async def test_a_view_that_cannot_be_loaded_is_one_line_then_one_when_loaded_aga
     gate = LiquidityGate(settings(view_refresh=0.001), clock=Clock())
     stop = asyncio.Event()
     source = ScriptedFloats(away=60, loads=62, stop=stop)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         async with asyncio.timeout(10):
             await gate.follow(source, stop)
     told = [(e["event"], e["log_level"]) for e in logs if "float" in e["event"]]
