@@ -32,6 +32,7 @@ from intentd.adapters.postgres import Pool
 from intentd.composition.roles import poller_role
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.indexer.decoding import NATIVE, BlockHeader
+from intentd.indexer.poller import Poller
 from intentd.indexer.reorg import Cursor
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
@@ -448,8 +449,15 @@ async def test_a_second_poller_waits_as_a_standby_and_takes_over(
     a = await intent_address(pool, settings)
     first = polling(chain)
     await wait_for_cursor(pool, chain.name, await chain.rpc.block_number())
-    standby = polling(chain)
-    await asyncio.sleep(0.5)
+    with structlog.testing.capture_logs() as logs:
+        standby = polling(chain)
+        deadline = time.monotonic() + 30
+        while not any(
+            "waiting as a standby" in e["event"] and e.get("chain") == chain.name for e in logs
+        ):
+            assert not standby.task.done(), standby.task
+            assert time.monotonic() < deadline, "the second poller never said it waits"
+            await asyncio.sleep(0.02)
     assert not standby.task.done()  # waiting for the chain lock, not polling
     await first.finish()
     tx_hash = await chain.rpc.send(chain.payer, a, value=5)
@@ -507,11 +515,23 @@ async def test_a_crash_between_publishing_and_the_cursor_commit_republishes(
     assert len({m["id"] for m in found}) == 3
 
 
+WARNED = "confirmed head is below the cursor"
+
+
 async def test_a_reset_chain_below_the_cursor_is_reported_once_and_never_read(
-    chain: Chain, pool: Pool, polling: Any
+    chain: Chain, pool: Pool, polling: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chain restarted from genesis (or the RPC URL now names another chain): the
     poller says so once, moves nothing and waits."""
+    polls = 0
+    refresh_head = Poller._refresh_head
+
+    async def counted(self: Poller) -> None:
+        nonlocal polls
+        polls += 1
+        await refresh_head(self)
+
+    monkeypatch.setattr(Poller, "_refresh_head", counted)
     await chain.rpc.mine(12)
     head = await chain.rpc.block_number()
     first = polling(chain)
@@ -524,13 +544,20 @@ async def test_a_reset_chain_below_the_cursor_is_reported_once_and_never_read(
     try:
         with structlog.testing.capture_logs() as logs:
             second = polling(chain, chain.configure(rpc_urls=[fresh.url]))
-            await asyncio.sleep(1.5)  # about 15 polls
+            deadline = time.monotonic() + 30
+            told: int | None = None  # polls made when the warning was first seen
+            while told is None or polls < told + 15:  # then 15 polls more: said once
+                assert not second.task.done(), second.task
+                assert time.monotonic() < deadline, f"warned after {told} polls; {polls} made"
+                if told is None and any(WARNED in e["event"] for e in logs):
+                    told = polls
+                await asyncio.sleep(0.02)
             assert not second.task.done()
             await second.finish()
     finally:
         await asyncio.to_thread(fresh.stop)
 
-    warnings = [e for e in logs if "confirmed head is below the cursor" in e["event"]]
+    warnings = [e for e in logs if WARNED in e["event"]]
     assert len(warnings) == 1
     assert warnings[0]["log_level"] == "warning"
     assert warnings[0]["cursor"] == before.number
