@@ -91,13 +91,19 @@ async def test_run_stops_and_finishes_what_is_in_flight() -> None:
     now = datetime.now(UTC)
     store = FakeStore()
     store.pending = [(now, delivery(n, f"u{n}", [new_secret()])) for n in range(5)]
-    sender = FakeSender(lambda url: Attempt(200, 0.0))
+    gates = {f"u{n}": asyncio.Event() for n in range(5)}
+    sender = FakeSender(lambda url: Attempt(200, 0.0), gates=gates)
     dispatcher = Dispatcher(store, sender, BOX, lambda: now, idle_poll=0.01)
     stop = asyncio.Event()
     task = asyncio.create_task(dispatcher.run(stop))
-    await asyncio.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while store.pending:  # until all five are in flight, not for 0.05 s
+        assert time.monotonic() < deadline, store.pending
+        await asyncio.sleep(0.005)
     stop.set()
-    await asyncio.wait_for(task, 2)
+    for gate in gates.values():  # their answers come after the stop
+        gate.set()
+    await asyncio.wait_for(task, 10)
     assert len(store.attempts) == 5
 
 
