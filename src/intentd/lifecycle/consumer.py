@@ -9,7 +9,7 @@ idempotently. Before a deposits partition's offset is committed, the block of th
 chain message applied from it is recorded (:class:`~intentd.lifecycle.ports.LogPositions`;
 retried like a message while the database fails, never skipped), which bounds the
 rescan if retention deletes records of it before they are read
-(:mod:`intentd.lifecycle.gap_recovery`).
+(:mod:`intentd.scanning.gap_recovery`).
 
 No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
 origin, and processing goes on with the next one, when it cannot be parsed, when a

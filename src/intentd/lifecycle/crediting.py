@@ -22,7 +22,7 @@ deposit is valued afresh; after it, the deposit is a duplicate. Without a truste
 the deposit is credited and the intent awaits one (:mod:`intentd.lifecycle.valuation`).
 
 A reconciled deposit (ETH through a contract) has two possible identities, by its block
-or by the transaction that paid it (``indexer.reconciled_ids``); a balance rise recorded
+or by the transaction that paid it (``chain.evm.reconciled_ids``); a balance rise recorded
 under one is never credited again under the other (rows recorded before identities by
 transaction, a block whose trace did not account for it on one node).
 """
@@ -35,12 +35,12 @@ from datetime import datetime
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.evm.balances import is_reconciled, reconciled_tx_hash
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.status import IntentStatus
 from intentd.domain.valuation import Rate
 from intentd.faults import crash_point
-from intentd.indexer.balances import is_reconciled, reconciled_tx_hash
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
 from intentd.lifecycle.ports import Rates, UnitOfWork
@@ -154,7 +154,7 @@ def _rate(row: IntentRow, seen: RecordedDeposit | None, valuer: Rates | None) ->
 
 def _same_rise(deposit: Deposit, in_block: Sequence[RecordedDeposit]) -> RecordedDeposit | None:
     """The record of the same balance rise as the reconciled ``deposit`` under its other
-    identity (``indexer.reconciled_ids``), if one stands: the block-identified record
+    identity (``chain.evm.reconciled_ids``), if one stands: the block-identified record
     when ``deposit`` is identified by a transaction, any transaction-identified one when
     ``deposit`` is identified by its block. A retracted record stands for nothing."""
     by_block = reconciled_tx_hash(deposit.to_address, deposit.block_hash)

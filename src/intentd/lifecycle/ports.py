@@ -29,11 +29,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from intentd.chain.evm.ports import ChainReader, StateReader
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey
 from intentd.domain.valuation import Rate
-from intentd.indexer.ports import ChainReader
-from intentd.indexer.reconciliation import ChainState
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.repositories import (
     ActionFacts,
@@ -159,7 +158,7 @@ class Publisher(Protocol):
 
 class LogPositions(Protocol):
     """What the lifecycle keeps of its place in the deposits logs, and the sources a gap
-    in them is recovered from (``lifecycle.gap_recovery``)."""
+    in them is recovered from (``scanning.gap_recovery``)."""
 
     async def record_applied_block(self, topic: str, partition: int, block_number: int) -> None:
         """Remember the block of the last chain message applied from ``topic:partition``."""
@@ -192,7 +191,7 @@ class DepositChain(ChainReader, Protocol):
         request): "no receipt" is evidence only from a node that has the block."""
         ...
 
-    def state(self) -> ChainState:
+    def state(self) -> StateReader:
         """The node's balances, receipts and traces, for the balance reconciliation."""
         ...
 
