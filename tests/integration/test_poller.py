@@ -175,6 +175,19 @@ class TopicReader:
             assert time.monotonic() < deadline, f"timed out; got {json_values(self.messages)}"
             await self.drain(0.1)
 
+    async def read_to_end(self, within: float = 30.0) -> None:
+        """Read up to each partition's end as it is now: all that was published before
+        (not whatever a fixed time reads, which a loaded machine makes less)."""
+        deadline = time.monotonic() + within
+        while not self._consumer.assignment():  # the group's assignment comes first
+            assert time.monotonic() < deadline, "no partitions assigned"
+            await self.drain(0.05)
+        ends = await self._consumer.end_offsets(list(self._consumer.assignment()))
+        for partition, end in ends.items():
+            while await self._consumer.position(partition) < end:
+                assert time.monotonic() < deadline, f"{partition} not read to its end"
+                await self.drain(0.05)
+
     async def drain(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
