@@ -137,7 +137,8 @@ def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
         method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
-    for _ in range(5):
+    deadline = time.monotonic() + 60  # a deadline, not 5 tries: a loaded machine is slow
+    while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 record: dict[str, Any] = json.loads(response.read())
@@ -148,8 +149,8 @@ def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
                 raise SystemExit(
                     f"intent creation failed: {exc.code} {exc.read().decode()}"
                 ) from None
-            time.sleep(float(wait))
-    raise SystemExit("intent creation failed: the API stayed unavailable")
+            time.sleep(min(float(wait), max(0.0, deadline - time.monotonic())))
+    raise SystemExit("intent creation failed: the API stayed unavailable for 60 s")
 
 
 async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> None:
