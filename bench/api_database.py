@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import orjson
 from pydantic import SecretStr
 
-from bench.intent_list import CONFIG
 from bench.poller_env import bench_database, infra_env
+from bench.scratch import CONFIG
 from intentd.adapters import trigger_runs
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import create_pool

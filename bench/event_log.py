@@ -21,26 +21,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import asyncpg
 import orjson
 
+from bench.scratch import scratch_pool
+from bench.timing import figures, timed
 from intentd.adapters import event_log
 from intentd.adapters.event_log import EventFilter, LogPosition
-from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.postgres import Pool
 from intentd.contract.events import event_id
-from intentd.settings import load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "config" / "local.toml"
 BUSY = uuid.UUID(int=1)
 INTENTS_PER_CLIENT = 200
 TYPES = ("intent_funded", "intent_initiated", "intent_completed", "intent_refunded")
@@ -105,24 +101,6 @@ async def fill(pool: Pool, owned: dict[uuid.UUID, list[int]], events: int) -> No
                     rows,
                 )
     await pool.execute("ANALYZE intent_events")
-
-
-async def timed(rounds: int, call: Callable[[], Awaitable[Any]]) -> dict[str, float]:
-    spent = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        await call()
-        spent.append((time.perf_counter() - began) * 1000)
-    return figures(spent)
-
-
-def figures(spent: list[float]) -> dict[str, float]:
-    spent = sorted(spent)
-    return {
-        "mean_ms": round(statistics.fmean(spent), 3),
-        "p50_ms": round(spent[len(spent) // 2], 3),
-        "p99_ms": round(spent[min(len(spent) - 1, int(len(spent) * 0.99))], 3),
-    }
 
 
 async def writes(pool: Pool, intent_id: int, client: uuid.UUID, rounds: int) -> dict[str, Any]:
@@ -214,30 +192,15 @@ async def reads(pool: Pool, owned: dict[uuid.UUID, list[int]], rounds: int) -> d
 
 
 async def main_async(events: int, clients: int, rounds: int) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_events_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        pool = await create_pool(f"{base}/{name}", max_size=2)
-        try:
-            await migrate(pool)
-            ids = [BUSY, *(uuid.uuid4() for _ in range(clients - 1))]
-            owned = await make_intents(pool, ids)
-            write = await writes(pool, owned[BUSY][0], BUSY, rounds)
-            began = time.perf_counter()
-            await fill(pool, owned, events)
-            filled = time.perf_counter() - began
-            size = await pool.fetchval(
-                "SELECT pg_size_pretty(pg_total_relation_size('intent_events'))"
-            )
-            read = await reads(pool, owned, rounds)
-        finally:
-            await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_pool("events") as (_, pool):
+        ids = [BUSY, *(uuid.uuid4() for _ in range(clients - 1))]
+        owned = await make_intents(pool, ids)
+        write = await writes(pool, owned[BUSY][0], BUSY, rounds)
+        began = time.perf_counter()
+        await fill(pool, owned, events)
+        filled = time.perf_counter() - began
+        size = await pool.fetchval("SELECT pg_size_pretty(pg_total_relation_size('intent_events'))")
+        read = await reads(pool, owned, rounds)
     return {
         "events": events,
         "clients": clients,

@@ -23,23 +23,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import asyncpg
-
+from bench.scratch import scratch_pool
+from bench.timing import figures
 from intentd.adapters import intent_list
 from intentd.adapters.intent_list import IntentFilter, ListPosition
-from intentd.adapters.postgres import Connection, create_pool, migrate
-from intentd.settings import load_settings
+from intentd.adapters.postgres import Connection
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "config" / "local.toml"
 BUSY = uuid.UUID(int=1)
 START = datetime(2026, 10, 1, tzinfo=UTC)
 CHAINS = ["ARBITRUM_TESTNET", "BASE_TESTNET"]
@@ -85,15 +80,6 @@ async def load(conn: Connection, intents: int, clients: int) -> float:
         await conn.execute(_LOAD, BUSY, others, START, base, first, last)
     await conn.execute("VACUUM ANALYZE intents")
     return time.perf_counter() - began
-
-
-def figures(spent: list[float]) -> dict[str, float]:
-    spent = sorted(spent)
-    return {
-        "p50_ms": round(spent[len(spent) // 2], 3),
-        "p99_ms": round(spent[min(len(spent) - 1, int(len(spent) * 0.99))], 3),
-        "max_ms": round(spent[-1], 3),
-    }
 
 
 async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter, dict[str, Any]]]:
@@ -154,57 +140,41 @@ async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter,
 
 
 async def main_async(intents: int, clients: int, rounds: int, plans: bool) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_list_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
     result: dict[str, Any] = {"intents": intents, "clients": clients, "rounds": rounds}
-    try:
-        pool = await create_pool(f"{base}/{name}", max_size=2)
-        try:
-            await migrate(pool)
-            async with pool.acquire() as conn:
-                result["load_seconds"] = round(await load(conn, intents, clients), 1)
-                result["busy_client_intents"] = await conn.fetchval(
-                    "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
+    async with scratch_pool("list") as (_, pool), pool.acquire() as conn:
+        result["load_seconds"] = round(await load(conn, intents, clients), 1)
+        result["busy_client_intents"] = await conn.fetchval(
+            "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
+        )
+        result["table_and_indexes"] = await conn.fetchval(
+            "SELECT pg_size_pretty(pg_total_relation_size('intents'))"
+        )
+        read: dict[str, Any] = {}
+        for label, (where, options) in (await cases(conn, intents)).items():
+            spent = []
+            rows = 0
+            for _ in range(rounds):
+                began = time.perf_counter()
+                found = await intent_list.page(
+                    conn,
+                    where,
+                    after=options.get("after"),
+                    descending=options.get("descending", True),
+                    limit=101,
                 )
-                result["table_and_indexes"] = await conn.fetchval(
-                    "SELECT pg_size_pretty(pg_total_relation_size('intents'))"
+                spent.append((time.perf_counter() - began) * 1000)
+                rows = len(found)
+            read[label] = {**figures(spent), "rows": rows}
+            if plans:
+                plan = await intent_list.explain(
+                    conn,
+                    where,
+                    after=options.get("after"),
+                    descending=options.get("descending", True),
                 )
-                read: dict[str, Any] = {}
-                for label, (where, options) in (await cases(conn, intents)).items():
-                    spent = []
-                    rows = 0
-                    for _ in range(rounds):
-                        began = time.perf_counter()
-                        found = await intent_list.page(
-                            conn,
-                            where,
-                            after=options.get("after"),
-                            descending=options.get("descending", True),
-                            limit=101,
-                        )
-                        spent.append((time.perf_counter() - began) * 1000)
-                        rows = len(found)
-                    read[label] = {**figures(spent), "rows": rows}
-                    if plans:
-                        plan = await intent_list.explain(
-                            conn,
-                            where,
-                            after=options.get("after"),
-                            descending=options.get("descending", True),
-                        )
-                        read[label]["plan"] = plan.splitlines()
-                result["read_page_of_100"] = read
-                result["mean_of_p99_ms"] = round(
-                    statistics.fmean(r["p99_ms"] for r in read.values()), 3
-                )
-        finally:
-            await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+                read[label]["plan"] = plan.splitlines()
+        result["read_page_of_100"] = read
+        result["mean_of_p99_ms"] = round(statistics.fmean(r["p99_ms"] for r in read.values()), 3)
     return result
 
 
