@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["figures", "percentile", "timed"]
+__all__ = ["figures", "latency", "percentile", "timed"]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -35,3 +35,12 @@ async def timed(rounds: int, call: Callable[[], Awaitable[Any]]) -> dict[str, fl
         await call()
         spent.append((time.perf_counter() - began) * 1000)
     return figures(spent)
+
+
+def latency(values: list[float]) -> dict[str, float]:
+    """p50, p99 and max of ``values`` (milliseconds, any number), to 0.1 ms."""
+    return {
+        "p50_ms": round(percentile(values, 0.5), 1),
+        "p99_ms": round(percentile(values, 0.99), 1),
+        "max_ms": round(max(values, default=0.0), 1),
+    }
