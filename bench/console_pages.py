@@ -25,9 +25,7 @@ database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import time
 import uuid
@@ -36,6 +34,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.cli import options, print_report
 from bench.intent_list import _LOAD, BATCH, BUSY
 from bench.scratch import CONFIG, scratch_pool
 from bench.timing import figures
@@ -186,10 +185,5 @@ async def main_async(intents: int, clients: int, rounds: int) -> dict[str, Any]:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=200)
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.intents, args.clients, args.rounds))
-    print(json.dumps(result, indent=2))
+    args = options(argv, __doc__, intents=1_000_000, clients=100, rounds=200)
+    print_report(asyncio.run(main_async(args.intents, args.clients, args.rounds)))

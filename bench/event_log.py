@@ -18,9 +18,7 @@ The database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
 import time
 import uuid
@@ -30,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from bench.cli import options, print_report
 from bench.scratch import scratch_pool
 from bench.timing import figures, timed
 from intentd.adapters import event_log
@@ -213,10 +212,5 @@ async def main_async(events: int, clients: int, rounds: int) -> dict[str, Any]:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=500)
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.events, args.clients, args.rounds))
-    print(json.dumps(result, indent=2))
+    args = options(argv, __doc__, events=200_000, clients=100, rounds=500)
+    print_report(asyncio.run(main_async(args.events, args.clients, args.rounds)))

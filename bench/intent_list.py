@@ -20,15 +20,14 @@ The database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench.cli import options, print_report
 from bench.scratch import scratch_pool
 from bench.timing import figures
 from intentd.adapters import intent_list
@@ -179,11 +178,12 @@ async def main_async(intents: int, clients: int, rounds: int, plans: bool) -> di
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--plans", action="store_true", help="print each case's plan")
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.intents, args.clients, args.rounds, args.plans))
-    print(json.dumps(result, indent=2))
+    args = options(
+        argv,
+        __doc__,
+        {"plans": "print each case's plan"},
+        intents=1_000_000,
+        clients=100,
+        rounds=300,
+    )
+    print_report(asyncio.run(main_async(args.intents, args.clients, args.rounds, args.plans)))

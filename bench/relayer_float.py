@@ -20,12 +20,11 @@ database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.cli import options, print_report
 from bench.intent_list import CHAINS, load
 from bench.scratch import scratch_pool
 from bench.timing import timed
@@ -136,11 +135,12 @@ async def measure(intents: int, actions: int, rounds: int, plans: bool) -> dict[
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench relayer-float")
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--actions", type=int, default=1_000)
-    parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--plans", action="store_true", help="print the plan of exposure")
-    args = parser.parse_args(argv)
-    found = asyncio.run(measure(args.intents, args.actions, args.rounds, args.plans))
-    print(json.dumps(found, indent=2))
+    args = options(
+        argv,
+        __doc__,
+        {"plans": "print the plan of exposure"},
+        intents=1_000_000,
+        actions=1_000,
+        rounds=50,
+    )
+    print_report(asyncio.run(measure(args.intents, args.actions, args.rounds, args.plans)))

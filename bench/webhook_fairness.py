@@ -37,6 +37,7 @@ from aiohttp import web
 from bench.scratch import scratch_database
 from bench.timing import latency
 from bench.webhook_role import (
+    arrival_ms,
     funded_event,
     new_webhook_key,
     prepare,
@@ -111,11 +112,7 @@ class Run:
             if delay > 0:
                 await asyncio.sleep(delay)
         await wait_arrived(self.receiver.arrived, ids, 120)
-        latencies = [
-            (self.receiver.arrived[i] - self.published[i]) * 1000
-            for i in ids
-            if i in self.receiver.arrived
-        ]
+        latencies = arrival_ms(self.receiver.arrived, self.published.__getitem__, ids)
         return {
             "b_events": len(ids),
             "b_delivered": len(latencies),

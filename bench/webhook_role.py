@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +34,7 @@ from intentd.webhooks.secret_box import SecretBox, parse_key
 from intentd_dev.devinfra.kafka_mock import create_topics
 
 __all__ = [
+    "arrival_ms",
     "funded_event",
     "new_webhook_key",
     "prepare",
@@ -163,3 +164,10 @@ async def wait_arrived(arrived: Mapping[str, float], ids: Iterable[str], timeout
         if all(i in arrived for i in wanted):
             return
         await asyncio.sleep(0.05)
+
+
+def arrival_ms(
+    arrived: Mapping[str, float], sent: Callable[[str], float], ids: Iterable[str]
+) -> list[float]:
+    """Of each of ``ids`` that arrived, milliseconds from ``sent(id)`` to its arrival."""
+    return [(arrived[i] - sent(i)) * 1000 for i in ids if i in arrived]

@@ -38,6 +38,7 @@ from aiohttp import web
 from bench.scratch import scratch_database
 from bench.timing import latency
 from bench.webhook_role import (
+    arrival_ms,
     funded_event,
     new_webhook_key,
     prepare,
@@ -112,11 +113,7 @@ class Bench:
                 await asyncio.sleep(delay)
         ids = [i for i in self.published if i not in before and self.published[i][1] in healthy]
         await self.wait_delivered(ids, 60)
-        latencies = [
-            (self.receiver.arrived[i] - self.published[i][0]) * 1000
-            for i in ids
-            if i in self.receiver.arrived
-        ]
+        latencies = arrival_ms(self.receiver.arrived, lambda i: self.published[i][0], ids)
         return {
             "events_per_second": round(per_tick / tick),
             "healthy_events": len(ids),
