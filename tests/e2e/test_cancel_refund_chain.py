@@ -11,49 +11,24 @@ balance is not asserted).
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.support import (
-    TopicReader,
-    balance,
-    daemon_env,
-    json_values,
-    send_payments,
-    start_daemon,
-    wait_exit,
-)
+from tests.e2e.chain_run import create_intent, running_on_chains, wait_until
+from tests.support import TopicReader, balance, json_values, send_payments
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.events import is_terminal
 from intentd.messages import events_topic
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
 UNIT = 10**6
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            actions = await pool.fetch("SELECT kind, reason, amount, status FROM actions")
-            raise AssertionError(f"timed out waiting for {what}; actions: {actions}")
-        await asyncio.sleep(0.3)
 
 
 @pytest.mark.timeout(300)
@@ -65,19 +40,9 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
     usdc = infra[f"INTENTD_{SOURCE}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
     port = free_port()
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(port),
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
     api = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
+    log = tmp_path / "daemon.log"
+    async with running_on_chains(settings, pool, log, INTENTD__API__PORT=str(port)) as env:
         cli(env, "clients", "create", "cancel-shop", "--exist-ok")
         key = cli(env, "keys", "create", "--client", "cancel-shop", "--mode", "test")["api_key"]
         headers = {"Authorization": f"Bearer {key}"}
@@ -92,14 +57,7 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
                 "recipient": str(Account.create().address),
                 "refund_address": refund_to,
             }
-            for _ in range(100):  # the API starts with the other roles
-                try:
-                    async with http.post(f"{api}/intents", json=body) as response:
-                        assert response.status == 201, await response.text()
-                        record = await response.json()
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.3)
+            record = await create_intent(http, api, body)
             address = record["intent_address"]
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 3 * UNIT)])
             await wait_until(
@@ -154,7 +112,3 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
         ]
         assert seen[0] == ("intent_funded", None)
         assert [s for s in seen if is_terminal(*s)] == [("intent_refunded", "cancelled")]
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]

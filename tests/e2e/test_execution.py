@@ -10,21 +10,13 @@ Fees: 1% application fee (so the fee sweep is exercised); amounts in USDC (6 dec
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from eth_account import Account
-from tests.support import (
-    TopicReader,
-    balance,
-    daemon_env,
-    json_values,
-    send_payments,
-    start_daemon,
-    wait_exit,
-)
+from tests.e2e.chain_run import running_on_chains, wait_until
+from tests.support import TopicReader, balance, json_values, send_payments
 from tests.support import (
     run_cli as cli,
 )
@@ -44,18 +36,6 @@ TOTAL = AMOUNT + FEE
 
 def fresh_address() -> str:
     return str(Account.create().address)
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            open_actions = await pool.fetch(
-                "SELECT id, intent_id, kind, reason, chain, token, amount, status, attempts,"
-                " last_error FROM actions WHERE status NOT IN ('confirmed', 'cancelled')"
-            )
-            raise AssertionError(f"timed out waiting for {what}; open actions: {open_actions}")
-        await asyncio.sleep(0.3)
 
 
 async def status(pool: Pool, intent_id: int) -> str:
@@ -87,24 +67,18 @@ async def test_every_scenario_moves_the_right_money(
     rogue = await asyncio.to_thread(deploy_token, src_rpc, deployer_key, "Rogue", "USDC", 6)
     await asyncio.to_thread(mint, src_rpc, deployer_key, rogue, payer, 100 * UNIT)
 
-    env = daemon_env(
-        settings,
-        INTENTD__FEES__APP_FEE_BPS="100",
-        INTENTD__INTENTS__MIN_EXPIRES_IN="1",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
     before = {
         "relayer_src": balance(src_rpc, usdc_src, relayer),
         "relayer_dst": balance(dst_rpc, usdc_dst, relayer),
         "fee_account": balance(src_rpc, usdc_src, fee_account),
     }
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
+    async with running_on_chains(
+        settings,
+        pool,
+        tmp_path / "daemon.log",
+        INTENTD__FEES__APP_FEE_BPS="100",
+        INTENTD__INTENTS__MIN_EXPIRES_IN="1",
+    ) as env:
 
         def create(name: str, *, expires_in: int = 3600) -> dict[str, Any]:
             return cli(
@@ -255,7 +229,3 @@ async def test_every_scenario_moves_the_right_money(
         assert reasons[wrong["id"]] == ["wrong_token"]
         assert kinds[nothing["id"]] == ["intent_expired"]  # its one, terminal, event
         assert fake["id"] not in kinds
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]

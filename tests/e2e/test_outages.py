@@ -29,9 +29,7 @@ from tests.outage_support import (
     Daemon,
     PrivateBroker,
     Readiness,
-    database_proxy,
     private_broker,
-    through_proxy,
 )
 from tests.sigterm_support import (
     DESTINATION,
@@ -47,6 +45,7 @@ from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.fault_proxy import proxy_for, through_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -254,7 +253,7 @@ async def test_every_role_rides_out_postgresql_cut_twice_and_stalled_once(
         Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
     )
     intents = Intents(payer_env(direct, infra, payer), payer)
-    async with database_proxy(settings.database.url.get_secret_value()) as proxy:
+    async with proxy_for(settings.database.url.get_secret_value(), 5432) as proxy:
         proxied = {
             **direct,
             "INTENTD__DATABASE__URL": through_proxy(
@@ -395,7 +394,7 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
         Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
     )
     url = settings.database.url.get_secret_value()
-    async with private_broker(tmp_path) as broker, database_proxy(url) as proxy:
+    async with private_broker(tmp_path) as broker, proxy_for(url, 5432) as proxy:
         broker.create(topics_of(prefix))
         env = env_for(settings, INTENTD__KAFKA__BOOTSTRAP_SERVERS=broker.bootstrap,
                       INTENTD__API__PORT=str(free_port()))  # fmt: skip

@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import socket
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,35 +24,19 @@ from typing import Any
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.support import balance, daemon_env, send_payments, start_daemon, wait_exit
+from tests.e2e.chain_run import create_intent, running_on_chains, wait_until
+from tests.support import balance, send_payments
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.amounts import format_amount
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
 UNIT = 10**6
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            actions = await pool.fetch(
-                "SELECT intent_id, kind, reason, amount, status, last_error FROM actions"
-            )
-            raise AssertionError(f"timed out waiting for {what}; actions: {actions}")
-        await asyncio.sleep(0.3)
 
 
 async def rows(http: aiohttp.ClientSession, url: str, **params: str) -> list[dict[str, str]]:
@@ -91,21 +73,15 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
     fee_account = infra["INTENTD_FEE_ACCOUNT_ADDRESS"].lower()
     port = free_port()
-    env = daemon_env(
+    api = f"http://127.0.0.1:{port}/api/v1"
+    async with running_on_chains(
         settings,
+        pool,
+        tmp_path / "daemon.log",
         INTENTD__API__PORT=str(port),
         INTENTD__FEES__APP_FEE_BPS="100",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
         INTENTD__CHAINS__BASE_TESTNET__EXPLORER_URL="https://sepolia.basescan.org",
-    )
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    api = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
+    ) as env:
         cli(env, "clients", "create", "report-shop", "--exist-ok")
         key = cli(env, "keys", "create", "--client", "report-shop", "--mode", "test")["api_key"]
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}) as http:
@@ -121,15 +97,7 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                     "refund_address": str(Account.create().address),
                     "metadata": {"order": order},
                 }
-                for _ in range(100):  # the API starts with the other roles
-                    try:
-                        async with http.post(f"{api}/intents", json=body) as response:
-                            assert response.status == 201, await response.text()
-                            record: dict[str, Any] = await response.json()
-                            return record
-                    except aiohttp.ClientConnectionError:
-                        await asyncio.sleep(0.3)
-                raise AssertionError("the API did not start")
+                return await create_intent(http, api, body)
 
             exact, over, cancelled = (
                 await create("exact"),
@@ -229,10 +197,6 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
             assert report["reconciled"] is False
             listed = {(m["intent_id"], m["check"]) for m in report["mismatches"]}
             assert listed == {(exact["id"], "deposit_refund"), (exact["id"], "transaction")}
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]
 
 
 async def reconciliation(

@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -30,7 +29,7 @@ from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -41,18 +40,10 @@ ANSWER_TIMEOUT = 1.0
 RECOVERY_SECONDS = 30.0
 
 
-def through(database_url: str, proxy: TcpFaultProxy) -> str:
-    parts = urlsplit(database_url)
-    return parts._replace(netloc=f"{parts.username}@{proxy.address}").geturl()
-
-
 @pytest.fixture
 async def proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
-    parts = urlsplit(database_url)
-    instance = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await instance.start()
-    yield instance
-    await instance.close()
+    async with proxy_for(database_url, 5432) as instance:
+        yield instance
 
 
 def outage_settings(
@@ -90,7 +81,7 @@ async def outage_api(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[OutageApi]:
     max_pool = getattr(request, "param", 4)
-    settings = outage_settings(infra, make_settings, through(database_url, proxy), max_pool)
+    settings = outage_settings(infra, make_settings, through_proxy(database_url, proxy), max_pool)
     readiness: list[bool] = []
     # the app's own pool, through the proxy
     async for url in serve(settings, None, on_readiness=readiness.append):
