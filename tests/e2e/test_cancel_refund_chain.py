@@ -16,19 +16,15 @@ from pathlib import Path
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.e2e.chain_run import create_intent, running_on_chains, wait_until
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
 from tests.support import TopicReader, balance, json_values, send_payments
-from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.events import is_terminal
 from intentd.messages import events_topic
 from intentd.settings import Settings
-from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
 
 
 @pytest.mark.timeout(300)
@@ -39,12 +35,9 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
     src_rpc = infra[f"INTENTD_{SOURCE}_RPC_URL"]
     usdc = infra[f"INTENTD_{SOURCE}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api/v1"
     log = tmp_path / "daemon.log"
-    async with running_on_chains(settings, pool, log, INTENTD__API__PORT=str(port)) as env:
-        cli(env, "clients", "create", "cancel-shop", "--exist-ok")
-        key = cli(env, "keys", "create", "--client", "cancel-shop", "--mode", "test")["api_key"]
+    async with running_on_chains(settings, pool, log, api=True) as run:
+        key = run.shop_key("cancel-shop")
         headers = {"Authorization": f"Bearer {key}"}
         refund_to = str(Account.create().address)
         async with aiohttp.ClientSession(headers=headers) as http:
@@ -57,36 +50,23 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
                 "recipient": str(Account.create().address),
                 "refund_address": refund_to,
             }
-            record = await create_intent(http, api, body)
+            record = await run.create_intent(http, body)
             address = record["intent_address"]
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 3 * UNIT)])
-            await wait_until(
-                pool,
-                "SELECT received > 0 FROM intents WHERE id = $1",
-                record["id"],
-                timeout=60,
-                what="the part payment credited",
-            )
-            async with http.post(f"{api}/intents/{address}/cancel") as response:
+            await run.until_credited(record, "the part payment credited")
+            async with http.post(f"{run.api}/intents/{address}/cancel") as response:
                 cancelled = await response.json()
                 assert (response.status, cancelled["intent_status"]) == (200, "REFUNDING")
             # the payer sends the rest anyway: a late deposit, refunded too
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 2 * UNIT)])
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 2 FROM actions WHERE intent_id = $1 AND status = 'confirmed'",
                 record["id"],
                 timeout=90,
                 what="both refunds confirmed",
             )
-            await wait_until(
-                pool,
-                "SELECT status = 'REFUNDED' FROM intents WHERE id = $1",
-                record["id"],
-                timeout=30,
-                what="the intent REFUNDED",
-            )
-            async with http.get(f"{api}/intents/{record['id']}") as response:
+            await run.until_status(record, "REFUNDED", timeout=30)
+            async with http.get(f"{run.api}/intents/{record['id']}") as response:
                 final = await response.json()
         assert (final["intent_status"], final["amount_received"]) == ("REFUNDED", "3")
         assert balance(src_rpc, usdc, refund_to) == 5 * UNIT

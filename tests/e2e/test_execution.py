@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from eth_account import Account
-from tests.e2e.chain_run import running_on_chains, wait_until
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
 from tests.support import TopicReader, balance, json_values, send_payments
 from tests.support import (
     run_cli as cli,
@@ -27,8 +27,6 @@ from intentd.settings import Settings
 from intentd_dev.devinfra.contracts import deploy_token, mint
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
 AMOUNT = 5 * UNIT  # what the recipient gets
 FEE = AMOUNT // 100  # 1% application fee
 TOTAL = AMOUNT + FEE
@@ -78,11 +76,11 @@ async def test_every_scenario_moves_the_right_money(
         tmp_path / "daemon.log",
         INTENTD__FEES__APP_FEE_BPS="100",
         INTENTD__INTENTS__MIN_EXPIRES_IN="1",
-    ) as env:
+    ) as run:
 
         def create(name: str, *, expires_in: int = 3600) -> dict[str, Any]:
             return cli(
-                env,
+                run.env,
                 "intents",
                 "create",
                 "--source-chain",
@@ -121,13 +119,7 @@ async def test_every_scenario_moves_the_right_money(
                 (rogue, fake["intent_address"], 5 * UNIT),
             ],
         )
-        await wait_until(
-            pool,
-            "SELECT received > 0 FROM intents WHERE id = $1",
-            topped["id"],
-            timeout=60,
-            what="the first part of the top-up",
-        )
+        await run.until_credited(topped, "the first part of the top-up")
         await asyncio.to_thread(
             send_payments,
             src_rpc,
@@ -137,13 +129,7 @@ async def test_every_scenario_moves_the_right_money(
             ],
         )
         for record in (exact, over, topped):
-            await wait_until(
-                pool,
-                "SELECT status = 'COMPLETED' FROM intents WHERE id = $1",
-                record["id"],
-                timeout=90,
-                what=f"intent {record['id']} completed",
-            )
+            await run.until_status(record, "COMPLETED", timeout=90)
         # a late deposit to a completed intent is refunded
         await asyncio.to_thread(
             send_payments,
@@ -153,22 +139,14 @@ async def test_every_scenario_moves_the_right_money(
                 (usdc_src, exact["intent_address"], 1 * UNIT),
             ],
         )
-        await wait_until(
-            pool,
-            "SELECT status = 'REFUNDED' FROM intents WHERE id = $1",
-            under_expired["id"],
-            timeout=90,
-            what="the expiry refund",
-        )
-        await wait_until(
-            pool,
+        await run.until_status(under_expired, "REFUNDED", timeout=90)
+        await run.until(
             "SELECT count(*) = 1 FROM actions WHERE reason = 'late_deposit'"
             " AND status = 'confirmed'",
             timeout=90,
             what="the late-deposit refund",
         )
-        await wait_until(
-            pool,
+        await run.until(
             "SELECT count(*) = 0 FROM actions WHERE status IN ('ready', 'submitted')",
             timeout=90,
             what="every action settled",

@@ -266,19 +266,15 @@ async def test_every_role_rides_out_postgresql_cut_twice_and_stalled_once(
             async with Readiness(daemons) as readiness:
                 await readiness.all_ready(within=90)
 
-                async def restore() -> None:
-                    await proxy.restore()
-
-                async def cut() -> None:
-                    await proxy.cut()
-
                 async def stall() -> None:
                     proxy.stall()
 
-                each = functools.partial(outage, end=restore, intents=intents, readiness=readiness)
+                each = functools.partial(
+                    outage, end=proxy.restore, intents=intents, readiness=readiness
+                )
                 windows = [
-                    await each("postgresql cut", begin=cut, seconds=8),
-                    await each("postgresql cut again", begin=cut, seconds=8),
+                    await each("postgresql cut", begin=proxy.cut, seconds=8),
+                    await each("postgresql cut again", begin=proxy.cut, seconds=8),
                     await each("postgresql stalled", begin=stall, seconds=12),
                 ]
                 await settled(pool, intents)
@@ -415,12 +411,6 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
                     await proxy.restore()
                     broker.up()
 
-                async def cut() -> None:
-                    await proxy.cut()
-
-                async def restore() -> None:
-                    await proxy.restore()
-
                 async def down() -> None:
                     broker.down()
 
@@ -430,7 +420,7 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
                 each = functools.partial(outage, intents=intents, readiness=readiness)
                 windows = [
                     await each("postgresql and kafka", begin=both_away, end=both_back, seconds=35),
-                    await each("postgresql cut", begin=cut, end=restore, seconds=8),
+                    await each("postgresql cut", begin=proxy.cut, end=proxy.restore, seconds=8),
                     await each("kafka cut", begin=down, end=up, seconds=8),
                 ]
                 await settled(pool, intents)

@@ -24,18 +24,14 @@ from typing import Any
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.e2e.chain_run import create_intent, running_on_chains, wait_until
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
 from tests.support import balance, send_payments
-from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.amounts import format_amount
 from intentd.settings import Settings
-from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 
 
@@ -72,18 +68,15 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
     usdc_dst = infra[f"INTENTD_{DESTINATION}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
     fee_account = infra["INTENTD_FEE_ACCOUNT_ADDRESS"].lower()
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api/v1"
     async with running_on_chains(
         settings,
         pool,
         tmp_path / "daemon.log",
-        INTENTD__API__PORT=str(port),
+        api=True,
         INTENTD__FEES__APP_FEE_BPS="100",
         INTENTD__CHAINS__BASE_TESTNET__EXPLORER_URL="https://sepolia.basescan.org",
-    ) as env:
-        cli(env, "clients", "create", "report-shop", "--exist-ok")
-        key = cli(env, "keys", "create", "--client", "report-shop", "--mode", "test")["api_key"]
+    ) as run:
+        key = run.shop_key("report-shop")
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}) as http:
 
             async def create(order: str) -> dict[str, Any]:
@@ -97,7 +90,7 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                     "refund_address": str(Account.create().address),
                     "metadata": {"order": order},
                 }
-                return await create_intent(http, api, body)
+                return await run.create_intent(http, body)
 
             exact, over, cancelled = (
                 await create("exact"),
@@ -116,38 +109,26 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                     (usdc, cancelled["intent_address"], 3 * UNIT),
                 ],
             )
-            await wait_until(
-                pool,
-                "SELECT received > 0 FROM intents WHERE id = $1",
-                cancelled["id"],
-                timeout=60,
-                what="the part payment",
-            )
-            async with http.post(f"{api}/intents/{cancelled['intent_address']}/cancel") as answer:
+            await run.until_credited(cancelled, "the part payment")
+            async with http.post(
+                f"{run.api}/intents/{cancelled['intent_address']}/cancel"
+            ) as answer:
                 assert answer.status == 200
             for record in (exact, over):
-                await wait_until(
-                    pool,
-                    "SELECT status = 'COMPLETED' FROM intents WHERE id = $1",
-                    record["id"],
-                    timeout=90,
-                    what=f"intent {record['id']} completed",
-                )
+                await run.until_status(record, "COMPLETED", timeout=90)
             await asyncio.to_thread(
                 send_payments,
                 rpc[SOURCE],
                 payer_key,
                 [(usdc, exact["intent_address"], UNIT), (usdt, exact["intent_address"], 2 * UNIT)],
             )
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 2 FROM actions WHERE reason IN ('late_deposit', 'wrong_token')"
                 " AND status = 'confirmed'",
                 timeout=90,
                 what="the late and wrong-token refunds",
             )
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 0 FROM actions WHERE status IN ('ready', 'submitted', 'held')"
                 " AND (SELECT status FROM intents WHERE id = $1) = 'REFUNDED'",
                 cancelled["id"],
@@ -170,8 +151,8 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                 "total": total,
                 "fee_account": fee_account,
             }
-            await check_exports(http, api, period, rpc, scene)
-            report = await reconciliation(http, api, period)
+            await check_exports(http, run.api, period, rpc, scene)
+            report = await reconciliation(http, run.api, period)
             assert report["mismatches"] == [], report["mismatches"]
             assert report["by_status"] == {"COMPLETED": 2, "REFUNDED": 1}
             totals = {(t["chain"], t["token"]): t for t in report["totals"]}
@@ -193,7 +174,7 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
             await pool.execute(
                 "UPDATE actions SET amount = amount + 1 WHERE reason = 'late_deposit'"
             )
-            report = await reconciliation(http, api, period)
+            report = await reconciliation(http, run.api, period)
             assert report["reconciled"] is False
             listed = {(m["intent_id"], m["check"]) for m in report["mismatches"]}
             assert listed == {(exact["id"], "deposit_refund"), (exact["id"], "transaction")}
