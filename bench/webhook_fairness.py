@@ -40,6 +40,7 @@ from bench.webhook_role import (
     arrival_ms,
     funded_event,
     new_webhook_key,
+    paced,
     prepare,
     publish,
     receiver_site,
@@ -91,10 +92,9 @@ class Run:
 
     async def phase(self, rate: int, seconds: int, tarpit_rate: int) -> dict[str, Any]:
         tick = 0.1
-        started = time.monotonic()
-        ticks, ids = 0, []
+        ids: list[str] = []
         carry_b = carry_a = 0.0
-        while time.monotonic() - started < seconds:
+        async for _ in paced(tick, seconds):
             carry_b += rate * tick
             carry_a += tarpit_rate * tick
             if carry_a >= 1:
@@ -107,10 +107,6 @@ class Run:
                 for i in sent:
                     self.published[i] = now
                 ids += sent
-            ticks += 1
-            delay = started + ticks * tick - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
         await wait_arrived(self.receiver.arrived, ids, 120)
         latencies = arrival_ms(self.receiver.arrived, self.published.__getitem__, ids)
         return {
@@ -123,12 +119,10 @@ class Run:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     key, box = new_webhook_key()
     receiver = Receiver()
-    app = web.Application()
-    app.router.add_post("/healthy/{n}", receiver.healthy)
-    app.router.add_post("/tarpit/{n}", receiver.tarpit)
+    routes = {"/healthy/{n}": receiver.healthy, "/tarpit/{n}": receiver.tarpit}
     report: dict[str, Any] = {"cpus": os.cpu_count(), "load": os.getloadavg()[0]}
     async with (
-        receiver_site(app) as base_url,
+        receiver_site(routes) as base_url,
         scratch_database("hooks_fair") as url,
     ):
         tarpits = range(args.tarpit_endpoints)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -37,12 +37,15 @@ __all__ = [
     "arrival_ms",
     "funded_event",
     "new_webhook_key",
+    "paced",
     "prepare",
     "publish",
     "receiver_site",
     "wait_arrived",
     "webhooks_role",
 ]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _PROFILE = (
     ["-m", "cProfile", "-o", os.environ["BENCH_PROFILE"]] if "BENCH_PROFILE" in os.environ else []
@@ -56,8 +59,12 @@ def new_webhook_key() -> tuple[str, SecretBox]:
 
 
 @asynccontextmanager
-async def receiver_site(app: web.Application) -> AsyncIterator[str]:
-    """``app`` served on a free loopback port; yields its base URL."""
+async def receiver_site(routes: Mapping[str, Handler]) -> AsyncIterator[str]:
+    """A receiver answering POSTs to each route with its handler, on a free loopback
+    port; yields its base URL."""
+    app = web.Application()
+    for route, handler in routes.items():
+        app.router.add_post(route, handler)
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     try:
@@ -171,3 +178,16 @@ def arrival_ms(
 ) -> list[float]:
     """Of each of ``ids`` that arrived, milliseconds from ``sent(id)`` to its arrival."""
     return [(arrived[i] - sent(i)) * 1000 for i in ids if i in arrived]
+
+
+async def paced(tick: float, seconds: float) -> AsyncIterator[None]:
+    """Once every ``tick`` seconds (from now, not drifting) until ``seconds`` passed;
+    a late step is not made up for by sleeping less than zero."""
+    started = time.monotonic()
+    ticks = 0
+    while time.monotonic() - started < seconds:
+        yield
+        ticks += 1
+        delay = started + ticks * tick - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)

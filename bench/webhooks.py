@@ -41,6 +41,7 @@ from bench.webhook_role import (
     arrival_ms,
     funded_event,
     new_webhook_key,
+    paced,
     prepare,
     publish,
     receiver_site,
@@ -103,14 +104,8 @@ class Bench:
         before = set(self.published)
         tick = 0.02
         per_tick = max(1, round(rate * tick))
-        started = time.monotonic()
-        ticks = 0
-        while time.monotonic() - started < seconds:
+        async for _ in paced(tick, seconds):
             await self.publish(per_tick)
-            ticks += 1
-            delay = started + ticks * tick - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
         ids = [i for i in self.published if i not in before and self.published[i][1] in healthy]
         await self.wait_delivered(ids, 60)
         latencies = arrival_ms(self.receiver.arrived, lambda i: self.published[i][0], ids)
@@ -125,11 +120,9 @@ class Bench:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     key, box = new_webhook_key()
     receiver = Receiver()
-    app = web.Application()
-    app.router.add_post("/{name}", receiver.handle)
     report: dict[str, Any] = {"endpoints": args.endpoints, "cpus": os.cpu_count()}
     async with (
-        receiver_site(app) as base_url,
+        receiver_site({"/{name}": receiver.handle}) as base_url,
         scratch_database("hooks") as url,
     ):
         await prepare(

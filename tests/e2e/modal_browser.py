@@ -20,9 +20,10 @@ import pytest
 import zxingcpp
 from aiohttp import web
 from eth_account import Account
-from playwright.async_api import Browser, Frame, Page
+from playwright.async_api import Browser, Frame, Page, expect
 from tests.e2e.browser_stack import chromium, running_daemon, watched_page
 from tests.support import run_cli as cli
+from tests.support import send_payments
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
@@ -119,6 +120,37 @@ async def checkout_frame(page: Page, old: Frame | None = None) -> Frame:
                 return frame
         assert time.monotonic() < deadline, [f.url for f in page.frames]
         await asyncio.sleep(0.05)
+
+
+async def buy_a_coffee(page: Page) -> tuple[Frame, float]:
+    """Click the shop's "Buy a coffee: 3 USDC" and wait for the modal's payment options:
+    its frame, and the seconds from the click to the options shown (interactive)."""
+    started = time.monotonic()
+    await page.get_by_role("button", name="Buy a coffee: 3 USDC").click()
+    frame = await checkout_frame(page)
+    await expect(frame.get_by_role("heading", name="Pay 3 USDC")).to_be_visible()
+    await expect(frame.get_by_role("radio").first).to_be_visible()
+    return frame, time.monotonic() - started
+
+
+async def pay_in_two_parts(
+    stack: Stack, page: Page, frame: Frame, address: str, total: int, *, partial: str
+) -> None:
+    """The payer sends 1 USDC of ``total`` (base units) on Base Testnet to ``address``:
+    the modal says what is missing (screenshot ``partial``); then the rest: it says the
+    payment is complete."""
+    usdc = stack.infra["INTENTD_BASE_TESTNET_USDC"]
+    rpc = stack.infra["INTENTD_BASE_TESTNET_RPC_URL"]
+    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, USDC)])
+    missing = f"{(total - USDC) / USDC:g}"
+    await expect(frame.get_by_role("status")).to_have_text(
+        f"Received 1 USDC. Still missing: {missing} USDC.", timeout=30_000
+    )
+    await shot(page, partial)
+    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, total - USDC)])
+    await expect(frame.get_by_role("heading", name="Payment complete")).to_be_visible(
+        timeout=90_000
+    )
 
 
 async def modal_closed(page: Page) -> None:
