@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 from tests.conftest import own_resources
-from tests.support import daemon_env, start_daemon, wait_exit
+from tests.support import daemon_env, start_daemon, until_serving, wait_exit
 
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.settings import Settings
@@ -83,16 +83,7 @@ async def running_daemon(
 
 async def _until_ready(process: Any, daemon: Daemon, ready: str) -> None:
     deadline = time.monotonic() + READY_SECONDS
-    while True:
-        assert process.poll() is None, daemon.log.read_text()[-3000:]
-        assert time.monotonic() < deadline, daemon.log.read_text()[-3000:]
-        try:
-            async with daemon.http.get(f"{daemon.api}{ready}") as answer:
-                if answer.status == 200:
-                    break
-        except aiohttp.ClientError:
-            pass
-        await asyncio.sleep(0.2)
+    await until_serving(process, f"{daemon.api}{ready}", daemon.log, READY_SECONDS)
     chains = len(daemon.settings.chains)
     while await daemon.pool.fetchval("SELECT count(*) FROM chain_cursors") < chains:
         assert time.monotonic() < deadline, daemon.log.read_text()[-3000:]

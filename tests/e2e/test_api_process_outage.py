@@ -26,12 +26,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.sigterm_support import free_port
 from tests.support import daemon_env, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 pytestmark = pytest.mark.e2e

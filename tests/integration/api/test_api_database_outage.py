@@ -258,6 +258,21 @@ async def until_served(api: Api, w: World) -> None:
         await asyncio.sleep(0.1)
 
 
+async def served_world(api: OutageApi, make_key: MakeKey) -> World:
+    """:func:`world`, its session read once before any outage."""
+    w = await world(api, make_key)
+    status, _, _ = await api.call("GET", "/session", w.session_token)
+    assert status == 200
+    return w
+
+
+async def recovered(api: OutageApi, proxy: TcpFaultProxy, w: World) -> None:
+    """End the outage; until the app says it is ready and serves a read again."""
+    await proxy.restore()
+    await until_ready(api)
+    await until_served(api, w)
+
+
 async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
     outage_api: OutageApi,
     proxy: TcpFaultProxy,
@@ -265,9 +280,7 @@ async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
     library_logs: pytest.LogCaptureFixture,
 ) -> None:
     api = outage_api
-    w = await world(api, make_key)
-    status, _, _ = await api.call("GET", "/session", w.session_token)
-    assert status == 200
+    w = await served_world(api, make_key)
     assert api.readiness == [True]
 
     with structlog.testing.capture_logs() as logs:
@@ -279,9 +292,7 @@ async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
         status, _, _ = await api.call("GET", "/chains", w.key)
         assert status == 200, "a route without the database still answers"
 
-        await proxy.restore()
-        await until_ready(api)
-        await until_served(api, w)
+        await recovered(api, proxy, w)
         for route, status, data, _, _ in await call_all(api, w):
             assert status < 500, (route, status, data)
     assert api.readiness == [True, False, True]
@@ -295,9 +306,7 @@ async def test_a_stalled_database_is_a_503_within_the_bound_on_every_route(
     library_logs: pytest.LogCaptureFixture,
 ) -> None:
     api = outage_api
-    w = await world(api, make_key)
-    status, _, _ = await api.call("GET", "/session", w.session_token)
-    assert status == 200
+    w = await served_world(api, make_key)
 
     with structlog.testing.capture_logs() as logs:
         proxy.stall()
@@ -308,9 +317,7 @@ async def test_a_stalled_database_is_a_503_within_the_bound_on_every_route(
         assert not slow, slow
         await until_readiness(api, False)
 
-        await proxy.restore()
-        await until_ready(api)
-        await until_served(api, w)
+        await recovered(api, proxy, w)
     assert_quiet_outage(logs, library_logs)
 
 

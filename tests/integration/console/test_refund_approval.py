@@ -50,9 +50,14 @@ async def key_and_owner(
     above ``usd`` to wait for approval."""
     key = await make_key("test", client=team.client_name)
     owner = await signed_in(browsers, team.emails[Role.OWNER])
+    await threshold(owner, usd)
+    return key, owner
+
+
+async def threshold(owner: Browser, usd: str | None) -> None:
+    """Refunds above ``usd`` wait for approval (``None``: none waits)."""
     status, body = await owner.call("PUT", "/policy", {"refund_approval_above_usd": usd})
     assert status == 200, body
-    return key, owner
 
 
 async def waits(console_api: Api, key: str, record: dict[str, Any], command: str) -> dict[str, Any]:
