@@ -36,7 +36,6 @@ from tests.sigterm_support import (
     SOURCE,
     UNIT,
     Payer,
-    free_port,
     spawn,
     terminate,
 )
@@ -45,6 +44,7 @@ from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 from intentd_dev.fault_proxy import proxy_for, through_proxy
 
 pytestmark = pytest.mark.e2e
