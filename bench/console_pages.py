@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 
+from bench import intent_list
 from bench.cli import options, print_report
-from bench.intent_list import _LOAD, BATCH, BUSY
+from bench.intent_list import _LOAD, BUSY
 from bench.scratch import CONFIG, scratch_pool
 from bench.timing import figures
 from intentd.access import passwords
@@ -70,15 +70,9 @@ with token and refund addresses the console renders (checksummed)."""
 
 
 async def load(conn: Connection, intents: int, clients: int) -> float:
-    others = [uuid.uuid4() for _ in range(clients - 1)]
+    """bench/intent_list.py's load with :data:`_CONSOLE_LOAD`, ending now."""
     start = datetime.now(UTC) - timedelta(seconds=intents * 2.6 + 120)
-    base = int(await conn.fetchval("SELECT pg_current_xact_id()::text::bigint")) - intents - 1
-    began = time.perf_counter()
-    for first in range(1, intents + 1, BATCH):
-        last = min(first + BATCH - 1, intents)
-        await conn.execute(_CONSOLE_LOAD, BUSY, others, start, base, first, last)
-    await conn.execute("VACUUM ANALYZE intents")
-    return time.perf_counter() - began
+    return await intent_list.load(conn, intents, clients, statement=_CONSOLE_LOAD, start=start)
 
 
 class ServerTime:

@@ -69,14 +69,23 @@ FROM generate_series($5::bigint, $6::bigint) AS n,
 """
 
 
-async def load(conn: Connection, intents: int, clients: int) -> float:
+async def load(
+    conn: Connection,
+    intents: int,
+    clients: int,
+    *,
+    statement: str = _LOAD,
+    start: datetime = START,
+) -> float:
+    """``intents`` intents of ``clients`` clients (60 % of the busy one's) inserted by
+    ``statement`` (in batches), created 2.6 s apart from ``start``; the seconds it took."""
     others = [uuid.uuid4() for _ in range(clients - 1)]
     # below every transaction id to come: every loaded intent is listed at once
     base = int(await conn.fetchval("SELECT pg_current_xact_id()::text::bigint")) - intents - 1
     began = time.perf_counter()
     for first in range(1, intents + 1, BATCH):
         last = min(first + BATCH - 1, intents)
-        await conn.execute(_LOAD, BUSY, others, START, base, first, last)
+        await conn.execute(statement, BUSY, others, start, base, first, last)
     await conn.execute("VACUUM ANALYZE intents")
     return time.perf_counter() - began
 

@@ -134,41 +134,12 @@ async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:
 
 
 Paid = tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]
-"""What :func:`pay_and_poll` returns."""
-
-
-async def pay_and_poll(  # noqa: PLR0917 - the fixtures, passed on
-    chain: Chain,
-    pool: Pool,
-    settings: Settings,
-    infra: dict[str, str],
-    polling: Any,  # noqa: F811
-    url: str,
-) -> Paid:
-    """Ten token and ten native payments made while the poller runs through ``url``;
-    the messages published to each address, and the payments' transaction hashes."""
-    a, b = await intent_address(pool, settings), await intent_address(pool, settings)
-    rpc = chain.rpc
-    await rpc.send(chain.payer, chain.usdt, data=call_data(MINT, chain.payer, 10**12))
-    running = polling(chain, chain.configure(rpc_urls=[url], batch_size=4, confirmations=1))
-    tokens, natives = [], []
-    for n in range(10):  # each paid once the poller is at the head: it reads the newest blocks
-        await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
-        tokens.append(await rpc.send(chain.payer, chain.usdt, data=call_data(TRANSFER, a, 100 + n)))
-        natives.append(await rpc.send(chain.payer, b, value=10**12 + n))
-    await rpc.mine(LAG)
-    await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
-    async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
-        # The cursor is past every payment: what is published is all there will be.
-        await reader.wait_for(lambda ms: len(to(b)(ms)) >= 10 or len(to(a)(ms)) >= 10)
-        await reader.read_to_end()  # all that was published (not what 1 s reads)
-        to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
-    await running.finish()
-    return to_a, to_b, tokens, natives
+"""What paying and polling through the proxy found: the messages published to each
+address, and the payments' transaction hashes."""
 
 
 @pytest.fixture
-def through_proxy(  # noqa: PLR0917 - the fixtures, passed on
+def through_proxy(  # noqa: PLR0917 - the fixtures it runs with
     chain: Chain,
     pool: Pool,
     settings: Settings,
@@ -176,8 +147,35 @@ def through_proxy(  # noqa: PLR0917 - the fixtures, passed on
     polling: Any,  # noqa: F811
     proxy: FaultyProvider,
 ) -> Callable[[], Awaitable[Paid]]:
-    """:func:`pay_and_poll` with the poller reading through the proxy."""
-    return lambda: pay_and_poll(chain, pool, settings, infra, polling, proxy.url)
+    """Pay and poll with the poller reading through the proxy."""
+
+    async def pay_and_poll() -> Paid:
+        """Ten token and ten native payments made while the poller runs."""
+        a, b = await intent_address(pool, settings), await intent_address(pool, settings)
+        rpc = chain.rpc
+        await rpc.send(chain.payer, chain.usdt, data=call_data(MINT, chain.payer, 10**12))
+        running = polling(
+            chain, chain.configure(rpc_urls=[proxy.url], batch_size=4, confirmations=1)
+        )
+        tokens, natives = [], []
+        # each paid once the poller is at the head: it reads the newest blocks
+        for n in range(10):
+            await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+            tokens.append(
+                await rpc.send(chain.payer, chain.usdt, data=call_data(TRANSFER, a, 100 + n))
+            )
+            natives.append(await rpc.send(chain.payer, b, value=10**12 + n))
+        await rpc.mine(LAG)
+        await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+        async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
+            # The cursor is past every payment: what is published is all there will be.
+            await reader.wait_for(lambda ms: len(to(b)(ms)) >= 10 or len(to(a)(ms)) >= 10)
+            await reader.read_to_end()  # all that was published (not what 1 s reads)
+            to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
+        await running.finish()
+        return to_a, to_b, tokens, natives
+
+    return pay_and_poll
 
 
 async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(

@@ -78,6 +78,19 @@ async def approval_status(console_api: Api, key: str, approval: str) -> tuple[in
     return status, read["status"]
 
 
+async def confirm(
+    by: Browser, record: dict[str, Any], command: str, refund_base_units: str
+) -> tuple[int, Any]:
+    """``command`` (refund, cancel) of ``record``'s payment in the console, confirming
+    the amount it refunds."""
+    return await by.call(
+        "POST",
+        f"/payments/{record['id']}/{command}",
+        {"refund_base_units": refund_base_units},
+        params={"mode": "test"},
+    )
+
+
 async def payment(by: Browser, record: dict[str, Any]) -> dict[str, Any]:
     """The console's detail of ``record``'s payment."""
     status, detail = await by.call("GET", f"/payments/{record['id']}", params={"mode": "test"})
@@ -135,12 +148,7 @@ async def test_support_refunds_below_the_threshold_at_once(
         False,
         "10.115",
     )
-    status, body = await support.call(
-        "POST",
-        f"/payments/{record['id']}/refund",
-        {"refund_base_units": offer["refund_base_units"]},
-        params={"mode": "test"},
-    )
+    status, body = await confirm(support, record, "refund", offer["refund_base_units"])
     assert status == 200, body
     assert body["record"]["intent_status"] == "REFUNDING"
     assert await audit(pool, team) == [("user", "intent.refund", "ok")]
@@ -156,19 +164,9 @@ async def test_an_admins_refund_above_it_waits_and_the_admin_cannot_approve_it(
     offer = (await payment(admin, record))["commands"]["cancel"]
     assert (offer["needs_approval"], offer["refund_amount"]) == (True, "7")
     # a stale confirmation (another amount than the intent holds) changes nothing
-    status, body = await admin.call(
-        "POST",
-        f"/payments/{record['id']}/cancel",
-        {"refund_base_units": "6999999"},
-        params={"mode": "test"},
-    )
+    status, body = await confirm(admin, record, "cancel", "6999999")
     assert (status, body["code"]) == (409, "amount_changed")
-    status, body = await admin.call(
-        "POST",
-        f"/payments/{record['id']}/cancel",
-        {"refund_base_units": offer["refund_base_units"]},
-        params={"mode": "test"},
-    )
+    status, body = await confirm(admin, record, "cancel", offer["refund_base_units"])
     assert status == 202, body
     approval = body["approval"]
     assert await actions(pool, record["id"]) == []
