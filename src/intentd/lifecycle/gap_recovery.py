@@ -88,6 +88,7 @@ class LogGapRecovery:
         chains: VerifierChains,
         dead_letters: Publisher,
         *,
+        book: ChainBook,
         reorg_window: int,
         retry_base: float = 1.0,
         retry_cap: float = 60.0,
@@ -98,7 +99,7 @@ class LogGapRecovery:
         self._dead_letters = dead_letters
         self._dlq = dlq_topic(settings.kafka.topic_prefix)
         self._backoff = Backoff(retry_base, cap=retry_cap)
-        self._book = ChainBook.of_settings(settings)
+        self._book = book
         self._store = store
         self._positions = positions
         self._chains = chains
