@@ -238,7 +238,7 @@ def _derives_addresses(args: argparse.Namespace) -> bool:
 def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
     """Chains whose tokens the command checks against their contracts at start: those
     it turns decimal amounts into base units for or sends tokens on
-    (``adapters.token_check``); a worker of ``api --workers`` leaves it to its parent."""
+    (``adapters.evm.token_check``); a worker of ``api --workers`` leaves it to its parent."""
     match args.command:
         case "api" if not args.worker:
             return list(settings.chains)
@@ -257,8 +257,8 @@ waits for its chains' RPC as long as it takes (a signal ends the wait, exit 0)."
 
 
 def _check_tokens(settings: Settings, chains: list[str], *, daemon: bool) -> int:
-    from intentd.adapters.token_check import check_tokens
-    from intentd.indexer.ports import ChainUnavailable
+    from intentd.adapters.evm.token_check import check_tokens
+    from intentd.chain.errors import ChainUnavailable
 
     attempts = None if daemon else ONE_SHOT_TOKEN_CHECKS
     try:
@@ -488,7 +488,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     if gate.enabled:  # the float as the API sees it (docs/api.md, insufficient_liquidity)
         source = PostgresFloatSource(pool, timeout=settings.api.db_acquire_timeout)
         gate.load(await source.relayer_floats() or [])
-    from intentd.adapters.price_feeds import running_prices
+    from intentd.adapters.evm.price_feeds import running_prices
 
     try:
         async with running_prices(settings) as prices:  # feeds read once, docs/pricing.md
@@ -515,8 +515,8 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
 
 
 async def _rescan(args: argparse.Namespace, settings: Settings, pool: Pool) -> int:
+    from intentd.chain.blocks import BlockRange
     from intentd.composition.rescan import RescanRefused, rescan
-    from intentd.indexer.planning import BlockRange
 
     if not 0 <= args.from_block <= args.to_block:
         print("intentd: --from-block must be at most --to-block, both >= 0", file=sys.stderr)

@@ -28,10 +28,10 @@ import structlog
 from fastapi import FastAPI
 
 from intentd.adapters import intent_store
+from intentd.adapters.evm.price_feeds import running_prices
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Connection, Pool, create_pool
-from intentd.adapters.price_feeds import running_prices
 from intentd.adapters.probes import PostgresProbe
 from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.adapters.report_queries import PostgresReports
