@@ -46,7 +46,7 @@ from intentd.access.roles import Role
 from intentd.adapters import console_users
 from intentd.adapters.intent_list import ListPosition
 from intentd.adapters.postgres import Connection, create_pool, migrate
-from intentd.api.list_params import encode_list_cursor
+from intentd.api.intents.list_params import encode_list_cursor
 from intentd.api.server import Server, bind
 from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions

@@ -27,27 +27,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from intentd import __version__
-from intentd.api import (
-    refund_approvals,
-    routes_chains,
-    routes_events,
-    routes_intent_commands,
-    routes_intent_list,
-    routes_intents,
-    routes_quotes,
-    routes_reports,
-    routes_sessions,
-    routes_webhooks,
-    sdk_routes,
-)
+from intentd.api import sdk_routes
 from intentd.api.capacity import InFlightLimit
+from intentd.api.chains import routes as chains
 from intentd.api.context import API_PREFIX, Services
+from intentd.api.events import routes as events
 from intentd.api.hot_path import HotPath
+from intentd.api.intents import commands as intent_commands
+from intentd.api.intents import listing as intent_list
+from intentd.api.intents import refund_approvals
+from intentd.api.intents import routes as intents
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
-from intentd.api.openapi_links import add_links
+from intentd.api.openapi.links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
 from intentd.api.query import single_valued_query
+from intentd.api.quotes import routes as quotes
+from intentd.api.reports import routes as reports
+from intentd.api.sessions import routes as sessions
+from intentd.api.webhooks import routes as webhooks
 from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
 from intentd.settings import Settings
@@ -93,16 +91,16 @@ def create_app(
         dependencies=[Depends(single_valued_query)],
     )
     for router in (
-        routes_quotes.router,
-        routes_intent_list.router,
-        routes_intents.router,
-        routes_intent_commands.router,
+        quotes.router,
+        intent_list.router,
+        intents.router,
+        intent_commands.router,
         refund_approvals.router,
-        routes_sessions.router,
-        routes_events.router,
-        routes_webhooks.router,
-        routes_reports.router,
-        routes_chains.router,
+        sessions.router,
+        events.router,
+        webhooks.router,
+        reports.router,
+        chains.router,
         sdk_routes.router,  # the Chainrails SDK's paths for the operations above
     ):
         app.include_router(router)

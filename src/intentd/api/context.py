@@ -26,8 +26,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
 from intentd.adapters.postgres import Connection
-from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
+from intentd.api.callers.auth import Authenticator
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor

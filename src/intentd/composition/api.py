@@ -36,11 +36,11 @@ from intentd.adapters.probes import PostgresProbe
 from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.adapters.report_queries import PostgresReports
 from intentd.api.app import create_app
-from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
+from intentd.api.callers.auth import Authenticator
 from intentd.api.connections import Database, database_cadence
 from intentd.api.context import Services
-from intentd.api.intent_writes import AnsweringWriter
+from intentd.api.intents.writes import AnsweringWriter
 from intentd.api.processing import Processor
 from intentd.intents.admission import LiquidityGate
 from intentd.lifecycle.chain_book import ChainBook

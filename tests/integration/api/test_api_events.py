@@ -27,7 +27,7 @@ from tests.integration.api.events_support import (
 from intentd.adapters.event_log import LogPosition
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
-from intentd.api.event_params import encode_log_cursor, encode_sequence_cursor
+from intentd.api.events.params import encode_log_cursor, encode_sequence_cursor
 from intentd.domain.events import is_terminal
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.expiry import Expiry

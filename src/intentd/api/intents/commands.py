@@ -20,16 +20,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.problems import ApiProblem
-from intentd.api.refund_approvals import (
+from intentd.api.intents.refund_approvals import (
     ApprovalWaiting,
     key_actor,
     refund_policy,
     render_approval,
 )
-from intentd.api.routes_intents import IntentAddress, load_intent
-from intentd.api.security import ApiCaller, errors
+from intentd.api.intents.routes import IntentAddress, load_intent
+from intentd.api.problems import ApiProblem
 from intentd.contract.mode import mode_of
 from intentd.contract.record import IntentRecord, render_record
 from intentd.lifecycle import commands
