@@ -28,6 +28,7 @@ from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -85,7 +86,11 @@ async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
 @pytest.fixture
 async def verifier(chain: Chain, pool: Pool) -> AsyncIterator[TriggerVerifier]:
     found = TriggerVerifier(
-        chain.settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH
+        chain.settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
+        final_depth=FINAL_DEPTH,
     )
     yield found
     await found.close()
@@ -268,6 +273,7 @@ async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
         chain.settings,
         PostgresStore(pool),
         EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
         final_depth=FINAL_DEPTH,
         interval=0.05,
     )
@@ -302,7 +308,12 @@ async def test_an_unreachable_rpc_skips_the_round_and_stops_nothing(
         update={"chains": {**chain.settings.chains, chain.name: dead}}
     )
     verifier = TriggerVerifier(
-        settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH, interval=0.05
+        settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(settings),
+        final_depth=FINAL_DEPTH,
+        interval=0.05,
     )
     rounds = counted_rounds(verifier, chain.name)
     stop = asyncio.Event()

@@ -26,11 +26,11 @@ from intentd.access.roles import Permission
 from intentd.adapters import console_reads, event_log, intent_list, intent_store, refund_approvals
 from intentd.adapters.intent_list import IntentFilter
 from intentd.api.context import Services, json_response, read_body
-from intentd.api.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
+from intentd.api.intents.commands import refused_problem
+from intentd.api.intents.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
+from intentd.api.intents.refund_approvals import refund_policy, render_approval
 from intentd.api.paging import parse_time
 from intentd.api.problems import ApiProblem
-from intentd.api.refund_approvals import refund_policy, render_approval
-from intentd.api.routes_intent_commands import book_of, refused_problem
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.payment_views import (
     explorer,
@@ -341,7 +341,7 @@ async def _command(
         try:
             outcome = await refunds.request(
                 conn,
-                book_of(request),
+                services.intent_commands,
                 refund_policy(services),
                 user.actor(),
                 row.id,
@@ -399,7 +399,7 @@ async def approve(request: Request, user: Approver, approval_id: UUID) -> Respon
     async with services.connection() as conn:
         try:
             done = await refunds.approve(
-                conn, book_of(request), user.actor(), approval_id, now=_now()
+                conn, services.intent_commands, user.actor(), approval_id, now=_now()
             )
         except refunds.ApprovalDenied as exc:
             raise _denied(exc) from None

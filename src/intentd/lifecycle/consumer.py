@@ -92,11 +92,12 @@ class LifecycleConsumer:
         store: Store,
         publisher: Publisher,
         *,
+        book: ChainBook,
         positions: LogPositions | None = None,
         retry_base: float = 0.05,
         rates: Rates | None = None,
     ) -> None:
-        self.book = ChainBook.of_settings(settings)
+        self.book = book
         self._rates = rates
         self._positions = positions
         self._applied_block: int | None = None

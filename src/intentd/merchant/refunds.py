@@ -39,7 +39,6 @@ from intentd.access.approvals import (
 )
 from intentd.adapters import audit_log, intent_store, refund_approvals
 from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Connection
 from intentd.adapters.refund_approvals import Approval
 from intentd.contract.record import IntentRow
@@ -47,7 +46,7 @@ from intentd.domain.amounts import format_amount
 from intentd.domain.status import IntentStatus
 from intentd.faults import crash_point
 from intentd.lifecycle import commands
-from intentd.lifecycle.chain_book import ChainBook
+from intentd.merchant.intent_commands import IntentCommands
 
 __all__ = [
     "ApprovalDenied",
@@ -129,7 +128,7 @@ async def _threshold(conn: Connection, client_id: UUID, policy: RefundPolicy) ->
 
 async def request(
     conn: Connection,
-    book: ChainBook,
+    intents: IntentCommands,
     policy: RefundPolicy,
     actor: Actor,
     intent_id: int,
@@ -181,7 +180,7 @@ async def request(
             )
             return Waiting(approval, created=True)
         try:
-            answer = await _run(conn, book, command, row.id, now)
+            answer = await intents.run(conn, command, row.id, now=now)
         except commands.Refused as exc:
             refused = exc
             detail = {**_amounts(row, amount), "why": exc.why, "status": exc.status.value}
@@ -198,15 +197,8 @@ async def request(
     return outcome
 
 
-async def _run(
-    conn: Connection, book: ChainBook, command: commands.Command, intent_id: int, now: datetime
-) -> commands.Answer:
-    run = commands.cancel if command is commands.Command.CANCEL else commands.refund
-    return await run(PostgresUnitOfWork(conn), book, intent_id, now=now)
-
-
 async def approve(
-    conn: Connection, book: ChainBook, actor: Actor, approval_id: UUID, *, now: datetime
+    conn: Connection, intents: IntentCommands, actor: Actor, approval_id: UUID, *, now: datetime
 ) -> Done:
     """Execute a pending approval as ``actor`` (a user who may approve); raises
     :class:`ApprovalDenied` or :class:`~intentd.lifecycle.commands.Refused` (the intent no
@@ -259,7 +251,7 @@ async def approve(
             )
         else:
             try:
-                answer = await _run(conn, book, command, row.id, now)
+                answer = await intents.run(conn, command, row.id, now=now)
             except commands.Refused as exc:
                 failure = exc
                 await refund_approvals.decide(

@@ -5,7 +5,7 @@ caller's client's intents on source chains its key may use (the rule of
 ``GET /intents/{intent_id}``). A page is ``{"data": [intent record, …], "has_more":
 bool, "next_cursor": str | null}``. The order and why a cursor never skips an
 intent that commits late: ``adapters.intent_list``. Parameters and their problems:
-``api.list_params``.
+``api.intents.list_params``.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from starlette.responses import Response
 
 from intentd.adapters import intent_list
 from intentd.adapters.intent_list import IntentFilter, ListPosition
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.list_params import (
+from intentd.api.intents.list_params import (
     chain_filter,
     decode_list_cursor,
     encode_list_cursor,
     metadata_filter,
 )
+from intentd.api.openapi.path_methods import PathMethodsRoute
 from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
-from intentd.api.path_methods import PathMethodsRoute
-from intentd.api.security import ApiCaller, errors
 from intentd.contract.record import IntentRecord, render_record
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.validation import check_address

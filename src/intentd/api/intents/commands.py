@@ -20,23 +20,22 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.problems import ApiProblem
-from intentd.api.refund_approvals import (
+from intentd.api.intents.refund_approvals import (
     ApprovalWaiting,
     key_actor,
     refund_policy,
     render_approval,
 )
-from intentd.api.routes_intents import IntentAddress, load_intent
-from intentd.api.security import ApiCaller, errors
+from intentd.api.intents.routes import IntentAddress, load_intent
+from intentd.api.problems import ApiProblem
 from intentd.contract.mode import mode_of
 from intentd.contract.record import IntentRecord, render_record
 from intentd.lifecycle import commands
-from intentd.lifecycle.chain_book import ChainBook
 from intentd.merchant import refunds
 
-__all__ = ["book_of", "refused_problem", "router"]
+__all__ = ["refused_problem", "router"]
 
 router = APIRouter(prefix=API_PREFIX, tags=["intents"])
 
@@ -57,15 +56,6 @@ def _responses(conflict: str) -> dict[int | str, dict[str, Any]]:
     return answers
 
 
-def book_of(request: Request) -> ChainBook:
-    """The chain book of the app's settings, built once per app."""
-    book: ChainBook | None = getattr(request.app.state, "chain_book", None)
-    if book is None:
-        book = ChainBook.of_settings(Services.of(request).settings)
-        request.app.state.chain_book = book
-    return book
-
-
 async def _run(
     request: Request, caller: ApiCaller, intent_address: str, command: commands.Command
 ) -> Response:
@@ -76,7 +66,7 @@ async def _run(
         try:
             outcome = await refunds.request(
                 conn,
-                book_of(request),
+                services.intent_commands,
                 refund_policy(services),
                 key_actor(services, caller, request),
                 row.id,

@@ -18,19 +18,19 @@ from starlette.responses import Response
 
 from intentd.adapters import event_log
 from intentd.adapters.event_log import EventFilter, LogPosition, StoredEvent
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
-from intentd.api.event_params import (
+from intentd.api.events.params import (
     decode_log_cursor,
     decode_sequence_cursor,
     encode_log_cursor,
     encode_sequence_cursor,
     parse_types,
 )
+from intentd.api.intents.routes import IntentId, visible
 from intentd.api.paging import CreatedAfter, CreatedBefore, Cursor, Order, parse_time
 from intentd.api.problems import ApiProblem
-from intentd.api.routes_intents import IntentId, visible
-from intentd.api.security import ApiCaller, errors
 from intentd.contract.events import ENVELOPE_FIELDS, EventRecord
 from intentd.contract.mode import mode_of
 

@@ -1,5 +1,5 @@
 """What the ``/api/v1/webhooks`` routes share: rendering, cursors, URL checks, the
-documented problem answers (``api.routes_webhooks``)."""
+documented problem answers (``api.webhooks.routes``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from uuid import UUID
 from intentd.adapters import webhook_endpoints as store
 from intentd.adapters.webhook_endpoints import AttemptRow, Endpoint
 from intentd.adapters.webhook_send_budgets import take_send_call
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import errors
 from intentd.api.context import Services
 from intentd.api.models import Problem
 from intentd.api.problems import ApiProblem
-from intentd.api.security import errors
 from intentd.contract.mode import Mode
 from intentd.settings import ConfigError
 from intentd.webhooks import send_budget

@@ -21,10 +21,10 @@ from starlette.responses import Response
 from intentd.access.actors import Actor
 from intentd.adapters import refund_approvals
 from intentd.adapters.refund_approvals import Approval
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.problems import ApiProblem
-from intentd.api.security import ApiCaller, errors
 from intentd.contract.mode import Mode
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
-from intentd.api.lru import Lru
+from intentd.api.callers.lru import Lru
 
 __all__ = ["RateLimiter", "TokenBucket", "retry_after_seconds"]
 

@@ -6,7 +6,7 @@ chains its key may use (the rule of ``GET /intents``: a live key sees live data 
 The range is ``from`` (inclusive) to ``to`` (exclusive), RFC 3339 with a zone, at most
 366 days (``reports.ranges``; 400 ``invalid_time``, ``range_reversed``,
 ``range_too_long``). Bodies stream from one database snapshot in bounded memory
-(``api.report_responses``: 503 ``reports_busy`` when this process streams its share
+(``api.reports.responses``: 503 ``reports_busy`` when this process streams its share
 already). Restricted keys need the scope ``reports:read``: every operation under
 ``/api/v1/reports`` is one scope, checked where the key is (``access.scopes``). The
 console's Reports page streams the same reports (``console.routes_reports``).
@@ -19,17 +19,17 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services
+from intentd.api.intents.listing import usable_chains
 from intentd.api.problems import PROBLEM_JSON, ApiProblem
-from intentd.api.report_responses import (
+from intentd.api.reports.responses import (
     ReconciliationReport,
     ReportStream,
     csv_content,
     open_stream,
 )
-from intentd.api.routes_intent_list import usable_chains
-from intentd.api.security import ApiCaller, errors
 from intentd.reports.movements import COLUMNS, Export, TokenBook
 from intentd.reports.ports import ReportReader, ReportScope
 from intentd.reports.ranges import MAX_RANGE, RangeError, ReportRange, parse_range

@@ -1,4 +1,4 @@
-"""``python -m intentd.api.openapi_dump [PATH]`` (``make openapi``): write the API's
+"""``python -m intentd.api.openapi.dump [PATH]`` (``make openapi``): write the API's
 OpenAPI document, as served at ``/api/v1/openapi.json``, to ``docs/openapi.json``.
 
 The document does not depend on the deployment's settings (chains, fees and keys

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
 from intentd.api.context import Services
 from intentd.api.models import Problem
 

@@ -22,11 +22,11 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from intentd.adapters import webhook_endpoints as store
+from intentd.api.callers.security import ApiCaller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
+from intentd.api.intents.refund_approvals import key_actor
 from intentd.api.problems import ApiProblem
-from intentd.api.refund_approvals import key_actor
-from intentd.api.security import ApiCaller
-from intentd.api.webhook_models import (
+from intentd.api.webhooks.models import (
     AttemptList,
     EndpointList,
     EndpointOut,
@@ -37,7 +37,7 @@ from intentd.api.webhook_models import (
     WebhookUpdate,
     body_schema,
 )
-from intentd.api.webhook_views import (
+from intentd.api.webhooks.views import (
     bad_cursor,
     checked_url,
     decode_cursor,

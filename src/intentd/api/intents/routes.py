@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, IdempotencyKey, errors
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import IntentCreate, TriggerResult
 from intentd.api.problems import ApiProblem
 from intentd.api.render import trigger_json
-from intentd.api.security import ApiCaller, IdempotencyKey, errors
 from intentd.api.trigger_gate import TriggerRefused
 from intentd.chain.errors import ChainUnavailable
 from intentd.contract.record import IntentRecord, IntentRow, render_record

@@ -6,7 +6,7 @@ amount and excluded source chains; the modal (holding only the session token) ca
 read the session and what it may see of its client, get quotes for it, create
 intents within it and say "I have made payment" (trigger processing) for intents it
 created. The session endpoints accept session tokens only, and the API-key endpoints
-API keys only. A session's cap of intents is ``session_cap``'s.
+API keys only. A session's cap of intents is ``api.sessions.cap``'s.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from eth_utils import to_checksum_address
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
+from intentd.api.callers.security import ApiCaller, IdempotencyKey, SessionCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
+from intentd.api.intents.routes import IntentAddress, load_intent, trigger_response
 from intentd.api.models import (
     QuoteList,
     SessionClient,
@@ -33,10 +35,8 @@ from intentd.api.models import (
 )
 from intentd.api.problems import ApiProblem
 from intentd.api.render import quote_json, token_json
-from intentd.api.routes_intents import IntentAddress, load_intent, trigger_response
-from intentd.api.security import ApiCaller, IdempotencyKey, SessionCaller, errors
-from intentd.api.session_cap import within_cap
-from intentd.api.sessions import Session, sign_session
+from intentd.api.sessions.cap import within_cap
+from intentd.api.sessions.tokens import Session, sign_session
 from intentd.contract.record import IntentRecord, render_record
 from intentd.domain.amounts import AmountError, format_amount, parse_amount
 from intentd.intents import quotes

@@ -35,13 +35,13 @@ from intentd.access.scopes import ANY_KEY, required_scope, scope_allows
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Connection
+from intentd.api.callers.lru import Lru
+from intentd.api.callers.ratelimit import RateLimiter, retry_after_seconds
+from intentd.api.callers.sources import source_address, source_bucket
 from intentd.api.connections import Database
-from intentd.api.lru import Lru
 from intentd.api.problems import ApiProblem
-from intentd.api.ratelimit import RateLimiter, retry_after_seconds
-from intentd.api.sessions import PREFIX as SESSION_PREFIX
-from intentd.api.sessions import Session, SessionError, verify_session
-from intentd.api.sources import source_address, source_bucket
+from intentd.api.sessions.tokens import PREFIX as SESSION_PREFIX
+from intentd.api.sessions.tokens import Session, SessionError, verify_session
 from intentd.credentials import allowed_networks, hash_key, looks_like_key
 from intentd.settings import ChainConfig, Settings
 

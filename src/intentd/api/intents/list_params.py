@@ -11,7 +11,7 @@ that the caller's key may use (else 403 ``network_class_mismatch``, as on create
 from __future__ import annotations
 
 from intentd.adapters.intent_list import ListPosition
-from intentd.api.auth import Caller
+from intentd.api.callers.auth import Caller
 from intentd.api.paging import decode_cursor, encode_cursor
 from intentd.api.problems import ApiProblem
 from intentd.intents.chain_names import find_chain

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from intentd.adapters.report_queries import PostgresReports, snapshot
+from intentd.adapters.report_queries import snapshot
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.reports.ports import ReportReader
@@ -112,7 +112,7 @@ async def open_stream(
     try:
         conn = await stack.enter_async_context(services.connection())
         await stack.enter_async_context(snapshot(conn))
-        chunks = make(PostgresReports(conn, services.settings))
+        chunks = make(services.reports(conn))
         stack.push_async_callback(_close, chunks)
         first = await anext(chunks)
     except BaseException as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from intentd.adapters import intent_store
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
-from intentd.api.sessions import Session
+from intentd.api.sessions.tokens import Session
 
 __all__ = ["within_cap"]
 

@@ -20,11 +20,11 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.models import TokenRecord
 from intentd.api.problems import ApiProblem
 from intentd.api.render import token_json, tokens_of
-from intentd.api.security import ApiCaller, errors
 from intentd.intents.chain_names import find_chain
 from intentd.settings import NATIVE_TOKEN
 

@@ -15,11 +15,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response
+from intentd.api.intents.routes import check_networks
 from intentd.api.models import Quote, QuoteList, TokenRecord
 from intentd.api.render import quote_json, tokens_of
-from intentd.api.routes_intents import check_networks
-from intentd.api.security import ApiCaller, errors
 from intentd.intents import quotes
 from intentd.intents.chain_names import name_set
 from intentd.intents.validation import known_chain
