@@ -78,7 +78,11 @@ async def chain(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, Database.of(chain.settings, pool))
+    found = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     yield found
     await found.close()
 

@@ -108,7 +108,9 @@ async def api_services(
             quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
         else:
             quoting = prices
-        processor = Processor(settings, database, prices=quoting)
+        if book is None:  # an app outside a process (tests, bench): a book of its own
+            book = ChainBook.of_settings(settings)
+        processor = Processor(settings, database, prices=quoting, book=book)
         stack.push_async_callback(processor.close)
         gate = LiquidityGate(settings)
         if gate.enabled:
@@ -136,9 +138,7 @@ async def api_services(
             intents_by_id=BatchedReads(database.connection, intent_store.get_many_by_id),
             intents_by_address=BatchedReads(database.connection, intent_store.get_many_by_address),
             liquidity=gate,
-            intent_commands=IntentCommands(
-                book if book is not None else ChainBook.of_settings(settings), PostgresUnitOfWork
-            ),
+            intent_commands=IntentCommands(book, PostgresUnitOfWork),
             reports=reports,
         )
         if on_readiness is not None:

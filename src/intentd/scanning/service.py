@@ -101,8 +101,8 @@ Refused = Callable[[Deposit, Unappliable], Awaitable[None]]
 
 
 class ScanCredits:
-    """Credits what a scan found: ``book`` is the process's (none: the book of
-    ``settings``), ``watch`` has the trigger verifier watch each deposit, ``valuer``
+    """Credits what a scan found: ``book`` is the process's (built once, by the
+    composition root), ``watch`` has the trigger verifier watch each deposit, ``valuer``
     values a revalued intent's payment (none: it awaits a price)."""
 
     def __init__(
@@ -110,12 +110,12 @@ class ScanCredits:
         settings: Settings,
         store: Store | None = None,
         *,
-        book: ChainBook | None = None,
+        book: ChainBook,
         watch: bool = False,
         valuer: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._book = book if book is not None else ChainBook.of_settings(settings)
+        self._book = book
         self._store = store
         self._watch = watch
         self._valuer = valuer
