@@ -3,7 +3,7 @@
 A thin loop over the ports of ``execution.ports``; the steps live in
 ``execution.starting`` (new work), ``execution.sending`` (record, then broadcast),
 ``execution.settling`` (receipts and verdicts) and ``execution.unsticking``
-(re-broadcast or replace), the decisions in pure modules (``planning``, ``gas``,
+(re-broadcast or replace), the decisions in pure modules (``tx_plans``, ``gas``,
 ``tracking``, ``replacement``, ``policy``). Guarantees (see ``docs/execution.md``):
 
 - A transaction is signed and recorded (nonce allocated, action ``submitted``) in

@@ -51,8 +51,8 @@ from intentd.execution.deposit_check import Credited
 from intentd.execution.evidence import ChainView
 from intentd.execution.float_figures import Balances, Commitments, Exposure, FloatRow
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.tracking import OPEN_STATUSES, NonceUse, Receipt, Tx, TxStatus
+from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.messages import ActionResultMessage
 
 __all__ = [

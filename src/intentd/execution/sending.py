@@ -27,8 +27,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ResultEvent, SignerKind
-from intentd.execution.outcomes import result_message
-from intentd.execution.planning import Purpose, TxPlan
+from intentd.execution.endings import result_message
 from intentd.execution.ports import (
     ChainWriter,
     ExecutionStore,
@@ -37,6 +36,7 @@ from intentd.execution.ports import (
     SendOutcome,
     StoreTransaction,
 )
+from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.faults import crash_point
 from intentd.indexer.ports import NoAnswer
 from intentd.settings import ChainConfig

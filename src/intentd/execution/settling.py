@@ -37,9 +37,8 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
+from intentd.execution.endings import failed_attempt, result_message, transfer_figures
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
-from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
-from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import ChainWriter, ExecutionStore
 from intentd.execution.sending import Sender
@@ -63,6 +62,7 @@ from intentd.execution.tracking import (
     nonce_groups,
 )
 from intentd.execution.transfer_planner import TransferPlanner
+from intentd.execution.tx_plans import Purpose
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.indexer.ports import ChainUnavailable

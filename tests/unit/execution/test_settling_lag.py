@@ -17,8 +17,8 @@ from tests.unit.execution.execution_fakes import RECIPIENT, TOKEN
 from tests.unit.execution.test_executor_on_fakes import GAS_TANK, KEYS, RELAYER, Harness
 
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import TxStatus
+from intentd.execution.tx_plans import Purpose
 from intentd.indexer.ports import ChainUnavailable
 
 
