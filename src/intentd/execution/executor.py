@@ -48,7 +48,7 @@ from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.float_report import FloatReport
 from intentd.execution.ports import ChainWriter, ExecutionStore, Keyring, L1Fees, Lease
 from intentd.execution.prefill_funds import PrefillFunds
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
@@ -81,7 +81,7 @@ class Executor:
         self._rpc = rpc(chain.name)
         liquidity = liquidity if liquidity is not None else LiquidityConfig()
         relayer = keyring.address(SignerKind.RELAYER)
-        sender = Sender(chain, store=store, writer=writer, keyring=keyring)
+        sender = TransactionSender(chain, store=store, writer=writer, keyring=keyring)
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
             chain,

@@ -41,7 +41,7 @@ from intentd.execution.endings import failed_attempt, result_message, transfer_f
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import ChainWriter, ExecutionStore
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
     Consumed,
@@ -98,7 +98,7 @@ class Settler:
         *,
         store: ExecutionStore,
         writer: ChainWriter,
-        sender: Sender,
+        sender: TransactionSender,
         starter: Starter,
         transfers: TransferPlanner,
     ) -> None:

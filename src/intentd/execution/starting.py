@@ -55,7 +55,7 @@ from intentd.execution.ports import (
 )
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.replacement import topup_budget
-from intentd.execution.sending import Recorded, Sender
+from intentd.execution.sending import Recorded, TransactionSender
 from intentd.execution.tracking import next_transfer_due
 from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.tx_plans import needs_topup, transfer_tx
@@ -83,7 +83,7 @@ class Starter:
         store: ExecutionStore,
         writer: ChainWriter,
         keyring: Keyring,
-        sender: Sender,
+        sender: TransactionSender,
         transfers: TransferPlanner,
         funds: PrefillFunds,
         verifier: DepositVerifier | None = None,

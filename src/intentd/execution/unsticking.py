@@ -33,7 +33,7 @@ from intentd.execution.replacement import (
     signer_of,
     topup_budget,
 )
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.tracking import Tx, TxStatus
 from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.tx_plans import Purpose, TxPlan, transfer_tx
@@ -53,7 +53,7 @@ class Unsticker:
         *,
         store: ExecutionStore,
         writer: ChainWriter,
-        sender: Sender,
+        sender: TransactionSender,
         transfers: TransferPlanner,
     ) -> None:
         self._chain = chain

@@ -1,7 +1,7 @@
 """What the webhooks role needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.webhook_store.PostgresWebhookStore``,
-``webhooks.http.HttpSender``); the unit tests use in-memory fakes.
+``adapters.webhook_http.HttpSender``); the unit tests use in-memory fakes.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
+from intentd.contract.mode import Mode
 from intentd.webhooks.schedule import Decision
 
 __all__ = [
     "Attempt",
+    "DeliverySender",
     "DueDelivery",
     "EventToRecord",
     "RecordedAttempt",
-    "Sender",
     "WebhookStore",
 ]
 
@@ -31,7 +32,7 @@ class EventToRecord:
     event_id: str
     event_type: str
     client_id: UUID
-    mode: str
+    mode: Mode
     intent_id: int | None
     sequence: int
     created_at: datetime
@@ -81,7 +82,7 @@ class RecordedAttempt:
     at: datetime
 
 
-class Sender(Protocol):
+class DeliverySender(Protocol):
     async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
         """POST ``body``; never raises for what the endpoint or the network does."""
         ...
