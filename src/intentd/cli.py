@@ -31,6 +31,7 @@ from intentd.adapters import intent_store
 from intentd.adapters.backfills import backfill
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.adapters.relayer_float import PostgresFloatSource
+from intentd.contract.mode import MODES
 from intentd.contract.record import IntentRow, render_record
 from intentd.custody import IntentKeys
 from intentd.intents.admission import AdmittingWriter, LiquidityGate
@@ -70,7 +71,7 @@ def _add_keys(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         required=True,
         help="an existing client's id or name (intentd clients create); its keys share intents",
     )
-    kcreate.add_argument("--mode", required=True, choices=["test", "live"])
+    kcreate.add_argument("--mode", required=True, choices=MODES)
     kcreate.add_argument(
         "--rate-limit", type=int, help="requests per second (default: api.default_rate_limit)"
     )

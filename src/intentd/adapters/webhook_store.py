@@ -192,7 +192,7 @@ class PostgresWebhookStore:
                 for s in subscribers(
                     by_client.get(event.client_id, ()),
                     event.client_id,
-                    "live" if event.mode == "live" else "test",
+                    event.mode,
                     event.event_type,
                 )
             ]
