@@ -2,7 +2,7 @@
 
 :class:`LogReader` is how every ranged reader of deposits asks for logs (the poller's
 ``adapters.chain.EvmChainReader``, trigger-processing's
-``adapters.intent_window.IntentWindowReader``, and through them ``intents rescan``, the
+``adapters.intent_window_rpc.IntentWindowReader``, and through them ``intents rescan``, the
 lifecycle's gap recovery and the trigger verifier). It guarantees:
 
 - **Proof.** Each POST asks the *anchor* block's header before and after its log

@@ -2,7 +2,7 @@
 
 - :func:`token_range` (an intent whose ``tokenIn`` is an ERC-20): ``Transfer`` logs of
   the chain's tokens filtered at the node by the intent's address as recipient
-  (``adapters.intent_window``), then, for the few blocks holding one, every
+  (``adapters.intent_window_rpc``), then, for the few blocks holding one, every
   ``Transfer`` log of those tokens, decoded by the poller's code
   (``indexer.decoding.token_deposits``): the same deposits with the same identities
   as the poller's, a wrong-token deposit included. No block is read in full, so a
@@ -30,7 +30,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from intentd.adapters.chain import EvmChainReader, open_chain
-from intentd.adapters.intent_window import IntentWindowReader
+from intentd.adapters.intent_window_rpc import IntentWindowReader
 from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.indexer.balances import Reconciled
 from intentd.indexer.coverage import LogsAnswer, proven_logs

@@ -9,7 +9,7 @@ from tests.unit.indexer.rpc_fakes import FakeProvider, Node, client
 from tests.unit.indexer.test_poll_loop import config
 
 from intentd.adapters.chain import EvmChainReader
-from intentd.adapters.intent_window import IntentWindowReader
+from intentd.adapters.intent_window_rpc import IntentWindowReader
 from intentd.adapters.json_rpc import MissingResult
 from intentd.api.trigger_scan import ChainReads, token_range
 from intentd.indexer.planning import BlockRange

@@ -9,7 +9,7 @@ import pytest
 from tests.unit.indexer.indexer_fakes import FAKE_TOKEN, USDC, FakeChain, Transfer, address
 from tests.unit.indexer.rpc_fakes import FakeProvider, client
 
-from intentd.adapters.intent_window import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
+from intentd.adapters.intent_window_rpc import RANGES_PER_BATCH, IntentWindowReader, recipient_topic
 from intentd.api.trigger_scan import token_deposits_of
 from intentd.indexer.coverage import LogsAnswer, UnprovenLogs
 from intentd.indexer.decoding import (

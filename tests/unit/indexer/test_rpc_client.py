@@ -10,7 +10,7 @@ from tests.unit.indexer.indexer_fakes import USDC, FakeChain, Transfer, address
 from tests.unit.indexer.rpc_fakes import LIVE, FakeProvider, Node, client, counter, error_once
 
 from intentd.adapters.chain import EvmChainReader
-from intentd.adapters.intent_window import IntentWindowReader
+from intentd.adapters.intent_window_rpc import IntentWindowReader
 from intentd.adapters.json_rpc import (
     MissingResult,
     RpcError,
