@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 import structlog
 from fastapi import FastAPI
 
-from intentd.adapters import audit_log, console_reads, console_sessions, refund_approvals
+from intentd.adapters import audit_log, console_overview, console_sessions, refund_approvals
 from intentd.api.context import Services
 from intentd.console import (
     routes_audit,
@@ -92,7 +92,7 @@ async def prune_once(services: Services) -> int:
             if pruned < 1_000:
                 break
         total += await console_sessions.prune(conn)
-        total += await console_reads.prune_day_totals(conn)
+        total += await console_overview.prune_day_totals(conn)
         total += await refund_approvals.expire_stale(conn, datetime.now(UTC))
     return total
 

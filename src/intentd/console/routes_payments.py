@@ -23,7 +23,14 @@ from starlette.responses import Response
 
 from intentd.access.approvals import ApprovalStatus, needs_approval, refund_value_usd
 from intentd.access.roles import Permission
-from intentd.adapters import console_reads, event_log, intent_list, intent_store, refund_approvals
+from intentd.adapters import (
+    console_overview,
+    console_reads,
+    event_log,
+    intent_list,
+    intent_store,
+    refund_approvals,
+)
 from intentd.adapters.intent_list import IntentFilter
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
@@ -103,20 +110,20 @@ async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> 
     chains = mode_chains(settings, mode)
     client = user.session.client_id
 
-    async def days() -> list[console_reads.DayTotal]:
+    async def days() -> list[console_overview.DayTotal]:
         async with overview_connection(request) as conn:
-            return await console_reads.day_totals(
+            return await console_overview.day_totals(
                 conn, client, chains, since=now.date() - timedelta(days=29), now=now
             )
 
     async def live() -> dict[str, int]:
         async with overview_connection(request) as conn:
-            return await console_reads.live_counts(conn, client, chains)
+            return await console_overview.live_counts(conn, client, chains)
 
     async def attention() -> list[dict[str, Any]]:
         grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
         async with overview_connection(request) as conn:
-            stuck = await console_reads.attention(
+            stuck = await console_overview.attention(
                 conn,
                 client,
                 chains,
