@@ -23,8 +23,10 @@ from fastapi import FastAPI
 from intentd.adapters import audit_log, console_overview, console_sessions, refund_approvals
 from intentd.api.context import Services
 from intentd.console import (
+    routes_approvals,
     routes_audit,
     routes_developers,
+    routes_overview,
     routes_payments,
     routes_reports,
     routes_signin,
@@ -53,7 +55,9 @@ def console_extensions(settings: Settings) -> tuple[Callable[[FastAPI], None], .
 def install(app: FastAPI, state: ConsoleState) -> None:
     for module in (
         routes_signin,
+        routes_overview,
         routes_payments,
+        routes_approvals,
         routes_webhooks,
         routes_developers,
         routes_team,
