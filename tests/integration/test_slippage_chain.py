@@ -28,7 +28,7 @@ from tests.lifecycle_calls import Outcome, expire
 from tests.support import PAYEE
 
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.adapters.price_feeds import running_prices
 from intentd.api.connections import Database

@@ -17,7 +17,7 @@ from uuid import UUID
 
 import structlog
 
-from intentd.adapters import intent_store
+from intentd.adapters import intent_inserts, intent_store
 from intentd.adapters.backfills import backfill
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.adapters.relayer_float import PostgresFloatSource
@@ -123,7 +123,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
             row = await create_intent(
                 settings,
                 AdmittingWriter(
-                    intent_store.PostgresIntentStore(pool),
+                    intent_inserts.PostgresIntentStore(pool),
                     settings.intent_addresses(),
                     gate=gate if gate.enabled else None,
                     max_pending=settings.intents.max_open_per_client,
