@@ -3,7 +3,7 @@
 Guarantees: a user sees only their client's approvals of the screen's mode (stale ones
 expire as they are read); one with ``refunds.approve`` decides, never the user who
 asked (403 ``approval_own_request``); approving runs the refund as
-:func:`~intentd.merchant.refunds.approve` does, and a refund the intent no longer
+:func:`~intentd.merchant.approval_decisions.approve` does, and a refund the intent no longer
 allows is the same 409 as a refund asked for directly.
 """
 
@@ -29,7 +29,7 @@ from intentd.console.auth import ConsoleUser, Require
 from intentd.console.web import CONSOLE_API, ModeParam
 from intentd.contract.record import render_record
 from intentd.lifecycle import commands
-from intentd.merchant import refunds
+from intentd.merchant import approval_decisions
 
 __all__ = ["router"]
 
@@ -58,7 +58,7 @@ async def approvals(
     return json_response({"data": [render_approval(a) for a in found]})
 
 
-def _denied(exc: refunds.ApprovalDenied) -> ApiProblem:
+def _denied(exc: approval_decisions.ApprovalDenied) -> ApiProblem:
     status = 404 if exc.code == "approval_not_found" else 409
     if exc.code == "approval_own_request":
         status = 403
@@ -70,10 +70,10 @@ async def approve(request: Request, user: Approver, approval_id: UUID) -> Respon
     services = Services.of(request)
     async with services.connection() as conn:
         try:
-            done = await refunds.approve(
+            done = await approval_decisions.approve(
                 conn, book_of(request), user.actor(), approval_id, now=_now()
             )
-        except refunds.ApprovalDenied as exc:
+        except approval_decisions.ApprovalDenied as exc:
             raise _denied(exc) from None
         except commands.Refused as refused:
             found = await refund_approvals.get(conn, approval_id, user.session.client_id)
@@ -91,7 +91,7 @@ async def reject(request: Request, user: Approver, approval_id: UUID) -> Respons
     services = Services.of(request)
     async with services.connection() as conn:
         try:
-            rejected = await refunds.reject(conn, user.actor(), approval_id, now=_now())
-        except refunds.ApprovalDenied as exc:
+            rejected = await approval_decisions.reject(conn, user.actor(), approval_id, now=_now())
+        except approval_decisions.ApprovalDenied as exc:
             raise _denied(exc) from None
     return json_response({"approval": render_approval(rejected)})
