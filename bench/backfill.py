@@ -8,7 +8,7 @@ batches to anvil, decoding, publishing to Kafka, cursor transactions in PostgreS
 over each part from a cold start of its loop. Figures are printed, nothing asserted.
 
 The poll loop includes the balance reconciliation of open native-coin intents
-(``indexer.reconciliation``); ``--native N`` makes N of the watched intents native-coin
+(``chain.evm.reconciliation``); ``--native N`` makes N of the watched intents native-coin
 intents of the bench chain, open over the whole run, and counts the extra JSON-RPC
 calls it makes (anvil then keeps the states of old blocks in memory).
 """
@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
-from intentd.adapters.chain import open_chain
-from intentd.adapters.chain_state import EvmChainState
 from intentd.adapters.cursor_store import PostgresPollerStore
+from intentd.adapters.evm.chain_reader import open_chain
+from intentd.adapters.evm.state_reader import EvmChainState
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
+from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.indexer.poller import Poller
-from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.observability import configure_logging
 from intentd.settings import NATIVE_TOKEN, ChainConfig, KafkaConfig

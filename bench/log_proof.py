@@ -1,4 +1,4 @@
-"""What proving log answers whole costs the poller's reads (``indexer.coverage``).
+"""What proving log answers whole costs the poller's reads (``chain.evm.coverage``).
 
 ``python -m bench log-proof`` starts its own anvil, builds ``--sparse`` empty blocks and
 ``--dense`` blocks of ``--per-block`` token transfers (disperse transactions), then
@@ -7,7 +7,7 @@ reads and decodes every batch of each part two ways, alternately, ``--rounds`` t
 - *unproven*: the reads as they were before the proof: the full blocks and one
   ``eth_getLogs`` per range in separate POSTs, decoded without the proof;
 - *proven*: ``EvmChainReader.read_range`` (each log POST between two
-  ``eth_getBlockByNumber(anchor)``) and the proof (``indexer.coverage.proven_logs``)
+  ``eth_getBlockByNumber(anchor)``) and the proof (``chain.evm.coverage.proven_logs``)
   before the same decoding.
 
 It prints the best and median seconds of each, blocks/s and the overhead. No
@@ -25,12 +25,12 @@ from collections.abc import Awaitable, Callable
 
 from bench.backfill import build_dense, build_sparse
 from bench.poller_env import watched_address
-from intentd.adapters.chain import EvmChainReader
-from intentd.adapters.json_rpc import JsonRpcClient
-from intentd.indexer.coverage import proven_logs
-from intentd.indexer.decoding import TRANSFER_TOPIC, decode_headers, find_deposits
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.watched import WatchedAddresses
+from intentd.adapters.evm.chain_reader import EvmChainReader
+from intentd.adapters.evm.json_rpc import JsonRpcClient
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.coverage import proven_logs
+from intentd.chain.evm.decoding import TRANSFER_TOPIC, decode_headers, find_deposits
 from intentd_dev.devchain import DevChain
 from intentd_dev.devinfra.anvil import start_anvil
 

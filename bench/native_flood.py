@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from bench.poller_env import bench_database, infra_env
-from intentd.adapters import json_rpc
+from intentd.adapters.evm import json_rpc
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.composition.roles import poller_role
 from intentd.indexer.poller import Poller

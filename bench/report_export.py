@@ -7,7 +7,7 @@ indexes are migration 0017's) and loads N completed intents of one busy client (
 500,000; plus F x N of other clients, default 0.2, which the scans pass over): each
 paid by one deposit, its prefill paid by the relayer and the relayer repaid by the
 intent address after a gas top-up, so 2 actions and 3 chain transactions with signed
-bytes (type 2, as ``adapters.signer`` records them) per intent, spread over 30 days.
+bytes (type 2, as ``adapters.evm.signer`` records them) per intent, spread over 30 days.
 So ``payments`` has 2N rows (10^6 by default), ``deposits`` N, ``gas`` 4N, and the
 reconciliation reads N intents with their records.
 

@@ -71,7 +71,7 @@ def deposit_id(chain: str, tx_hash: str, token: str, transfer_index: int) -> str
     """The identity of a transfer, the same on every fork: ``<CHAIN>:<tx>:<token>:<index>``.
 
     ``transfer_index`` is the transfer's position among its transaction's ``Transfer``
-    logs of ``token`` (-1 for the native coin); see ``indexer.decoding``.
+    logs of ``token`` (-1 for the native coin); see ``chain.evm.decoding``.
     """
     return f"{chain}:{tx_hash}:{token}:{transfer_index}"
 

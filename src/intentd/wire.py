@@ -2,7 +2,7 @@
 
 Messages are validated where they are decoded; here they become the domain's values
 (:mod:`intentd.domain.deposits`, :mod:`intentd.domain.action_results`) and back. A
-transfer decoded by the indexer (``indexer.decoding.Deposit``, what a
+transfer decoded by the indexer (``chain.evm.decoding.Deposit``, what a
 :class:`~intentd.messages.DepositMessage` carries) becomes a domain deposit here too,
 for the callers that credit it without a message (trigger-processing and its
 verifier). Pure.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from intentd.chain.transfers import ChainTransfer
 from intentd.domain.action_results import ActionResult, ResultEvent
 from intentd.domain.deposits import Deposit, Retraction
 from intentd.domain.intent import ActionKind
-from intentd.indexer.decoding import ChainTransfer
 from intentd.messages import ActionResultMessage, DepositMessage, RetractionMessage
 
 __all__ = ["action_result", "deposit", "found_deposit", "retraction"]

@@ -19,7 +19,7 @@ import pytest
 from tests.integration import test_executor
 from tests.integration.test_executor import Chain, seed_action, transactions, wait_status
 
-from intentd.adapters.l1_fee import GAS_PRICE_ORACLE
+from intentd.adapters.evm.l1_fee import GAS_PRICE_ORACLE
 from intentd.adapters.postgres import Pool
 from intentd.domain.actions import NATIVE
 from intentd.execution.gas import l1_fee_reserve

@@ -31,7 +31,7 @@ from tests.integration.test_poller import (  # noqa: F401 - polling is a fixture
 )
 
 from intentd.adapters.postgres import Pool
-from intentd.indexer.decoding import NATIVE
+from intentd.chain.evm.decoding import NATIVE
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data

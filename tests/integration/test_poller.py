@@ -29,9 +29,10 @@ from tests.support import new_intent
 
 from intentd.adapters.cursor_store import CursorConflict, PostgresPollerStore
 from intentd.adapters.postgres import Pool
+from intentd.chain.blocks import BlockHeader
+from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role
 from intentd.faults import CRASH_EXIT_CODE
-from intentd.indexer.decoding import NATIVE, BlockHeader
 from intentd.indexer.reorg import Cursor
 from intentd.messages import deposits_topic
 from intentd.settings import Settings

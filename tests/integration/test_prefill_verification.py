@@ -24,8 +24,8 @@ from structlog.testing import capture_logs
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
+from intentd.chain.evm.balances import UNKNOWN_SENDER, reconciled_tx_hash
 from intentd.composition.roles import executor_role
-from intentd.indexer.balances import UNKNOWN_SENDER, reconciled_tx_hash
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
 from intentd_dev.devinfra.accounts import Role, dev_account

@@ -13,8 +13,8 @@ from typing import TypeVar
 import pytest
 from web3 import Web3
 
-from intentd.adapters.json_rpc import JsonRpcClient
-from intentd.adapters.price_feeds import ChainlinkReader
+from intentd.adapters.evm.json_rpc import JsonRpcClient
+from intentd.adapters.evm.price_feeds import ChainlinkReader
 from intentd.pricing.refresh import FeedUnreadable
 from intentd.pricing.rounds import ChainReading
 from intentd_dev.devinfra import feeds

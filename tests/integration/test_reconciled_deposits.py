@@ -29,10 +29,10 @@ from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
+from intentd.chain.evm.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
+from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role
 from intentd.contract.record import IntentRow
-from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
-from intentd.indexer.decoding import NATIVE
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import (
     ActionResultMessage,

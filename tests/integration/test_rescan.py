@@ -10,9 +10,9 @@ from tests.integration.test_trigger_receipts import own_base  # noqa: F401 - the
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
+from intentd.chain.blocks import BlockRange
 from intentd.cli import build_parser
 from intentd.composition.rescan import RescanRefused, rescan
-from intentd.indexer.planning import BlockRange
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 

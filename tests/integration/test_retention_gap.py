@@ -10,7 +10,7 @@ chain, rather than read on from the log start (what ``auto_offset_reset="earlies
 did: the deposit was never credited). The same when it comes back with no committed
 position (its offsets expired, or its group was renamed) but the partition's applied
 block is recorded. Decision logic on fakes:
-tests/unit/adapters/test_kafka_positions.py, tests/unit/lifecycle/test_gap_recovery_on_fakes.py.
+tests/unit/adapters/test_kafka_positions.py, tests/unit/scanning/test_gap_recovery_on_fakes.py.
 """
 
 from __future__ import annotations
@@ -26,21 +26,21 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from prometheus_client import REGISTRY
 from tests.support import new_intent
 
-from intentd.adapters.chain import open_chain
 from intentd.adapters.cursor_store import WINDOW
+from intentd.adapters.evm.chain_reader import open_chain
+from intentd.adapters.evm.verifier_chains import EvmVerifierChains
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
 from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.postgres import Pool
-from intentd.adapters.verifier_chains import EvmVerifierChains
-from intentd.indexer.planning import BlockRange
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.addresses import WatchedAddresses
+from intentd.chain.evm.range_deposits import scan_range
 from intentd.indexer.publishing import deposit_payload
-from intentd.indexer.range_deposits import scan_range
-from intentd.indexer.watched import WatchedAddresses
 from intentd.lifecycle.consumer import LifecycleConsumer
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.messages import DepositMessage, deposits_topic, encode
+from intentd.scanning.gap_recovery import LogGapRecovery
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 

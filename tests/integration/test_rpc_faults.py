@@ -18,7 +18,7 @@ import orjson
 import pytest
 from eth_account import Account
 
-from intentd.adapters.json_rpc import JsonRpcClient, RangeLimitError, RpcError
+from intentd.adapters.evm.json_rpc import JsonRpcClient, RangeLimitError, RpcError
 from intentd_dev.devchain import MINT, DevChain, call_data
 from intentd_dev.devinfra.accounts import Role, dev_account
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil

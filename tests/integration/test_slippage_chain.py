@@ -28,9 +28,9 @@ from tests.lifecycle_calls import Outcome, expire
 from tests.support import PAYEE
 
 from intentd.adapters import intent_store
+from intentd.adapters.evm.price_feeds import running_prices
 from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
-from intentd.adapters.price_feeds import running_prices
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import CHAINS, chain_section
 
-from intentd.adapters.token_check import check_tokens
+from intentd.adapters.evm.token_check import check_tokens
 from intentd.settings import ConfigError, Settings
 
 pytestmark = pytest.mark.integration

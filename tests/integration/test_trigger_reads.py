@@ -22,11 +22,12 @@ from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
 
-from intentd.adapters.json_rpc import HttpTransport
+from intentd.adapters.evm.json_rpc import HttpTransport
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
-from intentd.api.processing import ChainUnavailable, Processor
+from intentd.api.processing import Processor
 from intentd.api.trigger_gate import TriggerRefused
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.status import IntentStatus
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data, disperse_data

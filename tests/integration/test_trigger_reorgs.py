@@ -20,14 +20,14 @@ from tests.integration.test_poller import section
 from tests.support import new_intent
 
 from intentd.adapters import intent_store
+from intentd.adapters.evm.verifier_chains import EvmVerifierChains
 from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
-from intentd.adapters.verifier_chains import EvmVerifierChains
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
+from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil

@@ -97,6 +97,13 @@ def test_env_files_are_read_and_real_env_wins(tmp_path: Path) -> None:
     assert load_settings(path, real).database.url.get_secret_value() == "postgresql://env/db"
 
 
+def test_a_chain_is_evm_unless_its_family_says_otherwise(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, MINIMAL), ENV)
+    assert settings.chains["BASE"].family == "evm"
+    named = MINIMAL.replace('network = "main"', 'network = "main"\nfamily = "evm"')
+    assert load_settings(write(tmp_path, named), ENV).chains["BASE"].family == "evm"
+
+
 def test_override_from_environment(tmp_path: Path) -> None:
     env = {**ENV, "INTENTD__CHAINS__BASE__CONFIRMATIONS": "12", "INTENTD__KAFKA__TOPIC_PREFIX": "p"}
     settings = load_settings(write(tmp_path, MINIMAL), env)
@@ -109,6 +116,10 @@ def test_override_from_environment(tmp_path: Path) -> None:
     [
         (("chain_id = 8453", "chain_id = -1"), "chains.BASE.chain_id = -1"),
         (('network = "main"', 'network = "mainnet"'), "chains.BASE.network = 'mainnet'"),
+        (
+            ('network = "main"', 'network = "main"\nfamily = "solana"'),
+            "chains.BASE.family = 'solana'",
+        ),
         (('rpc_urls = ["https://rpc.example"]', 'rpc_urls = ["ftp://x"]'), "chains.BASE.rpc_urls"),
         ((USDC.lower(), "0x1234"), "chains.BASE.tokens.0.address = '0x1234'"),
         (('"stablecoin"', '"meme"'), "chains.BASE.tokens.0.category = 'meme'"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from eth_abi import encode
 
-from intentd.adapters.token_check import (
+from intentd.adapters.evm.token_check import (
     REVERTED,
     TokenAnswer,
     decode_symbol,

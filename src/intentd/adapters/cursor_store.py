@@ -22,7 +22,7 @@ import orjson
 
 from intentd.adapters.lease import Lease
 from intentd.adapters.postgres import Connection, Pool
-from intentd.indexer.decoding import BlockHeader
+from intentd.chain.blocks import BlockHeader
 from intentd.indexer.reorg import Cursor, PublishedDeposit
 
 __all__ = [

@@ -6,7 +6,7 @@
 - **outage of Kafka**: any ``aiokafka`` error but an authorization or authentication
   refusal (no broker reachable, no leader, a request timed out, the coordinator gone);
 - **outage of the chain's RPC**: no usable answer from its nodes
-  (:class:`~intentd.indexer.ports.ChainUnavailable`; the poller reads again by itself,
+  (:class:`~intentd.chain.errors.ChainUnavailable`; the poller reads again by itself,
   ``indexer.read_failures``, but a failure at its start reaches its supervisor); for a
   task that serves no one chain (the lifecycle's verifier), a transient failure;
 - **transient**: a transaction that lost to another (serialization, deadlock, lock or
@@ -25,7 +25,7 @@ from aiokafka import errors as kafka_errors
 from intentd.adapters.cursor_store import CursorConflict
 from intentd.adapters.db_failures import classify as classify_database
 from intentd.adapters.lease import LeaseLost
-from intentd.indexer.ports import ChainUnavailable
+from intentd.chain.errors import ChainUnavailable
 from intentd.lifecycle.failures import Failure
 from intentd.settings import ConfigError
 from intentd.supervision import KAFKA, POSTGRESQL, Diagnosis, rpc

@@ -3,22 +3,12 @@ deposits recorded for an intent (asyncpg)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from intentd.adapters.deposit_rows import RECORDED, recorded
 from intentd.adapters.postgres import Connection
 from intentd.domain.deposits import RecordedDeposit
+from intentd.scanning.ports import ScanProgress
 
 __all__ = ["ScanProgress", "advance", "deposits_of", "load", "start"]
-
-
-@dataclass(frozen=True, slots=True)
-class ScanProgress:
-    first_block: int
-    scanned_to: int
-    """Last block scanned; ``first_block - 1`` before the first scan."""
-    scanned_hash: str | None = None
-    """Hash of block ``scanned_to`` when it was scanned (None if not known)."""
 
 
 async def load(conn: Connection, intent_id: int) -> ScanProgress | None:

@@ -38,7 +38,7 @@ class KafkaInbox:
         """``consumer``: an ``AIOKafkaConsumer`` (:func:`~intentd.adapters.kafka.make_consumer`),
         started and stopped by the caller; ``getmany`` returns nothing once ``stop`` is
         set (``adapters.consumer_stop``); ``recover``: what recovers a gap
-        (:meth:`~intentd.lifecycle.gap_recovery.LogGapRecovery.recover`)."""
+        (:meth:`~intentd.scanning.gap_recovery.LogGapRecovery.recover`)."""
         self._consumer = consumer
         self._stop = stop
         self._recover = recover

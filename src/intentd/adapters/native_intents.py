@@ -4,7 +4,7 @@
 :class:`~intentd.indexer.ports.AddressSource` (the watched set reads every intent
 through it: the live ones, those ended within its watch window, see
 ``indexer.watch_refresh``) and its
-:class:`~intentd.indexer.reconciliation.OpenNativeIntents`: from
+:class:`~intentd.chain.evm.reconciliation.OpenNativeIntents`: from
 the same rows it keeps, in memory, the intents whose source chain is the chain and
 whose ``tokenIn`` is the native coin, with their reconciliation windows
 (:func:`intentd.indexer.open_native.funding_window`, kept in an
@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from intentd.adapters.postgres import Pool
-from intentd.indexer.balances import Reconciled
+from intentd.chain.evm.balances import Reconciled
 from intentd.indexer.open_native import NativeIntent, OpenNativeWindows
 from intentd.indexer.ports import IntentAddress
 from intentd.settings import NATIVE_TOKEN

@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 from aiokafka.client import AIOKafkaClient
 
-from intentd.adapters.json_rpc import JsonRpcClient
+from intentd.adapters.evm.json_rpc import JsonRpcClient
 from intentd.settings import ChainConfig, KafkaConfig
 
 __all__ = ["KafkaProbe", "PostgresProbe", "RpcProbe"]

@@ -2,7 +2,7 @@
 
 Table ``trigger_deposits`` (``0008_trigger_deposits.sql``): one row per deposit that
 trigger-processing recorded or saw, open (``settled_at`` null) until the verifier
-(:mod:`intentd.lifecycle.trigger_verifier`) settles it: final, retracted, or gone.
+(:mod:`intentd.scanning.trigger_verifier`) settles it: final, retracted, or gone.
 Functions run on the caller's connection and inside the caller's transaction.
 """
 

@@ -27,9 +27,9 @@ from starlette.responses import Response
 
 from intentd import __version__
 from intentd.adapters import intent_store
+from intentd.adapters.evm.price_feeds import running_prices
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.adapters.price_feeds import running_prices
 from intentd.adapters.probes import PostgresProbe
 from intentd.adapters.relayer_float import PostgresFloatSource
 from intentd.api import (
@@ -81,7 +81,7 @@ def create_app(
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
     """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
-    (else the config's feeds are read in the background, ``adapters.price_feeds``).
+    (else the config's feeds are read in the background, ``adapters.evm.price_feeds``).
     ``health`` is the process's, which runs it and probes PostgreSQL at least as
     closely as the API needs (``api.connections.database_cadence``); without one the
     app watches PostgreSQL itself while it serves (tests). ``on_readiness`` hears

@@ -10,11 +10,11 @@ from typing import Any
 
 from eth_utils import to_checksum_address
 
-from intentd.api.processing import TriggerOutcome
 from intentd.contract.record import render_record
 from intentd.domain.amounts import format_amount
 from intentd.intents.quotes import Quote
 from intentd.intents.slippage import SlippageLimit, slippage_limit
+from intentd.scanning.trigger import TriggerOutcome
 from intentd.settings import NATIVE_TOKEN, ChainConfig, NativeTokenConfig, TokenConfig
 
 __all__ = ["quote_json", "token_json", "tokens_of", "trigger_json"]

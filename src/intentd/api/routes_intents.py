@@ -11,10 +11,10 @@ from intentd.api.auth import Caller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.models import IntentCreate, TriggerResult
 from intentd.api.problems import ApiProblem
-from intentd.api.processing import ChainUnavailable
 from intentd.api.render import trigger_json
 from intentd.api.security import ApiCaller, IdempotencyKey, errors
 from intentd.api.trigger_gate import TriggerRefused
+from intentd.chain.errors import ChainUnavailable
 from intentd.contract.record import IntentRecord, IntentRow, render_record
 from intentd.intents.chain_names import find_chain
 from intentd.intents.service import IntentRequest, create_intent

@@ -104,7 +104,7 @@ def _derives_addresses(args: argparse.Namespace) -> bool:
 def _token_checks(args: argparse.Namespace, settings: Settings) -> list[str]:
     """Chains whose tokens the command checks against their contracts at start: those
     it turns decimal amounts into base units for or sends tokens on
-    (``adapters.token_check``); a worker of ``api --workers`` leaves it to its parent."""
+    (``adapters.evm.token_check``); a worker of ``api --workers`` leaves it to its parent."""
     match args.command:
         case "api" if not args.worker:
             return list(settings.chains)
@@ -123,8 +123,8 @@ waits for its chains' RPC as long as it takes (a signal ends the wait, exit 0)."
 
 
 def _check_tokens(settings: Settings, chains: list[str], *, daemon: bool) -> int:
-    from intentd.adapters.token_check import check_tokens
-    from intentd.indexer.ports import ChainUnavailable
+    from intentd.adapters.evm.token_check import check_tokens
+    from intentd.chain.errors import ChainUnavailable
 
     attempts = None if daemon else ONE_SHOT_TOKEN_CHECKS
     try:

@@ -116,7 +116,7 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
     if gate.enabled:  # the float as the API sees it (docs/api.md, insufficient_liquidity)
         source = PostgresFloatSource(pool, timeout=settings.api.db_acquire_timeout)
         gate.load(await source.relayer_floats() or [])
-    from intentd.adapters.price_feeds import running_prices
+    from intentd.adapters.evm.price_feeds import running_prices
 
     try:
         async with running_prices(settings) as prices:  # feeds read once, docs/pricing.md
@@ -143,8 +143,8 @@ async def _create(args: argparse.Namespace, settings: Settings, pool: Pool) -> i
 
 
 async def _rescan(args: argparse.Namespace, settings: Settings, pool: Pool) -> int:
+    from intentd.chain.blocks import BlockRange
     from intentd.composition.rescan import RescanRefused, rescan
-    from intentd.indexer.planning import BlockRange
 
     if not 0 <= args.from_block <= args.to_block:
         print("intentd: --from-block must be at most --to-block, both >= 0", file=sys.stderr)

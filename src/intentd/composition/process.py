@@ -35,11 +35,11 @@ import structlog
 
 from intentd.adapters.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.diagnosis import diagnose_for
+from intentd.adapters.evm.signer import Keyring
 from intentd.adapters.kafka import KafkaPublisher
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.probes import KafkaProbe, PostgresProbe, RpcProbe
-from intentd.adapters.signer import Keyring
 from intentd.composition.roles import (
     EXECUTOR_CONNECTIONS,
     POLLER_CONNECTIONS,

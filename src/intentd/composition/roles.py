@@ -27,17 +27,21 @@ from typing import TypeVar
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.chain import open_chain
-from intentd.adapters.chain_state import open_chain_state
-from intentd.adapters.chain_writer import EvmChainWriter
 from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.diagnosis import diagnose_for
+from intentd.adapters.evm.chain_reader import open_chain
+from intentd.adapters.evm.chain_writer import EvmChainWriter
+from intentd.adapters.evm.json_rpc import JsonRpcClient
+from intentd.adapters.evm.l1_fee import l1_fees_for
+from intentd.adapters.evm.price_feeds import running_prices
+from intentd.adapters.evm.second_provider import RpcSecondProvider
+from intentd.adapters.evm.signer import Keyring
+from intentd.adapters.evm.state_reader import open_chain_state
+from intentd.adapters.evm.verifier_chains import EvmVerifierChains
 from intentd.adapters.execution_store import PostgresExecutionStore
 from intentd.adapters.executor_lease import ExecutorLease
-from intentd.adapters.json_rpc import JsonRpcClient
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.l1_fee import l1_fees_for
 from intentd.adapters.lease import Lease
 from intentd.adapters.lifecycle_kafka import (
     CurrentConsumer,
@@ -50,25 +54,22 @@ from intentd.adapters.log_positions import PostgresLogPositions
 from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
-from intentd.adapters.price_feeds import running_prices
-from intentd.adapters.second_provider import RpcSecondProvider
-from intentd.adapters.signer import Keyring
-from intentd.adapters.verifier_chains import EvmVerifierChains
+from intentd.chain.evm.ports import ChainReader
+from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import ChainReader, Publisher
-from intentd.indexer.reconciliation import Reconciliation
+from intentd.indexer.ports import Publisher
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
-from intentd.lifecycle.gap_recovery import LogGapRecovery
 from intentd.lifecycle.holds import HoldWatch
-from intentd.lifecycle.trigger_verifier import TriggerVerifier
 from intentd.lifecycle.valuation import Valuer
 from intentd.messages import deposits_topic
 from intentd.runtime import READINESS, Role
+from intentd.scanning.gap_recovery import LogGapRecovery
+from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd.supervision import Health, supervise
 

@@ -15,7 +15,7 @@ chain's ``confirmations``:
   receipt pays the intent address the same amount, or (native) the transaction sends
   the same value to the intent address;
 - for the reconciled deposits of a block (ETH that arrived through a contract, found by
-  balance reconciliation, ``indexer.balances``; recorded with no sender): together, per
+  balance reconciliation, ``chain.evm.balances``; recorded with no sender): together, per
   intent address, at most what the second provider's own reconciliation of that block
   leaves unexplained: the balance at the block hash minus the balance at its parent
   hash, minus what the block's top-level transactions to and from the address explain
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from intentd.backoff import Backoff
+from intentd.chain.errors import InconsistentAnswer
+from intentd.chain.evm.balances import explained, is_reconciled, movements, unexplained
 from intentd.domain.actions import NATIVE
-from intentd.indexer.balances import explained, is_reconciled, movements, unexplained
-from intentd.indexer.decoding import InconsistentAnswer
 
 __all__ = [
     "TRANSFER_TOPIC",

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     Credited,
@@ -34,7 +35,6 @@ from intentd.execution.deposit_check import (
     reconciled_movements,
 )
 from intentd.execution.ports import StoreTransaction
-from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, Settings
 
 __all__ = ["DepositVerifier", "SecondProvider"]
@@ -44,8 +44,8 @@ log = structlog.get_logger()
 
 class SecondProvider(Protocol):
     """What the check reads from a chain's second provider
-    (``adapters.second_provider.RpcSecondProvider``); a node that gives no usable
-    answer raises :class:`~intentd.indexer.ports.ChainUnavailable`."""
+    (``adapters.evm.second_provider.RpcSecondProvider``); a node that gives no usable
+    answer raises :class:`~intentd.chain.errors.ChainUnavailable`."""
 
     async def view(self, tag: str, number: int, *, full: bool) -> tuple[int, dict[str, Any] | None]:
         """The number of the head block at ``tag`` and the block at height ``number``

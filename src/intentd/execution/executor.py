@@ -25,7 +25,7 @@ A thin loop over the ports of ``execution.ports``; the steps live in
 - A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
   ``l1_fee_margin_bps`` at the address, in its first transfer and in each replacement
   (``execution.transfer_planner``); without a bound it is not signed and waits
-  (``adapters.l1_fee``).
+  (``adapters.evm.l1_fee``).
 - A prefill is signed only when the relayer can pay it on top of its prefills in
   flight; short, it waits up to ``liquidity.prefill_wait`` for a refill, then fails
   (``execution.prefill_funds``). Every ``liquidity.read_interval`` the tick ends with the
@@ -43,6 +43,7 @@ import asyncio
 import structlog
 
 from intentd.backoff import Backoff
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import SignerKind
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.float_report import FloatReport
@@ -52,7 +53,6 @@ from intentd.execution.sending import TransactionSender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
-from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig, LiquidityConfig
 from intentd.supervision import progress, report, rpc
 from intentd.wait import wait_any

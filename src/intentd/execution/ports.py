@@ -1,8 +1,8 @@
 """What the executor needs from the outside world, as small protocols.
 
-The adapters implement them (``adapters.chain_writer.EvmChainWriter``,
+The adapters implement them (``adapters.evm.chain_writer.EvmChainWriter``,
 ``adapters.execution_store.PostgresExecutionStore``, ``adapters.executor_lease.ExecutorLease``,
-``adapters.signer.Keyring``);
+``adapters.evm.signer.Keyring``);
 the unit tests use the fakes of ``tests/unit/execution/execution_fakes.py``.
 
 Contracts the executor relies on:
@@ -12,14 +12,14 @@ Contracts the executor relies on:
   changes are compare-and-set (they answer whether they made the change); a nonce
   handed out by :meth:`StoreTransaction.allocate_nonce` is never handed out again once
   its transaction commits.
-- :class:`ChainWriter`: reads may raise :class:`~intentd.indexer.ports.ChainUnavailable`
+- :class:`ChainWriter`: reads may raise :class:`~intentd.chain.errors.ChainUnavailable`
   (the adapters' RPC errors; the loop retries the tick). :meth:`ChainWriter.view` is
   one request answered by one node (a load balancer routes a request to one backend),
   so its answers can be checked against each other (``execution.evidence``);
   :meth:`ChainWriter.nonce_use` answers only what one node's answer proves.
   :meth:`ChainWriter.send_raw`
   answers a node's refusal as a :class:`SendOutcome` and raises only when no node
-  answered (:class:`~intentd.indexer.ports.NoAnswer`).
+  answered (:class:`~intentd.chain.errors.NoAnswer`).
 - :class:`Lease`: :meth:`Lease.check` raises when this process may no longer lead the
   chain; the executor then stops at once.
 - :class:`Keyring`: signs offline (nothing is broadcast by signing) and never shows a
@@ -32,8 +32,8 @@ Contracts the executor relies on:
 - :class:`L1Fees`: answers a bound of the L1 data fee an OP-stack chain charges on top
   of gas, or raises :class:`L1FeeUnavailable` when the chain gives none (nothing may be
   signed then: fail closed); a node that does not answer raises
-  :class:`~intentd.indexer.ports.ChainUnavailable` (the tick is retried).
-  ``adapters.l1_fee`` implements it.
+  :class:`~intentd.chain.errors.ChainUnavailable` (the tick is retried).
+  ``adapters.evm.l1_fee`` implements it.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ class SignedTx:
 
 
 class Keyring(Protocol):
-    """The keys one executor signs with (``adapters.signer.Keyring``)."""
+    """The keys one executor signs with (``adapters.evm.signer.Keyring``)."""
 
     def address(self, kind: SignerKind, index: int | None = None) -> str:
         """Lowercase address of a signer (``index``: an intent signer's HD index)."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.errors import NoAnswer
 from intentd.domain.actions import Action, ResultEvent, SignerKind
 from intentd.execution.endings import result_message
 from intentd.execution.ports import (
@@ -38,7 +39,6 @@ from intentd.execution.ports import (
 )
 from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.faults import crash_point
-from intentd.indexer.ports import NoAnswer
 from intentd.settings import ChainConfig
 
 __all__ = ["Recorded", "TransactionSender"]

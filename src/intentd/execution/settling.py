@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
 from intentd.execution.endings import failed_attempt, result_message, transfer_figures
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
@@ -65,7 +66,6 @@ from intentd.execution.transfer_planner import TransferPlanner
 from intentd.execution.tx_plans import Purpose
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
-from intentd.indexer.ports import ChainUnavailable
 from intentd.settings import ChainConfig, ExecutionConfig
 from intentd.supervision.episodes import Episodes, Wording
 from intentd.supervision.outage_log import emit

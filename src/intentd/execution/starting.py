@@ -16,7 +16,7 @@ Guarantees:
 - A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
   ``l1_fee_margin_bps`` at the address (``execution.transfer_planner``); without a
   bound it is not signed and waits, postponed without counting an attempt
-  (``adapters.l1_fee``).
+  (``adapters.evm.l1_fee``).
 - An ERC-20 transfer from an intent address is preceded by a gas top-up from the gas
   tank, less what the tank's credit at the address already covers; the transfer is
   signed once the top-up is confirmed, with fees its budget affords.

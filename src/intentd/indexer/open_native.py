@@ -1,18 +1,18 @@
 """Which native-coin intents the poller reconciles, in which blocks (pure).
 
-The balance reconciliation (``indexer.reconciliation``) costs one ``eth_getBalance`` a
+The balance reconciliation (``chain.evm.reconciliation``) costs one ``eth_getBalance`` a
 batch for every address it covers, so what it covers is decided here, from what the
 intents table says of each native-coin intent of the chain (:class:`NativeIntent`).
 
 :func:`funding_window` is an intent's window: the blocks, by their time, in which a
-reconciled deposit to it is looked for (:class:`~intentd.indexer.balances.Reconciled`).
+reconciled deposit to it is looked for (:class:`~intentd.chain.evm.balances.Reconciled`).
 It covers the blocks in which a payment could still fund the intent, decided in
 *block time*, never by the intent's status now (docs/indexer.md, *Which intents are
 reconciled*):
 
-- from :data:`~intentd.indexer.balances.BEFORE_CREATION` before its creation;
+- from :data:`~intentd.chain.evm.balances.BEFORE_CREATION` before its creation;
 - while it is live (no ``terminal_at``): to
-  :data:`~intentd.indexer.balances.AFTER_EXPIRY` after its expiry, as before: an
+  :data:`~intentd.chain.evm.balances.AFTER_EXPIRY` after its expiry, as before: an
   intent that is FUNDED or REFUNDING may still receive an excess, which is refunded;
 - once it ended: to :data:`AFTER_END` after ``terminal_at`` (if that is earlier). A
   block stamped before the intent ended is covered whenever the poller reads it, so
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from intentd.indexer.balances import Reconciled
+from intentd.chain.evm.balances import Reconciled
 
 __all__ = ["AFTER_END", "KEEP", "NativeIntent", "OpenNativeWindows", "funding_window"]
 

@@ -13,16 +13,16 @@ Guarantees (see ``docs/indexer.md``):
   move, the remembered blocks and the published deposits are one database transaction.
   A crash in between publishes the batch again; consumers dedupe by message id.
 - ETH that reaches an open native-coin intent's address through a contract is found by
-  balance reconciliation (``indexer.reconciliation``) and published with the batch, with an
+  balance reconciliation (``chain.evm.reconciliation``) and published with the batch, with an
   id of its block, so a republished batch republishes it under the same id.
 - A batch that does not extend the cursor makes the poller walk back to the common
   ancestor, rewind, and retract the published deposits the new chain lacks (before
   publishing the new chain's deposits). A reorg deeper than the remembered window
   stops the poller with :class:`~intentd.indexer.reorg.DeepReorgError`. A walk-back
   node without a block at a remembered height lags: no reorg is decided on its word.
-- A read that fails (no usable answer: :class:`~intentd.indexer.ports.ChainUnavailable`
+- A read that fails (no usable answer: :class:`~intentd.chain.errors.ChainUnavailable`
   after the RPC client's retries) or does not fit together (answers from two forks,
-  logs not proven whole, see ``indexer.coverage``) is read again after a backoff, for
+  logs not proven whole, see ``chain.evm.coverage``) is read again after a backoff, for
   as long as it takes (``indexer.read_failures``): the cursor neither moves past blocks
   not proven nor back on a lagging node's word, and the poller does not exit for it.
 - Any other failure (the database or the brokers not answering) ends
@@ -40,19 +40,18 @@ from datetime import UTC, datetime
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.blocks import BlockHeader, BlockRange, confirmed_head
+from intentd.chain.errors import ChainUnavailable, InconsistentAnswer
+from intentd.chain.evm.decoding import decode_headers
+from intentd.chain.evm.ports import ChainReader, RawRange
+from intentd.chain.evm.range_deposits import scan_range
+from intentd.chain.evm.reconciliation import Reconciliation
+from intentd.chain.transfers import ChainTransfer
 from intentd.faults import crash_point
-from intentd.indexer.decoding import (
-    BlockHeader,
-    ChainTransfer,
-    InconsistentAnswer,
-    decode_headers,
-)
-from intentd.indexer.planning import BlockRange, confirmed_head, first_block, next_range
-from intentd.indexer.ports import ChainReader, ChainUnavailable, PollerStore, Publisher, RawRange
+from intentd.indexer.planning import first_block, next_range
+from intentd.indexer.ports import PollerStore, Publisher
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
-from intentd.indexer.range_deposits import scan_range
 from intentd.indexer.read_failures import ReadFailures
-from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import OutgoingMessage, encode

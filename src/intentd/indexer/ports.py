@@ -1,89 +1,29 @@
-"""What the poll loop needs from the outside world, as small protocols.
+"""What the poll loop needs from the outside world besides the chain, as small protocols.
 
-The adapters implement them (``adapters.chain.EvmChainReader``,
-``adapters.cursor_store.PostgresPollerStore``,
+The adapters implement them (``adapters.cursor_store.PostgresPollerStore``,
 ``adapters.native_intents.PostgresOpenNativeIntents``,
-``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes.
-
-A node that gives no usable answer raises :class:`ChainUnavailable` (the adapters'
-RPC errors are its subclasses), so every role can tell "the chain is unavailable,
-retry" from a defect without naming an adapter.
+``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes. The chain's
+ports are ``intentd.chain`` (the poller's reader: ``chain.evm.ports.ChainReader``,
+implemented by ``adapters.evm.chain_reader.EvmChainReader``), and so are the errors
+its nodes' answers raise (``chain.errors``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-from intentd.indexer.coverage import LogsAnswer
-from intentd.indexer.decoding import BlockHeader
-from intentd.indexer.planning import BlockRange
+from intentd.chain.blocks import BlockHeader
 from intentd.indexer.reorg import Cursor, PublishedDeposit
 from intentd.messages import OutgoingMessage
 
 __all__ = [
     "AddressSource",
-    "ChainReader",
-    "ChainUnavailable",
     "IntentAddress",
-    "NoAnswer",
     "PollerStore",
     "Publisher",
-    "RawRange",
 ]
-
-
-class ChainUnavailable(Exception):
-    """The chain's nodes gave no usable answer: an error, a missing result, or none."""
-
-
-class NoAnswer(ChainUnavailable):
-    """No node answered at all (connection, timeout, malformed body): a request that
-    changes state may or may not have arrived."""
-
-
-@dataclass(frozen=True, slots=True)
-class RawRange:
-    """A block range as the node answered it (decoded JSON, not yet interpreted)."""
-
-    blocks: list[dict[str, Any]]
-    """``eth_getBlockByNumber(n, true)`` for each block of the range, in height order."""
-    answers: list[LogsAnswer]
-    """``Transfer`` logs of the chain's configured tokens over the range, as answered,
-    each with its proof (``indexer.coverage``); none when the chain lists no token."""
-
-    @property
-    def logs(self) -> list[dict[str, Any]]:
-        """The logs of every answer, in order (not yet proven)."""
-        return [log for answer in self.answers for log in answer.logs]
-
-
-class ChainReader(Protocol):
-    async def latest_block(self) -> int:
-        """The node's newest block number."""
-        ...
-
-    async def read_range(self, blocks: BlockRange) -> RawRange:
-        """Full blocks and token ``Transfer`` logs of ``blocks``; every block present, the
-        log answers covering ``blocks`` in order, each anchored at ``blocks.last``.
-
-        Raises if any block or log query fails after the reader's retries; the answers'
-        proof is checked by the caller (``indexer.range_deposits.scan_range``).
-        """
-        ...
-
-    async def block_hashes(self, numbers: Sequence[int]) -> dict[int, str | None]:
-        """The node's current hash at each height (None where it has no block)."""
-        ...
-
-    async def receipts(self, tx_hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The receipts of ``tx_hashes`` (one batch), by lowercase transaction hash.
-
-        Raises if any is missing after the reader's retries.
-        """
-        ...
 
 
 class PollerStore(Protocol):

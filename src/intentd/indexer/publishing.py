@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from intentd.indexer.decoding import ChainTransfer
+from intentd.chain.transfers import ChainTransfer
 from intentd.indexer.reorg import PublishedDeposit
 from intentd.messages import DepositMessage, RetractionMessage, deposit_id
 

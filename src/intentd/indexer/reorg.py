@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from intentd.indexer.decoding import BlockHeader, ChainTransfer
+from intentd.chain.blocks import BlockHeader
+from intentd.chain.transfers import ChainTransfer
 
 __all__ = [
     "Cursor",

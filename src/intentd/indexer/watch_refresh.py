@@ -19,14 +19,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.indexer.ports import AddressSource, IntentAddress
-from intentd.indexer.watched import (
-    IntentIdTracker,
-    WatchedAddresses,
-    is_watched,
-    sweep_span,
-    watch_cutoff,
-)
+from intentd.indexer.watched import IntentIdTracker, is_watched, sweep_span, watch_cutoff
 
 __all__ = ["WatchedIntents"]
 

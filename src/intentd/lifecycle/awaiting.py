@@ -39,11 +39,11 @@ async def value_awaiting(
     """Value every PENDING intent awaiting a price whose prices are trusted now (each in a
     transaction of its own); how many were valued."""
     async with uow.transaction():
-        ids = await uow.awaiting_price(limit=limit)
+        ids = await uow.intents.awaiting_price(limit=limit)
     valued = 0
     for intent_id in ids:
         async with uow.transaction():
-            row = await uow.lock_intent(intent_id)
+            row = await uow.intents.lock(intent_id)
             if row is None:
                 continue
             rate = rates.rate(row)
@@ -53,7 +53,7 @@ async def value_awaiting(
             if not intent.value_awaiting(rate):
                 continue
             await save(uow, book, row, intent, now=now)
-            await uow.record_valuation(intent_id, rate)
+            await uow.deposits.record_valuation(intent_id, rate)
             valued += 1
             log.info(
                 "a payment credited while no price could be trusted is valued",

@@ -121,7 +121,7 @@ async def _run(
     uow: UnitOfWork, book: ChainBook, command: Command, intent_id: int, now: datetime
 ) -> Answer:
     async with uow.transaction():
-        row = await uow.lock_intent(intent_id)
+        row = await uow.intents.lock(intent_id)
         if row is None:
             raise LookupError(f"intent {intent_id} does not exist")
         if await _applied_before(uow, command, row):
@@ -132,13 +132,13 @@ async def _run(
         elif command is Command.REFUND and row.status is IntentStatus.FUNDED:
             # Not waiting on an executor that is taking the prefill: it would hold
             # the intent's row lock meanwhile (and a refund there would be refused).
-            if not await uow.cancel_prefill(row.id, wait=False):
+            if not await uow.actions.cancel_prefill(row.id, wait=False):
                 raise Refused(command, row.status, PREFILL_TAKEN)
             intent.refund_on_request()
         else:
             raise Refused(command, row.status, _WHY_NOT[command][row.status])
         await save(uow, book, row, intent, now=now)
-        updated = await uow.intent(row.id)
+        updated = await uow.intents.get(row.id)
         assert updated is not None
         log.info(
             f"intent {command.done} by the merchant",
@@ -154,4 +154,4 @@ async def _applied_before(uow: UnitOfWork, command: Command, row: IntentRow) -> 
         return True
     if row.status not in (IntentStatus.REFUNDING, IntentStatus.REFUNDED):
         return False
-    return _REASON[command] in await uow.refund_reasons(row.id)
+    return _REASON[command] in await uow.actions.refund_reasons(row.id)

@@ -9,7 +9,7 @@ idempotently. Before a deposits partition's offset is committed, the block of th
 chain message applied from it is recorded (:class:`~intentd.lifecycle.ports.LogPositions`;
 retried like a message while the database fails, never skipped), which bounds the
 rescan if retention deletes records of it before they are read
-(:mod:`intentd.lifecycle.gap_recovery`).
+(:mod:`intentd.scanning.gap_recovery`).
 
 No message stops the role. A message goes to ``<prefix>.dlq`` with its reason and
 origin, and processing goes on with the next one, when it cannot be parsed, when a
@@ -285,7 +285,7 @@ class LifecycleConsumer:
             return await credit(uow, self.book, wire.deposit(message), now=now, valuer=self._rates)
         if isinstance(message, RetractionMessage):
             return await retract(uow, self.book, wire.retraction(message), now=now)
-        evidence = await uow.action_facts(message.action_id, message.tx_hash)
+        evidence = await uow.actions.facts(message.action_id, message.tx_hash)
         refused = admission.result_refusal(message, evidence)
         if refused is not None:
             raise admission.MessageRefused(refused)

@@ -22,7 +22,7 @@ deposit is valued afresh; after it, the deposit is a duplicate. Without a truste
 the deposit is credited and the intent awaits one (:mod:`intentd.lifecycle.valuation`).
 
 A reconciled deposit (ETH through a contract) has two possible identities, by its block
-or by the transaction that paid it (``indexer.reconciled_ids``); a balance rise recorded
+or by the transaction that paid it (``chain.evm.reconciled_ids``); a balance rise recorded
 under one is never credited again under the other (rows recorded before identities by
 transaction, a block whose trace did not account for it on one node).
 """
@@ -35,12 +35,12 @@ from datetime import datetime
 import structlog
 
 from intentd import observability as metrics
+from intentd.chain.evm.balances import is_reconciled, reconciled_tx_hash
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit
 from intentd.domain.status import IntentStatus
 from intentd.domain.valuation import Rate
 from intentd.faults import crash_point
-from intentd.indexer.balances import is_reconciled, reconciled_tx_hash
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
 from intentd.lifecycle.ports import Rates, UnitOfWork
@@ -69,26 +69,26 @@ async def credit(
     async with uow.transaction():
         outcome = await _credit(uow, book, deposit, now, valuer)
         if watch:
-            await uow.watch(deposit.key, reopen=outcome not in SEEN_BEFORE)
+            await uow.watches.watch(deposit.key, reopen=outcome not in SEEN_BEFORE)
         return outcome
 
 
 async def _credit(
     uow: UnitOfWork, book: ChainBook, deposit: Deposit, now: datetime, valuer: Rates | None
 ) -> Outcome:
-    row = await uow.intent_at(deposit.to_address)
-    seen = await uow.find_deposit(deposit)
+    row = await uow.intents.at(deposit.to_address)
+    seen = await uow.deposits.find(deposit)
     if seen is not None and seen.disposition is not Disposition.RETRACTED:
         return await _seen_again(uow, seen, deposit)
     revive = seen.id if seen is not None else None
     if row is None:
-        await uow.record_deposit(
+        await uow.deposits.record(
             deposit, intent_id=None, disposition=Disposition.UNMATCHED, reason=None, revive=revive
         )
         log.warning("deposit to an address no intent has", deposit=str(deposit.key))
         return _count(deposit, Outcome.UNMATCHED)
     if is_reconciled(deposit.token, deposit.from_address):
-        same = _same_rise(deposit, await uow.reconciled_in_block(row.id, deposit))
+        same = _same_rise(deposit, await uow.deposits.reconciled_in_block(row.id, deposit))
         if same is not None:
             log.warning(
                 "a balance rise already recorded under its other identity; not credited again",
@@ -97,8 +97,8 @@ async def _credit(
                 block_number=deposit.block_number,
             )
             return _count(deposit, Outcome.DUPLICATE)
-    if await uow.is_own_transaction(deposit.chain, deposit.tx_hash):
-        await uow.record_deposit(
+    if await uow.actions.is_own_transaction(deposit.chain, deposit.tx_hash):
+        await uow.deposits.record(
             deposit, intent_id=row.id, disposition=Disposition.INTERNAL, reason=None, revive=revive
         )
         return _count(deposit, Outcome.INTERNAL)
@@ -113,7 +113,7 @@ async def _credit(
     )
     crash_point("lifecycle.after_revaluation")
     valued = rate if intent.valuation is not None else None
-    deposit_id = await uow.record_deposit(
+    deposit_id = await uow.deposits.record(
         deposit,
         intent_id=row.id,
         disposition=decision.disposition,
@@ -122,7 +122,7 @@ async def _credit(
         rate=valued,
     )
     if valued is not None and row.awaiting_price:  # the credits that awaited it, too
-        await uow.record_valuation(row.id, valued)
+        await uow.deposits.record_valuation(row.id, valued)
     linked = deposit_id if decision.disposition is Disposition.REFUND_OWED else None
     await save(uow, book, row, intent, now=now, deposit_id=linked)
     if row.status is IntentStatus.PENDING and intent.status is IntentStatus.FUNDED:
@@ -154,7 +154,7 @@ def _rate(row: IntentRow, seen: RecordedDeposit | None, valuer: Rates | None) ->
 
 def _same_rise(deposit: Deposit, in_block: Sequence[RecordedDeposit]) -> RecordedDeposit | None:
     """The record of the same balance rise as the reconciled ``deposit`` under its other
-    identity (``indexer.reconciled_ids``), if one stands: the block-identified record
+    identity (``chain.evm.reconciled_ids``), if one stands: the block-identified record
     when ``deposit`` is identified by a transaction, any transaction-identified one when
     ``deposit`` is identified by its block. A retracted record stands for nothing."""
     by_block = reconciled_tx_hash(deposit.to_address, deposit.block_hash)
@@ -198,9 +198,9 @@ async def _seen_again(uow: UnitOfWork, seen: RecordedDeposit, deposit: Deposit) 
             f" transfer ({deposit.amount} to {deposit.to_address}) than the one recorded"
             f" ({before.amount} to {before.to_address})"
         )
-    await uow.relocate(seen, deposit)
+    await uow.deposits.relocate(seen, deposit)
     if seen.orphaned and seen.intent_id is not None:
-        released = await uow.release(seen.intent_id, deposit.chain)
+        released = await uow.holds.release(seen.intent_id, deposit.chain)
         log.warning(
             "an orphaned deposit is back on chain; held actions released",
             intent_id=seen.intent_id,

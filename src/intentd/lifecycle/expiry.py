@@ -37,8 +37,8 @@ one holding more than the token's ``min_sweep`` moves to REFUNDING and ends with
 
 The same loop keeps the event log to ``intents.event_retention_days``: every
 ``prune_every`` seconds (an hour; first at start) it deletes older events
-(:meth:`~intentd.lifecycle.ports.UnitOfWork.prune_events`), one batch of ``prune_batch`` per round
-until none is left, so a large backlog never holds expiries back; several replicas
+(:meth:`~intentd.lifecycle.repositories.Events.prune`), one batch of ``prune_batch`` per
+round until none is left, so a large backlog never holds expiries back; several replicas
 pruning at once skip each other's rows. A pruning that fails for another reason than
 an unavailable database is logged and tried again after ``prune_every``: it never
 stops expiries.
@@ -155,7 +155,7 @@ class Expiry:
     async def _expire(
         self, uow: UnitOfWork, now: datetime, due_by: datetime, *, forced: bool
     ) -> int:
-        due = await uow.due_for_expiry(due_by, limit=self._batch, skip=sorted(self._failed))
+        due = await uow.intents.due_for_expiry(due_by, limit=self._batch, skip=sorted(self._failed))
         for intent_id in due:
             try:
                 outcome = await expire(uow, self._book, intent_id, now=now, due_by=due_by)
@@ -197,7 +197,7 @@ class Expiry:
         days = self._retention_days
         try:
             async with self._store.unit() as uow:
-                deleted = await uow.prune_events(older_than_days=days, limit=self._prune_batch)
+                deleted = await uow.events.prune(older_than_days=days, limit=self._prune_batch)
         except Exception as exc:
             if self._store.classify(exc) is Failure.UNAVAILABLE:
                 raise
@@ -212,7 +212,7 @@ class Expiry:
 
     async def _sleep(self, stop: asyncio.Event) -> None:
         async with self._store.unit() as uow:
-            upcoming = await uow.next_expiry()
+            upcoming = await uow.intents.next_expiry()
         delay = self._max_sleep
         if upcoming is not None:
             due_in = upcoming + self._grace - datetime.now(UTC)

@@ -20,7 +20,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.action_results import ActionResult, ResultEvent
-from intentd.domain.intent import ActionKind, Intent, RefundReason
+from intentd.domain.intent import ActionKind, Intent
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
@@ -37,29 +37,27 @@ async def apply_action_result(
 ) -> Outcome:
     """Move the intent on from what became of one of its actions."""
     async with uow.transaction():
-        row = await uow.lock_intent(result.intent_id)
-        if row is None or not await uow.mark_result_applied(result.id):
+        row = await uow.intents.lock(result.intent_id)
+        if row is None or not await uow.actions.mark_result_applied(result.id):
             return Outcome.DUPLICATE
         intent = load(book, row)
         if result.kind is ActionKind.PREFILL:
             _prefill_result(book, intent, result)
             if row.status is not IntentStatus.COMPLETED and intent.status is IntentStatus.COMPLETED:
-                waited = await uow.action_age(result.action_id)
+                waited = await uow.actions.age(result.action_id)
                 metrics.FUNDED_TO_COMPLETED.labels(result.chain).observe(waited)
         elif result.kind is ActionKind.USER_REFUND and result.event is ResultEvent.CONFIRMED:
-            found = await uow.action_reason(result.action_id)
-            reason = found[0] if found is not None else None
-            if found is None or reason is None:
+            refunded = await uow.actions.refund(result.action_id)
+            if refunded is None or refunded.reason is None:
                 raise Unappliable(
                     f"result {result.id}: action {result.action_id} is not a user refund"
                     " with a reason"
                 )
-            _, token, amount = found
             intent.refund_confirmed(
-                reason=RefundReason(reason),
+                reason=refunded.reason,
                 chain=result.chain,
-                token=token,
-                amount=amount,
+                token=refunded.token,
+                amount=refunded.amount,
                 amount_sent=result.amount_sent or 0,
                 gas_cost=result.gas_cost or 0,
                 tx_hash=result.tx_hash or "",
@@ -103,7 +101,7 @@ async def expire(
     """Expire one intent if it is still PENDING with ``expires_at`` at ``due_by`` (the
     expiry loop passes ``now`` less the expiry grace; default ``now``) or before."""
     async with uow.transaction():
-        row = await uow.lock_intent(intent_id)
+        row = await uow.intents.lock(intent_id)
         if row is None:
             return Outcome.NOT_DUE
         intent = load(book, row)

@@ -1,7 +1,7 @@
 """The bounded wait of a reorg hold: an operator alert when a deposit stays orphaned.
 
 A retraction the lifecycle cannot undo holds the intent's spending actions until the
-same transfer is back on chain (:meth:`~intentd.lifecycle.ports.UnitOfWork.hold`).
+same transfer is back on chain (:meth:`~intentd.lifecycle.repositories.Holds.hold`).
 Most reorged transfers come back within a few blocks; one that has not after
 ``alert_after`` seconds was probably replaced (a double spend) and an operator must
 decide: :class:`HoldWatch` raises one alert per such deposit (error log and
@@ -49,7 +49,7 @@ class HoldWatch:
         """Alert on each hold older than the bound (once each); return how many."""
         before = datetime.now(UTC) - timedelta(seconds=self._alert_after)
         async with self._store.unit() as uow:
-            found = await uow.overdue_holds(before=before)
+            found = await uow.holds.overdue(before=before)
         for hold in found:
             metrics.REORG_HOLDS_OVERDUE.labels(hold.chain).inc()
             log.error(

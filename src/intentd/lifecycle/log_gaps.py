@@ -7,7 +7,7 @@ applied; one whose position is past the log end reads a log that was truncated o
 recreated; one with no committed position at all may be new, or may have lost its
 offsets (:attr:`LogGap.uncommitted`). :func:`gap_of` names the first two cases; the
 caller alerts and recovers what was skipped from the source of truth before it reads
-on (``lifecycle.gap_recovery``), never resetting quietly.
+on (``scanning.gap_recovery``), never resetting quietly.
 """
 
 from __future__ import annotations

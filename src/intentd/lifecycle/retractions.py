@@ -37,8 +37,8 @@ async def retract(
     """Undo the retracted deposit if nothing irreversible followed; hold and alert if
     something did."""
     async with uow.transaction():
-        row = await uow.intent_at(retraction.to_address)
-        seen = await uow.find_published(retraction)
+        row = await uow.intents.at(retraction.to_address)
+        seen = await uow.deposits.find_published(retraction)
         if seen is None or seen.disposition is Disposition.RETRACTED:
             return Outcome.RETRACTION_NOOP
         if seen.disposition is Disposition.CREDITED:
@@ -50,15 +50,15 @@ async def retract(
             if (
                 was_funded
                 and intent.status is IntentStatus.PENDING
-                and not await uow.cancel_prefill(row.id)
+                and not await uow.actions.cancel_prefill(row.id)
             ):
                 return await _hold(uow, retraction, seen, "prefill already signed")
             await save(uow, book, row, intent, now=now)
         elif seen.disposition is Disposition.REFUND_OWED and not (
-            await uow.cancel_deposit_refund(seen.id)
+            await uow.actions.cancel_deposit_refund(seen.id)
         ):
             return await _hold(uow, retraction, seen, "refund already signed")
-        await uow.mark_retracted(seen.id)
+        await uow.deposits.mark_retracted(seen.id)
         log.warning("deposit retracted after reorg", deposit=retraction.label)
         return Outcome.RETRACTED
 
@@ -69,7 +69,7 @@ async def _hold(
     """A retraction that cannot be undone: hold the intent's spending actions, alert."""
     held = 0
     if seen.intent_id is not None:
-        held = await uow.hold(seen.id, seen.intent_id, retraction.chain)
+        held = await uow.holds.hold(seen.id, seen.intent_id, retraction.chain)
     metrics.UNCREDIT_ALERTS.labels(retraction.chain).inc()
     log.error(
         "reorg removed a deposit that can no longer be undone; the intent's spending"

@@ -74,11 +74,11 @@ async def save(
         row.awaiting_price,
     )
     if changed:
-        await uow.save_intent(intent, expected_version=row.version)
+        await uow.intents.save(intent, expected_version=row.version)
         if intent.status is not row.status:
             metrics.TRANSITIONS.labels(row.status.value, intent.status.value).inc()
     for action in intent.actions:
-        await uow.create_action(
+        await uow.actions.create(
             intent_id=row.id,
             action=action,
             address_index=row.address_index,
@@ -86,7 +86,7 @@ async def save(
         )
     if not intent.events:
         return
-    updated = await uow.intent(row.id)
+    updated = await uow.intents.get(row.id)
     assert updated is not None
     record = render_record(updated)
 
@@ -106,8 +106,8 @@ async def save(
             decimals_of=decimals_of,
         )
         payload = orjson.dumps(body)
-        await uow.enqueue(topic=book.events_topic, key=str(row.id), payload=payload)
-        await uow.record_event(
+        await uow.outbox.add(topic=book.events_topic, key=str(row.id), payload=payload)
+        await uow.events.record(
             intent_id=row.id,
             client_id=row.client_id,
             envelope=body,

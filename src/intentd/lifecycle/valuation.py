@@ -8,7 +8,7 @@ symbol's (1 for USD and stablecoins), by the same rules as quoting
 (:func:`intentd.pricing.token_price`, :func:`intentd.intents.denomination.denomination_price`).
 
 The price source is the role's (:class:`~intentd.pricing.cache.FeedPrices`, refreshed in
-the background by ``adapters.price_feeds.running_prices``): reading it is a cache
+the background by ``adapters.evm.price_feeds.running_prices``): reading it is a cache
 lookup, never an RPC per message. A price that cannot be trusted now (stale, out of
 bounds, the sequencer down, feeds that disagree, not read yet, none configured) gives
 no rate: the payment is credited and its intent stays PENDING, awaiting a price

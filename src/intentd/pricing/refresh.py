@@ -1,7 +1,7 @@
 """Keeping :class:`~intentd.pricing.cache.FeedPrices` current: one loop per chain.
 
 Each loop reads every feed of its chain at one block through a :class:`FeedReader`
-(the adapter is ``adapters.price_feeds``), records the reading, and waits
+(the adapter is ``adapters.evm.price_feeds``), records the reading, and waits
 ``pricing.refresh_interval``. A read that fails (:class:`FeedUnreadable`) leaves the last
 reading in place: it ages and, once older than ``pricing.max_read_age``, its prices
 are refused; never a wrong price, and the loop keeps trying, backing off up to

@@ -1,6 +1,8 @@
-"""One EVM chain's section (``[chains.NAME]``): where to read it, which tokens count.
+"""One chain's section (``[chains.NAME]``): its family, where to read it, which tokens count.
 
-Guarantees, checked when the config is read: RPC URLs are http(s) or ws(s) and are shown
+Guarantees, checked when the config is read: the chain's ``family`` is one intentd
+implements (:data:`ChainFamily`: ``evm`` only; another refuses to start, naming
+``chains.NAME.family``); RPC URLs are http(s) or ws(s) and are shown
 only redacted; no token is listed twice or under the native pseudo-address; a chain
 with a token that sets ``verify_above`` has a second provider (``verify_rpc_urls``) that
 is not one of its ``rpc_urls``. ``l1_fee`` unset is ``op_stack`` for the chain ids of
@@ -19,14 +21,21 @@ from intentd.settings.base import NATIVE_TOKEN, Address, ConfigModel
 from intentd.settings.redaction import RpcUrl, redact_url
 from intentd.settings.tokens import NativeTokenConfig, TokenConfig
 
+ChainFamily = Literal["evm"]
+"""The chain families intentd talks to (``intentd.chain``; docs/architecture.md, A second
+chain family): a chain of another family is refused when the config is read."""
+
 OP_STACK_CHAIN_IDS = frozenset({10, 8453, 84532, 11155420})
 """OP Mainnet, Base, Base Sepolia, OP Sepolia: their ``l1_fee`` defaults to ``op_stack``."""
 
 
 class ChainConfig(ConfigModel):
-    """One EVM chain: where to read it, how deep to wait, which tokens count."""
+    """One chain: its family, where to read it, how deep to wait, which tokens count."""
 
     name: str
+    family: ChainFamily = "evm"
+    """How the chain is talked to (``intentd.chain.evm`` and ``intentd.adapters.evm`` for
+    ``evm``, the one family implemented); the settings below are EVM ones."""
     chain_id: int = Field(gt=0)
     network: Literal["main", "test"]
     rpc_urls: list[Annotated[str, AfterValidator(RpcUrl)]] = Field(min_length=1)

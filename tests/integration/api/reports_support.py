@@ -19,8 +19,8 @@ from typing import Any
 from tests.integration.api.conftest import Api
 from tests.lifecycle_calls import apply_action_result
 
+from intentd.adapters.evm.signer import sign
 from intentd.adapters.postgres import Pool
-from intentd.adapters.signer import sign
 from intentd.domain.actions import Action, ActionKind, SignerKind
 from intentd.execution.gas import Fees
 from intentd.execution.tx_plans import Purpose, TxPlan, transfer_tx

@@ -18,12 +18,12 @@ from tests.unit.lifecycle.lifecycle_builders import (
     tx,
 )
 
+from intentd.chain.transfers import ChainTransfer
 from intentd.contract.events import Envelope, envelope
 from intentd.contract.record import IntentRecord, render_record
 from intentd.domain.actions import RefundReason
 from intentd.domain.events import PendingEvent
 from intentd.domain.intent import Intent
-from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.publishing import deposit_payload
 from intentd.messages import ActionResultMessage, action_result_id, encode
 

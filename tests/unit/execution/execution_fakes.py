@@ -24,8 +24,8 @@ from eth_account import Account
 from eth_utils import keccak
 from tests.unit.execution.execution_store_fake import RECIPIENT, TOKEN, FakeStore
 
-from intentd.adapters.json_rpc import RpcError, RpcTransportError
-from intentd.adapters.signer import Keyring
+from intentd.adapters.evm.json_rpc import RpcError, RpcTransportError
+from intentd.adapters.evm.signer import Keyring
 from intentd.custody import IntentKeys
 from intentd.domain.actions import NATIVE
 from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
@@ -264,7 +264,7 @@ class FakeWriter:
     Each read (each request: a :meth:`view` is one) is answered by a node
     :attr:`behind` blocks below the chain's head: it shows that head, no receipt of a
     transaction above it, and answers a count at a block above it with "header not
-    found" (:class:`~intentd.adapters.json_rpc.RpcError`), as geth does. Its receipt
+    found" (:class:`~intentd.adapters.evm.json_rpc.RpcError`), as geth does. Its receipt
     index may also trail its blocks (:attr:`receipt_lag`, :attr:`hidden_receipts`).
     """
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.adapters.second_provider import RpcSecondProvider
+from intentd.adapters.evm.second_provider import RpcSecondProvider
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import (
     TRANSFER_TOPIC,

@@ -9,10 +9,10 @@ from typing import Any, cast
 import pytest
 from tests.unit.execution.test_deposit_check import CONFIG, FakeProvider
 
+from intentd.chain.errors import ChainUnavailable, NoAnswer
 from intentd.execution.deposit_check import Credited
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.ports import StoreTransaction
-from intentd.indexer.ports import ChainUnavailable, NoAnswer
 from intentd.settings import Settings, load_settings
 
 USDC = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from intentd.adapters.signer import Keyring
+from intentd.adapters.evm.signer import Keyring
 from intentd.composition.roles import executor_role
 from intentd.custody import IntentKeys
 from intentd.domain.actions import SignerKind

@@ -15,14 +15,9 @@ import rlp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.adapters.json_rpc import RpcError, RpcTransportError
-from intentd.adapters.l1_fee import (
-    GAS_PRICE_ORACLE,
-    OpStackL1Fees,
-    l1_fees_for,
-    unsigned_size,
-)
-from intentd.adapters.signer import sign
+from intentd.adapters.evm.json_rpc import RpcError, RpcTransportError
+from intentd.adapters.evm.l1_fee import GAS_PRICE_ORACLE, OpStackL1Fees, l1_fees_for, unsigned_size
+from intentd.adapters.evm.signer import sign
 from intentd.domain.actions import NATIVE, Action, ActionKind, SignerKind
 from intentd.execution.gas import (
     NATIVE_TRANSFER_GAS,

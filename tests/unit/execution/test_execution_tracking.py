@@ -205,7 +205,9 @@ def test_plans() -> None:
 
 
 def test_a_receipt_carries_the_op_stack_l1_data_fee_when_the_chain_charges_one() -> None:
-    from intentd.adapters.chain_writer import _receipt  # the parser of eth_getTransactionReceipt
+    from intentd.adapters.evm.chain_writer import (
+        _receipt,  # the parser of eth_getTransactionReceipt
+    )
 
     answer = {
         "transactionHash": "0x" + "AB" * 32,

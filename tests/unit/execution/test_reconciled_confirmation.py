@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
+from intentd.chain.evm.balances import UNKNOWN_SENDER, reconciled_tx_hash
+from intentd.chain.evm.reconciled_ids import reconciled_by_transaction
 from intentd.domain.actions import NATIVE
 from intentd.execution.deposit_check import Credited
 from intentd.execution.deposit_verifier import confirm
-from intentd.indexer.balances import UNKNOWN_SENDER, reconciled_tx_hash
-from intentd.indexer.reconciled_ids import reconciled_by_transaction
 from intentd.settings import ChainConfig
 
 INTENT = "0x" + "11" * 20

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from tests.unit.execution.execution_fakes import RECIPIENT, TOKEN
 from tests.unit.execution.test_executor_on_fakes import GAS_TANK, KEYS, RELAYER, Harness
 
+from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
 from intentd.execution.tracking import TxStatus
 from intentd.execution.tx_plans import Purpose
-from intentd.indexer.ports import ChainUnavailable
 
 
 async def test_a_receipt_missing_for_one_tick_after_the_prefill_is_deep_pays_once() -> None:

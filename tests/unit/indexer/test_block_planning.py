@@ -8,13 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.indexer.planning import (
-    BlockRange,
-    LogRangeSizer,
-    confirmed_head,
-    first_block,
-    next_range,
-)
+from intentd.chain.blocks import BlockRange, confirmed_head
+from intentd.chain.evm.log_ranges import LogRangeSizer
+from intentd.indexer.planning import first_block, next_range
 
 
 @pytest.mark.parametrize(

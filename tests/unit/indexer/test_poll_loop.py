@@ -11,23 +11,13 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
-from tests.unit.indexer.indexer_fakes import (
-    FAKE_TOKEN,
-    USDC,
-    Crash,
-    FakeAddresses,
-    FakeChain,
-    FakePublisher,
-    FakeReader,
-    FakeStore,
-    Transfer,
-    address,
-)
+from tests.unit.chain.chain_fakes import FAKE_TOKEN, USDC, FakeChain, FakeReader, Transfer, address
+from tests.unit.indexer.indexer_fakes import Crash, FakeAddresses, FakePublisher, FakeStore
 
-from intentd.indexer.decoding import NATIVE
-from intentd.indexer.planning import BlockRange
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.decoding import NATIVE
+from intentd.chain.evm.ports import RawRange
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import RawRange
 from intentd.indexer.reorg import Cursor, DeepReorgError, PublishedDeposit
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import decode_chain_message

@@ -5,13 +5,13 @@ it retracts it."""
 
 from __future__ import annotations
 
-from tests.unit.indexer.indexer_fakes import ForwardingChain, ForwardingState, Transfer
+from tests.unit.chain.chain_fakes import ForwardingChain, ForwardingState, Transfer
 from tests.unit.indexer.test_poll_loop import TOPIC, W1, W2, Harness
 
-from intentd.indexer.balances import Reconciled, reconciled_tx_hash
+from intentd.chain.evm.balances import Reconciled, reconciled_tx_hash
+from intentd.chain.evm.reconciled_ids import reconciled_by_transaction
+from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.indexer.poller import Poller
-from intentd.indexer.reconciled_ids import reconciled_by_transaction
-from intentd.indexer.reconciliation import Reconciliation
 from intentd.indexer.watch_refresh import WatchedIntents
 
 

@@ -2,7 +2,7 @@
 blocks apart, a node on another fork, a failover URL behind the first, range refusals.
 
 The poller reads through the real :class:`EvmChainReader` and :class:`JsonRpcClient`
-over :class:`~tests.unit.indexer.rpc_fakes.FakeProvider`; every deposit must be
+over :class:`~tests.unit.adapters.evm.rpc_fakes.FakeProvider`; every deposit must be
 published exactly once, none retracted, the cursor never moved back or past what the
 answers prove.
 """
@@ -19,19 +19,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.unit.indexer.indexer_fakes import (
-    USDC,
-    FakeAddresses,
-    FakeChain,
-    FakePublisher,
-    FakeStore,
-    Transfer,
-    address,
-)
-from tests.unit.indexer.rpc_fakes import LIVE, FakeProvider, Node, client, counter
+from tests.unit.adapters.evm.rpc_fakes import LIVE, FakeProvider, Node, client, counter
+from tests.unit.chain.chain_fakes import USDC, FakeChain, Transfer, address
+from tests.unit.indexer.indexer_fakes import FakeAddresses, FakePublisher, FakeStore
 from tests.unit.indexer.test_poll_loop import config
 
-from intentd.adapters.chain import EvmChainReader
+from intentd.adapters.evm.chain_reader import EvmChainReader
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.messages import decode_chain_message

@@ -12,15 +12,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.indexer.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
-from intentd.indexer.decoding import BlockHeader
+from intentd.chain.blocks import BlockHeader
+from intentd.chain.evm.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
+from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.indexer.open_native import (
     AFTER_END,
     NativeIntent,
     OpenNativeWindows,
     funding_window,
 )
-from intentd.indexer.reconciliation import Reconciliation
 
 T0 = 1_700_000_000
 """The block time of block 0 of the fake chain; a block every second."""

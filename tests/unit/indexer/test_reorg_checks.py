@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.indexer.decoding import BlockHeader, ChainTransfer
+from intentd.chain.blocks import BlockHeader
+from intentd.chain.transfers import ChainTransfer
 from intentd.indexer.reorg import (
     Cursor,
     DeepReorgError,

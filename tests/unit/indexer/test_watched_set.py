@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.indexer.ports import IntentAddress
 from intentd.indexer.watch_refresh import WatchedIntents
-from intentd.indexer.watched import IntentIdTracker, WatchedAddresses
+from intentd.indexer.watched import IntentIdTracker
 
 A = "0x" + "ab" * 20
 B = "0x" + "cd" * 20

@@ -1,15 +1,15 @@
 """A fake of the trigger verifier's chains port: nodes over the indexer's forkable
-:class:`~tests.unit.indexer.indexer_fakes.FakeChain`."""
+:class:`~tests.unit.chain.chain_fakes.FakeChain`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from tests.unit.indexer.indexer_fakes import FakeChain, FakeReader, ForwardingChain, ForwardingState
+from tests.unit.chain.chain_fakes import FakeChain, FakeReader, ForwardingChain, ForwardingState
 
-from intentd.indexer.planning import BlockRange
-from intentd.indexer.ports import RawRange
+from intentd.chain.blocks import BlockRange
+from intentd.chain.evm.ports import RawRange
 from intentd.settings import ChainConfig
 
 

@@ -73,7 +73,7 @@ async def test_a_confirmed_prefill_completes_the_intent_repays_the_relayer_sweep
     assert uow.row(1).status is IntentStatus.COMPLETED
     assert owed(uow, ActionKind.RELAYER_REFUND) == [(RELAYER, 990, "")]
     assert owed(uow, ActionKind.FEE_SWEEP) == [(FEE_ACCOUNT, 10, "")]
-    completed = uow.events()[-1]
+    completed = uow.published()[-1]
     assert completed["type"] == "intent_completed"
     assert completed["data"]["prefill"]["block_number"] == 12
 
@@ -120,7 +120,7 @@ async def test_a_confirmed_refund_of_a_failed_intent_ends_it_refunded() -> None:
     )  # fmt: skip
     assert await apply_action_result(uow, book(), confirmed, now=NOW) is Outcome.APPLIED
     assert uow.row(1).status is IntentStatus.REFUNDED
-    refunded = uow.events()[-1]
+    refunded = uow.published()[-1]
     assert refunded["type"] == "intent_refunded"
     assert refunded["data"]["refund"]["reason"] == "failed"
     assert refunded["data"]["refund"]["amount"] == "0.001"
@@ -133,7 +133,7 @@ async def test_a_confirmed_excess_refund_is_announced_and_ends_nothing() -> None
     confirmed = result(refund.id, 1, ActionKind.USER_REFUND, CONFIRMED, chain=SOURCE)
     await apply_action_result(uow, book(), confirmed, now=NOW)
     assert uow.row(1).status is IntentStatus.INITIATED
-    assert uow.events()[-1]["data"]["refund"]["reason"] == RefundReason.EXCESS.value
+    assert uow.published()[-1]["data"]["refund"]["reason"] == RefundReason.EXCESS.value
 
 
 async def test_a_refund_result_for_an_action_without_a_reason_is_unappliable() -> None:

@@ -173,18 +173,18 @@ async def test_a_crash_before_the_commit_leaves_nothing_and_a_retry_decides_once
     amount = 400 if command is cancel else 1_000
     await credit(uow, book(), deposit(to(), amount), now=NOW)
     before = (uow.row(1), uow.event_types(), [(a.id, a.status) for a in uow.actions_of(1)])
-    real = uow.intent
+    real = uow.intents.get
 
     async def crash(intent_id: int) -> None:  # the last read, after every write
         raise ConnectionResetError("connection lost before COMMIT")
 
-    monkeypatch.setattr(uow, "intent", crash)
+    monkeypatch.setattr(uow.intents, "get", crash)
     with pytest.raises(ConnectionResetError):
         await command(uow, book(), 1, now=NOW)  # type: ignore[operator]
     assert (uow.row(1), uow.event_types(), [(a.id, a.status) for a in uow.actions_of(1)]) == (
         before
     )
-    monkeypatch.setattr(uow, "intent", real)
+    monkeypatch.setattr(uow.intents, "get", real)
     assert (await command(uow, book(), 1, now=NOW)).applied  # type: ignore[operator]
     assert not (await command(uow, book(), 1, now=NOW)).applied  # type: ignore[operator]
     [decided] = refunds(uow)

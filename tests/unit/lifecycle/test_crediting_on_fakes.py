@@ -51,7 +51,7 @@ async def test_a_partial_deposit_is_credited_and_announced_without_an_action(
         400,
     )
     assert uow.actions_of(1) == []
-    [event] = uow.events()
+    [event] = uow.published()
     assert event["type"] == "intent_funded" and event["sequence"] == 1
     assert event["data"]["funding"]["shortfall"] == "0.0006"
     assert uow.state.outbox[0][:2] == (TOPIC, "1")
@@ -86,7 +86,7 @@ async def test_an_over_payment_funds_the_intent_and_keeps_the_excess_until_initi
         1_500,
     )
     assert [a.action.kind for a in uow.actions_of(1)] == [ActionKind.PREFILL]
-    assert uow.events()[0]["data"]["funding"]["excess"] == "0.0005"
+    assert uow.published()[0]["data"]["funding"]["excess"] == "0.0005"
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ async def test_a_supported_token_other_than_token_in_is_owed_back(
         700,
     )
     assert (refund.action.chain, refund.action.token) == (chain, token)
-    assert uow.row(1).received == 0 and uow.events() == []
+    assert uow.row(1).received == 0 and uow.published() == []
 
 
 async def test_a_token_the_chain_does_not_list_is_recorded_and_ignored(
@@ -185,7 +185,7 @@ async def test_the_same_transfer_re_mined_elsewhere_is_relocated_not_credited_ag
     assert await credit(uow, book(), moved, now=NOW) is Outcome.RELOCATED
     stored = uow.recorded(moved.key)
     assert (stored.deposit.block_number, stored.deposit.log_index) == (7, 3)
-    assert uow.row(1).received == 400 and len(uow.events()) == 1
+    assert uow.row(1).received == 400 and len(uow.published()) == 1
 
 
 async def test_a_re_mined_transaction_making_another_transfer_is_refused(

@@ -121,7 +121,7 @@ async def test_the_loop_wakes_for_the_next_expiry() -> None:
 def pruning(ages: list[float], *, fail: Exception | None = None) -> tuple[Expiry, FakeStore]:
     store = FakeStore()
     store.uow.state.due.event_ages = ages
-    store.uow.fail_prune = fail
+    store.uow.events.fail_prune = fail
     return Expiry(settings(), store, prune_every=3600, prune_batch=10), store
 
 
@@ -129,7 +129,7 @@ async def test_a_backlog_is_pruned_one_batch_per_round_then_not_before_the_inter
     days = settings().intents.event_retention_days
     loop, store = pruning([days + 1.0] * 23 + [days - 1.0])
     assert [await loop.prune_when_due() for _ in range(5)] == [10, 10, 3, 0, 0]
-    assert store.uow.prunes == 3
+    assert store.uow.events.prunes == 3
     assert store.uow.state.due.event_ages == [days - 1.0]
 
 
@@ -137,14 +137,14 @@ async def test_a_failed_pruning_is_logged_and_postponed() -> None:
     loop, store = pruning([], fail=ValueError("bad"))
     assert await loop.prune_when_due() == 0
     assert await loop.prune_when_due() == 0
-    assert store.uow.prunes == 1
+    assert store.uow.events.prunes == 1
 
 
 async def test_an_unavailable_database_is_left_to_the_loop() -> None:
     loop, store = pruning([], fail=ConnectionRefusedError("down"))
     with pytest.raises(ConnectionRefusedError):
         await loop.prune_when_due()
-    assert await loop.prune_when_due() == 0 and store.uow.prunes == 2  # tried again at once
+    assert await loop.prune_when_due() == 0 and store.uow.events.prunes == 2  # tried again at once
 
 
 async def test_a_payment_mined_before_expires_at_but_read_after_it_funds_the_intent() -> None:

@@ -24,11 +24,11 @@ from tests.unit.lifecycle.lifecycle_builders import (
 )
 from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
+from intentd.chain.evm.balances import UNKNOWN_SENDER, reconciled_tx_hash
+from intentd.chain.evm.reconciled_ids import reconciled_by_transaction
 from intentd.domain.actions import NATIVE
 from intentd.domain.deposits import Deposit, Disposition
 from intentd.domain.status import IntentStatus
-from intentd.indexer.balances import UNKNOWN_SENDER, reconciled_tx_hash
-from intentd.indexer.reconciled_ids import reconciled_by_transaction
 from intentd.lifecycle.chain_book import BookedChain, BookedToken, ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.outcomes import Outcome

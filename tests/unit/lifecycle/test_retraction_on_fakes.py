@@ -39,7 +39,7 @@ def to() -> str:
 async def test_retracting_a_deposit_of_a_pending_intent_un_credits_it(uow: FakeUnitOfWork) -> None:
     paid = deposit(to(), 400)
     await credit(uow, book(), paid, now=NOW)
-    events = len(uow.events())
+    events = len(uow.published())
     assert await retract(uow, book(), retraction_of(paid), now=NOW) is Outcome.RETRACTED
     row = uow.row(1)
     assert (row.status, row.received, row.funding_status) == (
@@ -48,7 +48,7 @@ async def test_retracting_a_deposit_of_a_pending_intent_un_credits_it(uow: FakeU
         FundingStatus.NONE,
     )
     assert uow.recorded(paid.key).disposition is Disposition.RETRACTED
-    assert len(uow.events()) == events  # no event un-says the credit
+    assert len(uow.published()) == events  # no event un-says the credit
 
 
 async def test_retracting_the_deposit_that_funded_an_intent_cancels_its_prefill(

@@ -26,6 +26,7 @@ from tests.unit.lifecycle.lifecycle_builders import (
     retraction_of,
 )
 from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
+from tests.unit.lifecycle.lifecycle_repository_fakes import FakeOutbox
 
 from intentd.contract.record import IntentRow, render_record
 from intentd.domain.action_results import ResultEvent
@@ -106,7 +107,7 @@ async def test_an_eth_deposit_after_a_ten_percent_drop_with_one_percent_slippage
     principal = 11_111_111_111_111_112  # 30 / 2700 ETH, rounded up to the wei
     assert row.total_due == principal + FEES and row.amount_out == principal
     assert uow.actions_of(1) == []  # no prefill the relayer would pay for
-    [event] = uow.events()
+    [event] = uow.published()
     assert event["data"]["funding"]["shortfall"] == "0.001111111111111112"
     valuation = event["data"]["valuation"]
     assert valuation["status"] == "valued" and valuation["raised"] is True
@@ -134,7 +135,7 @@ async def test_a_top_up_of_the_shortfall_completes_it(uow: FakeUnitOfWork) -> No
     [prefill] = uow.actions_of(1)
     assert prefill.action.kind is ActionKind.PREFILL
     assert prefill.action.amount == 11_111_111_111_111_112  # the 30 USD at 2,700
-    assert uow.events()[-1]["data"]["valuation"]["relayer_bears"] == "0"
+    assert uow.published()[-1]["data"]["valuation"]["relayer_bears"] == "0"
     sent = result(prefill.id, 1, ActionKind.PREFILL, ResultEvent.CONFIRMED, block_number=9)
     await apply_action_result(uow, book(), sent, now=NOW)
     repay = [a.action for a in uow.actions_of(1) if a.action.kind is ActionKind.RELAYER_REFUND]
@@ -159,7 +160,7 @@ async def test_a_drop_within_the_slippage_is_borne_by_the_relayer(uow: FakeUnitO
     assert (row.status, row.total_due) == (IntentStatus.FUNDED, TOTAL)
     [prefill] = uow.actions_of(1)
     assert prefill.action.amount == 10_050_251_256_281_408  # 30 USD at 2,985
-    valuation = uow.events()[0]["data"]["valuation"]
+    valuation = uow.published()[0]["data"]["valuation"]
     assert valuation["raised"] is False
     assert valuation["relayer_bears"] == "0.000050251256281408"  # within 1 % of 0.01005…
 
@@ -185,7 +186,7 @@ async def test_an_intent_priced_in_its_own_token_is_not_revalued(uow: FakeUnitOf
     await credit(uow, book(), deposit(to, TOTAL, n=5, token=ETH), now=NOW, valuer=Prices(None))
     row = uow.row(2)
     assert (row.status, row.total_due, row.amount_out) == (IntentStatus.FUNDED, TOTAL, PRINCIPAL)
-    assert "valuation" not in uow.events()[0]["data"]
+    assert "valuation" not in uow.published()[0]["data"]
 
 
 async def test_no_trusted_price_credits_the_payment_and_the_intent_awaits_one(
@@ -196,7 +197,7 @@ async def test_no_trusted_price_credits_the_payment_and_the_intent_awaits_one(
     row = uow.row(1)
     assert (row.status, row.received, row.awaiting_price) == (IntentStatus.PENDING, TOTAL, True)
     assert uow.actions_of(1) == []  # no money decided on a missing price
-    assert uow.events()[0]["data"]["valuation"] == {"status": "awaiting_price"}
+    assert uow.published()[0]["data"]["valuation"] == {"status": "awaiting_price"}
     assert render_record(row)["valuation"] == {"status": "awaiting_price"}
     assert await value_awaiting(uow, book(), prices, now=NOW) == 0  # still none
     prices.usd = "2990"
@@ -205,7 +206,7 @@ async def test_no_trusted_price_credits_the_payment_and_the_intent_awaits_one(
     assert (row.status, row.awaiting_price) == (IntentStatus.FUNDED, False)
     [prefill] = uow.actions_of(1)
     assert prefill.action.amount == 10_033_444_816_053_512  # 30 USD at 2,990
-    event = uow.events()[-1]
+    event = uow.published()[-1]
     assert event["type"] == "intent_funded" and "deposit" not in event["data"]
     assert event["data"]["valuation"]["token_in_usd"] == "2990"
     [recorded] = uow.state.deposits.values()  # the prices its credit was decided at
@@ -234,28 +235,27 @@ async def test_an_intent_awaiting_a_price_is_refunded_at_expiry(uow: FakeUnitOfW
     assert await value_awaiting(uow, book(), Prices("3000"), now=NOW) == 0
 
 
-class FailingOnce(FakeUnitOfWork):
-    """A unit of work whose first outbox write fails: a crash after the revaluation,
-    before the commit (the transaction rolls back)."""
+class FailingOnce(FakeOutbox):
+    """An outbox whose first write fails: a crash after the revaluation, before the
+    commit (the transaction rolls back)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.failed = False
+    failed = False
 
-    async def enqueue(self, *, topic: str, key: str, payload: bytes) -> None:
+    async def add(self, *, topic: str, key: str, payload: bytes) -> None:
         if not self.failed:
             self.failed = True
             raise ConnectionError("killed between the revaluation and the commit")
-        await super().enqueue(topic=topic, key=key, payload=payload)
+        await super().add(topic=topic, key=key, payload=payload)
 
 
 async def test_a_crash_before_the_commit_loses_nothing_and_doubles_nothing() -> None:
-    uow = FailingOnce()
+    uow = FakeUnitOfWork()
+    uow.outbox = FailingOnce(uow)
     uow.add_intent(eth_intent())
     prices = Prices("2700")
     with pytest.raises(ConnectionError):
         await credit(uow, book(), pay(TOTAL), now=NOW, valuer=prices)
-    assert uow.row(1) == eth_intent() and uow.state.deposits == {} and uow.events() == []
+    assert uow.row(1) == eth_intent() and uow.state.deposits == {} and uow.published() == []
     prices.usd, prices.round_id = "2985", 9  # the replay finds another price: it decides once
     await credit(uow, book(), pay(TOTAL), now=NOW, valuer=prices)
     assert await credit(uow, book(), pay(TOTAL), now=NOW, valuer=prices) is Outcome.DUPLICATE

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from intentd import wire
+from intentd.chain.transfers import ChainTransfer
 from intentd.domain.action_results import ResultEvent
 from intentd.domain.deposits import DepositKey, Disposition, Retraction
 from intentd.domain.intent import ActionKind
-from intentd.indexer.decoding import ChainTransfer
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
 from intentd.lifecycle.outcomes import Outcome
 from intentd.messages import ActionResultMessage, DepositMessage, decode_chain_message, deposit_id

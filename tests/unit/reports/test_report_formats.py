@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.reports.world import DESTINATION, SOURCE, USDC, USDC_OUT, report_settings
 
-from intentd.adapters.signer import sign
+from intentd.adapters.evm.signer import sign
 from intentd.domain.actions import NATIVE
 from intentd.execution.gas import Fees
 from intentd.execution.tx_plans import Purpose, TxPlan, erc20_transfer_data

@@ -6,7 +6,7 @@ wrong-token and late deposits above and below ``min_sweep``, fees of 0, 1, just 
 and at ``min_sweep`` or more, with a fee account or none, then a path (completed,
 prefill failed before or after broadcast, expired, cancelled, refunded on request), and
 executes the actions with signed bytes (RLP of a type-2 transaction, as
-``adapters.signer`` records them) and receipts' gas; some may be left open (ready,
+``adapters.evm.signer`` records them) and receipts' gas; some may be left open (ready,
 submitted, failed: still held at the address). ERC-20 sweeps get a gas top-up from the
 gas tank first; native sweeps pay their gas out of their amount. The gas figures are
 small (a sweep reserves ``GAS_LIMIT * MAX_FEE`` = 15 base units) so that ``min_sweep``
