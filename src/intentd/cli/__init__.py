@@ -11,7 +11,7 @@ The daemon commands (``DAEMONS``) catch SIGTERM and SIGINT from their first inst
 commands keep the signals' default action once their command line is parsed.
 
 The modules: :mod:`~intentd.cli.parser` (the command line), :mod:`~intentd.cli.main`
-(settings and the checks before anything runs), :mod:`~intentd.cli.daemons` (the
+(settings and the checks before anything runs), :mod:`~intentd.cli.daemon_commands` (the
 long-running commands and ``api``'s workers), :mod:`~intentd.cli.one_shot` (commands
 that do one thing and exit).
 """

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from intentd.cli.daemons import DAEMONS, dispatch, serve_api
+from intentd.cli.daemon_commands import DAEMONS, dispatch, serve_api
 from intentd.cli.parser import build_parser
 from intentd.custody import IntentKeys
 from intentd.observability import configure_logging
