@@ -93,7 +93,7 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
         )  # fmt: skip
         async with pool.acquire() as conn:
             rows = PostgresExecutionTransaction(conn, chain, "unused")
-            found = await rows.lock_action(action_id, ActionStatus(status))
+            found = await rows.actions.lock(action_id, ActionStatus(status))
         assert found is not None
         return found
 
@@ -126,8 +126,8 @@ async def test_the_credit_is_every_confirmed_topup_less_every_final_token_transf
     await tx(sweep.id, "transfer", "confirmed", 10**15, 21_000)
     async with pool.acquire() as conn:
         rows = PostgresExecutionTransaction(conn, chain, "unused")
-        credit = await rows.gas_credit(retried, address)
+        credit = await rows.funds.gas_credit(retried, address)
         assert credit == 1_000 - 300 - 50 + 900 - 200
         other = await action(token, "submitted")
-        assert await rows.gas_credit(retried, address) is None
-        assert await rows.gas_credit(other, address) == 1_350  # not busy itself
+        assert await rows.funds.gas_credit(retried, address) is None
+        assert await rows.funds.gas_credit(other, address) == 1_350  # not busy itself

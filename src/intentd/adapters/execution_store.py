@@ -1,7 +1,9 @@
 """The executor's rows in PostgreSQL: :class:`~intentd.execution.ports.ExecutionStore`.
 
-Tables in ``0003_execution.sql``; the actions here, the chain transactions, signer
-nonces and results in ``adapters.transaction_rows``. The rules these rows keep:
+Tables in ``0003_execution.sql``. A store transaction holds one repository per kind of
+row, each mapping its rows to domain values: the actions, the gas tank's credit and
+the relayer's float, and the deposits the verifier reads here; the chain
+transactions, signer nonces and results in ``adapters.transaction_rows``. The rules these rows keep:
 
 - Every change to an action's transactions happens under the action's row lock
   (``FOR UPDATE``), and every status change is a compare-and-set along
@@ -24,17 +26,26 @@ from typing import Any
 
 from intentd.adapters import relayer_float
 from intentd.adapters.postgres import Connection, Pool
-from intentd.adapters.transaction_rows import TX_COLUMNS, TransactionRows, tx_of_row
+from intentd.adapters.transaction_rows import (
+    TX_COLUMNS,
+    PostgresChainTransactions,
+    PostgresNonces,
+    PostgresResults,
+    tx_of_row,
+)
 from intentd.domain.actions import NATIVE, Action, ActionKind, ActionStatus, SignerKind, moves_into
 from intentd.execution.deposit_check import Credited
-from intentd.execution.ports import Commitments, Exposure, FloatRow
+from intentd.execution.float_figures import Commitments, Exposure, FloatRow
 from intentd.execution.tracking import Tx
 
 __all__ = [
     "ACTIONS_CHANNEL",
     "Connection",
+    "PostgresActionQueue",
+    "PostgresCreditedDeposits",
     "PostgresExecutionStore",
     "PostgresExecutionTransaction",
+    "PostgresFunds",
 ]
 
 ACTIONS_CHANNEL = "intentd_actions"
@@ -80,8 +91,25 @@ class PostgresExecutionStore:
             yield PostgresExecutionTransaction(conn, self._chain, self._prefix)
 
 
-class PostgresExecutionTransaction(TransactionRows):
-    """The executor's rows of one chain inside the caller's database transaction."""
+class PostgresExecutionTransaction:
+    """The executor's rows of one chain inside the caller's database transaction: its
+    repositories (:class:`~intentd.execution.ports.StoreTransaction`)."""
+
+    def __init__(self, conn: Connection, chain: str, topic_prefix: str) -> None:
+        self.actions = PostgresActionQueue(conn, chain)
+        self.transactions = PostgresChainTransactions(conn)
+        self.nonces = PostgresNonces(conn, chain)
+        self.funds = PostgresFunds(conn, chain)
+        self.deposits = PostgresCreditedDeposits(conn)
+        self.results = PostgresResults(conn, topic_prefix)
+
+
+class PostgresActionQueue:
+    """The chain's actions (:class:`~intentd.execution.repositories.ActionQueue`)."""
+
+    def __init__(self, conn: Connection, chain: str) -> None:
+        self._conn = conn
+        self._chain = chain
 
     async def claim_ready(self) -> Action | None:
         row = await self._conn.fetchrow(
@@ -93,7 +121,7 @@ class PostgresExecutionTransaction(TransactionRows):
         )
         return None if row is None else _action(row)
 
-    async def lock_action(self, action_id: int, status: ActionStatus) -> Action | None:
+    async def lock(self, action_id: int, status: ActionStatus) -> Action | None:
         row = await self._conn.fetchrow(
             f"SELECT {_ACTION_COLUMNS} FROM actions WHERE id = $1 AND status = $2 FOR UPDATE",
             action_id,
@@ -101,10 +129,10 @@ class PostgresExecutionTransaction(TransactionRows):
         )
         return None if row is None else _action(row)
 
-    async def lock_action_row(self, action_id: int) -> None:
+    async def lock_row(self, action_id: int) -> None:
         await self._conn.execute("SELECT 1 FROM actions WHERE id = $1 FOR UPDATE", action_id)
 
-    async def submitted_actions(self) -> list[tuple[Action, list[Tx]]]:
+    async def submitted(self) -> list[tuple[Action, list[Tx]]]:
         actions = await self._conn.fetch(
             f"SELECT {_ACTION_COLUMNS} FROM actions WHERE chain = $1 AND status = $2 ORDER BY id",
             self._chain,
@@ -122,7 +150,7 @@ class PostgresExecutionTransaction(TransactionRows):
             by_action[row["action_id"]].append(tx_of_row(row))
         return [(_action(a), by_action[a["id"]]) for a in actions]
 
-    async def action_age(self, action_id: int) -> float:
+    async def age(self, action_id: int) -> float:
         return float(
             await self._conn.fetchval(
                 "SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM actions WHERE id = $1",
@@ -130,7 +158,7 @@ class PostgresExecutionTransaction(TransactionRows):
             )
         )
 
-    async def set_action_status(self, action_id: int, old: ActionStatus, new: ActionStatus) -> bool:
+    async def set_status(self, action_id: int, old: ActionStatus, new: ActionStatus) -> bool:
         status = await self._conn.execute(
             "UPDATE actions SET status = $3, updated_at = now() WHERE id = $1 AND status = $2",
             action_id,
@@ -149,7 +177,7 @@ class PostgresExecutionTransaction(TransactionRows):
             _READY.value,
         )
 
-    async def retry_action(
+    async def retry(
         self, action_id: int, *, attempts: int, delay: float, error: str | None
     ) -> bool:
         status = await self._conn.execute(
@@ -167,7 +195,7 @@ class PostgresExecutionTransaction(TransactionRows):
         )
         return bool(status == "UPDATE 1")
 
-    async def fail_action(self, action_id: int, *, attempts: int, error: str) -> bool:
+    async def fail(self, action_id: int, *, attempts: int, error: str) -> bool:
         status = await self._conn.execute(
             """
             UPDATE actions SET status = $4, attempts = $2, last_error = $3, updated_at = now()
@@ -181,7 +209,7 @@ class PostgresExecutionTransaction(TransactionRows):
         )
         return bool(status == "UPDATE 1")
 
-    async def confirm_action(
+    async def confirm(
         self, action_id: int, *, tx_hash: str, amount_sent: int, gas_cost: int
     ) -> bool:
         status = await self._conn.execute(
@@ -198,6 +226,15 @@ class PostgresExecutionTransaction(TransactionRows):
             _CONFIRM_FROM,
         )
         return bool(status == "UPDATE 1")
+
+
+class PostgresFunds:
+    """The gas tank's credit and the relayer's float
+    (:class:`~intentd.execution.repositories.Funds`)."""
+
+    def __init__(self, conn: Connection, chain: str) -> None:
+        self._conn = conn
+        self._chain = chain
 
     async def gas_credit(self, action: Action, address: str) -> int | None:
         """The gas tank's coin at the intent address ``address`` that signs ``action``:
@@ -233,13 +270,30 @@ class PostgresExecutionTransaction(TransactionRows):
             return None
         return max(int(row["held"]), 0)
 
+    async def relayer_commitments(self, relayer: str) -> Commitments:
+        return await relayer_float.relayer_commitments(self._conn, self._chain, relayer)
+
+    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
+        return await relayer_float.exposure(self._conn, self._chain, relayer, overdue_after)
+
+    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
+        await relayer_float.save_float(self._conn, self._chain, rows, as_of)
+
+
+class PostgresCreditedDeposits:
+    """An intent's source and credited deposits
+    (:class:`~intentd.execution.repositories.CreditedDeposits`)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
     async def intent_source(self, intent_id: int) -> tuple[str, str] | None:
         row = await self._conn.fetchrow(
             "SELECT source_chain, token_in FROM intents WHERE id = $1", intent_id
         )
         return None if row is None else (row["source_chain"], row["token_in"])
 
-    async def credited_deposits(self, intent_id: int, chain: str) -> list[Credited]:
+    async def credited(self, intent_id: int, chain: str) -> list[Credited]:
         rows = await self._conn.fetch(
             "SELECT tx_hash, token, transfer_index, to_address, amount, block_number, block_hash,"
             " from_address FROM deposits"
@@ -261,12 +315,3 @@ class PostgresExecutionTransaction(TransactionRows):
             )
             for r in rows
         ]
-
-    async def relayer_commitments(self, relayer: str) -> Commitments:
-        return await relayer_float.relayer_commitments(self._conn, self._chain, relayer)
-
-    async def exposure(self, relayer: str, *, overdue_after: float) -> Exposure:
-        return await relayer_float.exposure(self._conn, self._chain, relayer, overdue_after)
-
-    async def save_float(self, rows: Sequence[FloatRow], *, as_of: datetime) -> None:
-        await relayer_float.save_float(self._conn, self._chain, rows, as_of)

@@ -21,7 +21,7 @@ from intentd.adapters.db_failures import classify
 from intentd.adapters.postgres import Connection, Pool
 from intentd.domain.actions import SignerKind
 from intentd.domain.liquidity import Float
-from intentd.execution.ports import Commitments, Exposure, FloatRow
+from intentd.execution.float_figures import Commitments, Exposure, FloatRow
 from intentd.intents.admission import FloatReading
 from intentd.lifecycle.failures import Failure
 

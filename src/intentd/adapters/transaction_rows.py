@@ -1,8 +1,9 @@
 """The executor's chain transactions, signer nonces and results in PostgreSQL.
 
-Half of :class:`~intentd.adapters.execution_store.PostgresExecutionTransaction` (the
-other half holds the actions); tables in ``0003_execution.sql``. Every statement runs
-in the caller's database transaction. The rules kept here:
+Three repositories of
+:class:`~intentd.adapters.execution_store.PostgresExecutionTransaction` (the others
+hold the actions, the funds and the deposits); tables in ``0003_execution.sql``. Every
+statement runs in the caller's database transaction. The rules kept here:
 
 - A nonce is allocated (``signer_nonces`` row lock) in the transaction that records
   the signed transaction: a recorded nonce is never handed out again.
@@ -20,12 +21,18 @@ import orjson
 from intentd.adapters.lifecycle_store import enqueue
 from intentd.adapters.postgres import Connection
 from intentd.execution.gas import Fees
-from intentd.execution.ports import NewTx
+from intentd.execution.repositories import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
 from intentd.execution.tx_plans import Purpose
 from intentd.messages import ActionResultMessage, action_results_topic
 
-__all__ = ["TX_COLUMNS", "TransactionRows", "tx_of_row"]
+__all__ = [
+    "TX_COLUMNS",
+    "PostgresChainTransactions",
+    "PostgresNonces",
+    "PostgresResults",
+    "tx_of_row",
+]
 
 TX_COLUMNS = (
     "id, action_id, purpose, signer, nonce, tx_hash, raw_tx, to_address, value, gas_limit,"
@@ -53,13 +60,12 @@ def tx_of_row(row: Any) -> Tx:
     )
 
 
-class TransactionRows:
-    """Chain transactions, nonces and results of ``chain`` over one connection."""
+class PostgresChainTransactions:
+    """The actions' chain transactions over one connection
+    (:class:`~intentd.execution.repositories.ChainTransactions`)."""
 
-    def __init__(self, conn: Connection, chain: str, topic_prefix: str) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._chain = chain
-        self._prefix = topic_prefix
 
     async def history(self, action_id: int) -> list[Tx]:
         rows = await self._conn.fetch(
@@ -68,7 +74,7 @@ class TransactionRows:
         )
         return [tx_of_row(row) for row in rows]
 
-    async def record_transaction(self, tx: NewTx) -> int:
+    async def record(self, tx: NewTx) -> int:
         value = await self._conn.fetchval(
             """
             INSERT INTO chain_transactions (action_id, purpose, chain, signer, nonce, tx_hash,
@@ -93,7 +99,7 @@ class TransactionRows:
         )
         return int(value)
 
-    async def set_tx_status(
+    async def set_status(
         self,
         tx_id: int,
         new: TxStatus,
@@ -144,7 +150,15 @@ class TransactionRows:
             "UPDATE chain_transactions SET updated_at = now() WHERE id = $1", tx_id
         )
 
-    async def reconcile_nonce(self, signer: str, pending: int) -> int:
+
+class PostgresNonces:
+    """The signers' next nonces on ``chain`` (:class:`~intentd.execution.repositories.Nonces`)."""
+
+    def __init__(self, conn: Connection, chain: str) -> None:
+        self._conn = conn
+        self._chain = chain
+
+    async def reconcile(self, signer: str, pending: int) -> int:
         """Run once per signer per process."""
         recorded = await self._conn.fetchval(
             "SELECT MAX(nonce) + 1 FROM chain_transactions WHERE chain = $1 AND signer = $2",
@@ -165,7 +179,7 @@ class TransactionRows:
         )
         return int(value)
 
-    async def open_nonce_holes(self, signer: str, mined: int) -> int:
+    async def open_holes(self, signer: str, mined: int) -> int:
         """Gaps that would hold every later transaction of the signer back."""
         value = await self._conn.fetchval(
             """
@@ -183,7 +197,7 @@ class TransactionRows:
         )
         return int(value or 0)
 
-    async def allocate_nonce(self, signer: str) -> int:
+    async def allocate(self, signer: str) -> int:
         value = await self._conn.fetchval(
             "UPDATE signer_nonces SET next_nonce = next_nonce + 1"
             " WHERE chain = $1 AND signer = $2 RETURNING next_nonce - 1",
@@ -194,7 +208,15 @@ class TransactionRows:
             raise RuntimeError(f"nonce of {signer} on {self._chain} was never reconciled")
         return int(value)
 
-    async def enqueue_result(self, result: ActionResultMessage) -> None:
+
+class PostgresResults:
+    """The action results' outbox (:class:`~intentd.execution.repositories.Results`)."""
+
+    def __init__(self, conn: Connection, topic_prefix: str) -> None:
+        self._conn = conn
+        self._prefix = topic_prefix
+
+    async def add(self, result: ActionResultMessage) -> None:
         """Keyed by intent id."""
         data = result.model_dump()
         for field in ("amount_sent", "gas_cost"):  # may exceed 64 bits: strings, like amounts

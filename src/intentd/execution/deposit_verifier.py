@@ -1,11 +1,12 @@
 """Confirming a prefill's deposits with a second provider before it is signed (I/O).
 
 :meth:`DepositVerifier.unconfirmed` reads the intent's credited deposits on its source
-chain (through the caller's store transaction) and, when the source token's ``verify_above`` is
-exceeded, asks that chain's second provider (``verify_rpc_urls``) about each of them;
-the rules are in :mod:`intentd.execution.deposit_check`. It answers the reasons the
-deposits are not confirmed (empty: the prefill may be signed). A provider that fails
-to answer, or answers null (it lags), is a reason too: the check fails closed.
+chain (the caller's store transaction's ``work.deposits``) and, when the source token's
+``verify_above`` is exceeded, asks that chain's second provider (``verify_rpc_urls``)
+about each of them; the rules are in :mod:`intentd.execution.deposit_check`. It
+answers the reasons the deposits are not confirmed (empty: the prefill may be signed).
+A provider that fails to answer, or answers null (it lags), is a reason too: the check
+fails closed.
 
 Per block height of the deposits: the provider's head and its block at that height in
 one request (so both come from one node behind a load balancer), then the receipts
@@ -34,7 +35,7 @@ from intentd.execution.deposit_check import (
     needs_check,
     reconciled_movements,
 )
-from intentd.execution.ports import StoreTransaction
+from intentd.execution.repositories import CreditedDeposits
 from intentd.settings import ChainConfig, Settings
 
 __all__ = ["DepositVerifier", "SecondProvider"]
@@ -96,9 +97,9 @@ class DepositVerifier:
         for provider in self._providers.values():
             await provider.close()
 
-    async def unconfirmed(self, work: StoreTransaction, intent_id: int) -> list[str]:
+    async def unconfirmed(self, deposits: CreditedDeposits, intent_id: int) -> list[str]:
         """Why the intent's credited deposits do not allow its prefill yet ([]: they do)."""
-        source = await work.intent_source(intent_id)
+        source = await deposits.intent_source(intent_id)
         if source is None:
             return [f"intent {intent_id} not found"]
         source_chain, token_in = source
@@ -106,14 +107,14 @@ class DepositVerifier:
         token = None if chain is None else chain.token(token_in)
         if chain is None or token is None:
             return [f"source {source_chain} {token_in} is not configured"]
-        deposits = await work.credited_deposits(intent_id, chain.name)
-        if not needs_check(deposits, token.verify_above_units):
+        credited = await deposits.credited(intent_id, chain.name)
+        if not needs_check(credited, token.verify_above_units):
             return []
         provider = self._providers.get(chain.name)
         if provider is None:  # settings refuse this; never pay unconfirmed
             return [f"chains.{chain.name}.verify_rpc_urls is not configured"]
         try:
-            return await confirm(deposits, provider, chain)
+            return await confirm(credited, provider, chain)
         except (ChainUnavailable, KeyError, ValueError, TypeError, AttributeError) as exc:
             # an error, or an answer of the wrong shape: the prefill waits
             return [f"second provider of {chain.name} did not answer: {exc!r}"]

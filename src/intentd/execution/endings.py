@@ -52,12 +52,12 @@ async def failed_attempt(
     """Record a failed attempt of ``action`` (locked by the caller): retry, or give up."""
     decision = after_failure(action.attempts, policy)
     if isinstance(decision, GiveUp):
-        if await work.fail_action(action.id, attempts=decision.attempts, error=error):
-            await work.enqueue_result(result_message(action, ResultEvent.FAILED, error=error))
+        if await work.actions.fail(action.id, attempts=decision.attempts, error=error):
+            await work.results.add(result_message(action, ResultEvent.FAILED, error=error))
             metrics.ACTION_OUTCOMES.labels(chain, action.kind, "failed").inc()
             log.error("action failed", error=error, attempts=decision.attempts)
         return
-    await work.retry_action(
+    await work.actions.retry(
         action.id, attempts=decision.attempts, delay=decision.delay, error=error
     )
     metrics.ACTION_OUTCOMES.labels(chain, action.kind, "retried").inc()

@@ -5,7 +5,7 @@ over several backends, a receipt index that trails the blocks). A verdict theref
 rests on answers that one node gave together, checked against each other:
 
 - :class:`ChainView`: the answering node's head, the signers' transaction counts at one
-  block, and receipts, read in one request (``ChainWriter.view``). :func:`view_problem`
+  block, and receipts, read in one request (``NodeReader.view``). :func:`view_problem`
   says why a view cannot be judged (the node is below the block asked, or shows a
   receipt above its own head); then nothing is decided from it.
 - :func:`pack_groups`: open nonce groups in packs that each fit one request, so a

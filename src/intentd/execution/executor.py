@@ -1,6 +1,8 @@
 """The executor of one chain: ready actions in, transactions out, results to the outbox.
 
-A thin loop over the ports of ``execution.ports``; the steps live in
+A thin loop over the ports of ``execution.ports`` (the chain's nodes as three
+capability ports: state, fees, broadcasts; the store as a unit of work with the
+repositories of ``execution.repositories``); the steps live in
 ``execution.starting`` (new work), ``execution.sending`` (record, then broadcast),
 ``execution.settling`` (receipts and verdicts) and ``execution.unsticking``
 (re-broadcast or replace), the decisions in pure modules (``tx_plans``, ``gas``,
@@ -47,7 +49,15 @@ from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import SignerKind
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.float_report import FloatReport
-from intentd.execution.ports import ChainWriter, ExecutionStore, Keyring, L1Fees, Lease
+from intentd.execution.ports import (
+    Broadcaster,
+    ExecutionStore,
+    FeeOracle,
+    Keyring,
+    L1Fees,
+    Lease,
+    NodeReader,
+)
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.sending import TransactionSender
 from intentd.execution.settling import Settler
@@ -71,7 +81,9 @@ class Executor:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        writer: ChainWriter,
+        reader: NodeReader,
+        fees: FeeOracle,
+        broadcaster: Broadcaster,
         keyring: Keyring,
         verifier: DepositVerifier | None = None,
         l1_fees: L1Fees = NO_L1_FEE,
@@ -81,25 +93,30 @@ class Executor:
         self._rpc = rpc(chain.name)
         liquidity = liquidity if liquidity is not None else LiquidityConfig()
         relayer = keyring.address(SignerKind.RELAYER)
-        sender = TransactionSender(chain, store=store, writer=writer, keyring=keyring)
+        sender = TransactionSender(
+            chain, store=store, reader=reader, broadcaster=broadcaster, keyring=keyring
+        )
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
             chain,
             config,
             store=store,
-            writer=writer,
+            reader=reader,
+            fees=fees,
             keyring=keyring,
             sender=sender,
             transfers=transfers,
-            funds=PrefillFunds(chain, liquidity, writer=writer, relayer=relayer),
+            funds=PrefillFunds(chain, liquidity, reader=reader, relayer=relayer),
             verifier=verifier,
         )
-        self._report = FloatReport(chain, liquidity, store=store, writer=writer, keyring=keyring)
+        self._report = FloatReport(chain, liquidity, store=store, reader=reader, keyring=keyring)
         self._settler = Settler(
             chain,
             config,
             store=store,
-            writer=writer,
+            reader=reader,
+            fees=fees,
+            broadcaster=broadcaster,
             sender=sender,
             starter=self._starter,
             transfers=transfers,

@@ -1,6 +1,7 @@
 """What the relayer's float is made of, as the executor's ports carry it: balances read
 from a node, the commitments of the records, and the rows stored (docs/execution.md,
-"The relayer's float"). Data only; ``execution.ports`` re-exports them."""
+"The relayer's float"). Data only: ``execution.ports`` (``Balances``) and
+``execution.repositories`` (the others) speak them."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ writes. The API never reads RPC on a request: it reads what this stores
 Guarantees:
 
 - Every ``liquidity.read_interval`` seconds (at the end of a tick) the figures of the
-  records are read first, in one snapshot (``StoreTransaction.exposure``), then the
+  records are read first, in one snapshot (``Funds.exposure``), then the
   relayer's balance of every supported token and the native coin and the gas tank's
-  native balance, in one request to one node (``ChainWriter.balances``). A prefill that
+  native balance, in one request to one node (``NodeReader.balances``). A prefill that
   becomes final between the two is in the balance already; one that does not is still
   reserved: ``free`` can be smaller than the truth, never larger.
 - A reading from a node whose head is below the newest block holding a confirmed
@@ -35,14 +35,8 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.actions import NATIVE, SignerKind
 from intentd.domain.liquidity import Float
-from intentd.execution.ports import (
-    Balances,
-    ChainWriter,
-    ExecutionStore,
-    Exposure,
-    FloatRow,
-    Keyring,
-)
+from intentd.execution.float_figures import Balances, Exposure, FloatRow
+from intentd.execution.ports import ExecutionStore, Keyring, NodeReader
 from intentd.settings import ChainConfig, LiquidityConfig, NativeTokenConfig, TokenConfig
 from intentd.supervision.episodes import Episodes, Wording
 from intentd.supervision.outage_log import emit
@@ -93,14 +87,14 @@ class FloatReport:
         config: LiquidityConfig,
         *,
         store: ExecutionStore,
-        writer: ChainWriter,
+        reader: NodeReader,
         keyring: Keyring,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._chain = chain
         self._config = config
         self._store = store
-        self._writer = writer
+        self._reader = reader
         self._relayer = keyring.address(SignerKind.RELAYER).lower()
         self._gas_tank = keyring.address(SignerKind.GAS_TANK).lower()
         self._tokens = [NATIVE, *(t.address.lower() for t in chain.tokens)]
@@ -120,18 +114,18 @@ class FloatReport:
     async def refresh(self) -> bool:
         """Read and store the float now; False if the node lagged (nothing stored)."""
         async with self._store.transaction() as work:
-            exposure = await work.exposure(
+            exposure = await work.funds.exposure(
                 self._relayer, overdue_after=self._config.repayment_overdue_after
             )
         holdings = [(self._relayer, token) for token in self._tokens]
-        read = await self._writer.balances([*holdings, (self._gas_tank, NATIVE)])
+        read = await self._reader.balances([*holdings, (self._gas_tank, NATIVE)])
         if read.block < exposure.newest_paid:
             name = self._chain.name
             emit(self._behind.seen(name, node_head=read.block, newest_paid=exposure.newest_paid))
             return False
         rows = float_rows(self._tokens, self._relayer, self._gas_tank, exposure, read)
         async with self._store.transaction() as work:
-            await work.save_float(rows, as_of=exposure.as_of)
+            await work.funds.save_float(rows, as_of=exposure.as_of)
         emit(self._behind.ended(self._chain.name, node_head=read.block))
         self._show(rows, exposure)
         return True

@@ -8,7 +8,7 @@ Guarantees (docs/execution.md, "The relayer's float"):
   one request from one node whose head is at or above the newest block holding a
   confirmed transfer of the relayer; a node below it decides nothing (the prefill is
   looked at again in ``STALE_WAIT`` seconds). The check runs in the claim's transaction,
-  under the chain's prefill lock (``StoreTransaction.relayer_commitments``), before the
+  under the chain's prefill lock (``Funds.relayer_commitments``), before the
   gas estimate (which reverts on a token the relayer lacks) and again with the plan's gas.
 - A prefill that finds the relayer short is not signed and no attempt is counted: it
   stays ``ready``, postponed (:func:`while_short`: rechecked after a delay that grows with
@@ -34,7 +34,7 @@ from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import shortfall
 from intentd.execution.endings import failed_attempt
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import ChainWriter, StoreTransaction
+from intentd.execution.ports import NodeReader, StoreTransaction
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, LiquidityConfig
 
@@ -80,11 +80,11 @@ class PrefillFunds:
     """The prefill checks of one chain's relayer."""
 
     def __init__(
-        self, chain: ChainConfig, config: LiquidityConfig, *, writer: ChainWriter, relayer: str
+        self, chain: ChainConfig, config: LiquidityConfig, *, reader: NodeReader, relayer: str
     ) -> None:
         self._chain = chain
         self._bound = config.prefill_wait
-        self._writer = writer
+        self._reader = reader
         self._relayer = relayer.lower()
         self._alerted: set[int] = set()
         """Prefills an error log asked a refill for (once per process)."""
@@ -92,9 +92,9 @@ class PrefillFunds:
     async def read(self, work: StoreTransaction, action: Action) -> Reading | None:
         """The relayer's balances of the prefill's token and the native coin, and its
         prefills in flight; None (the prefill postponed) when the node lags our payments."""
-        committed = await work.relayer_commitments(self._relayer)
+        committed = await work.funds.relayer_commitments(self._relayer)
         tokens = sorted({action.token, NATIVE})
-        read = await self._writer.balances([(self._relayer, token) for token in tokens])
+        read = await self._reader.balances([(self._relayer, token) for token in tokens])
         if read.block < committed.newest_paid:
             log.warning(
                 "the relayer's balance came from a node behind its confirmed payments;"
@@ -103,7 +103,7 @@ class PrefillFunds:
                 newest_paid=committed.newest_paid,
             )
             error = f"balance read at block {read.block} < {committed.newest_paid} (node lags)"
-            await work.postpone(action.id, delay=STALE_WAIT, error=error)
+            await work.actions.postpone(action.id, delay=STALE_WAIT, error=error)
             return None
         balances = {token: read.amounts.get((self._relayer, token), 0) for token in tokens}
         return Reading(balances, committed.in_flight)
@@ -121,7 +121,7 @@ class PrefillFunds:
         lacking = ", ".join(f"{self._units(token, lack)}" for token, lack in sorted(short.items()))
         for token in short:
             metrics.PREFILLS_SHORT.labels(self._chain.name, self._symbol(token)).inc()
-        waited = await work.action_age(action.id)
+        waited = await work.actions.age(action.id)
         decision = while_short(waited, self._bound)
         if isinstance(decision, GiveUp):
             crash_point("executor.liquidity_expired")
@@ -143,7 +143,7 @@ class PrefillFunds:
         else:
             log.warning("prefill still waits for the relayer's funds", lacking=lacking)
         error = f"the relayer lacks {lacking}; waiting up to {round(self._bound)} s for a refill"
-        await work.postpone(action.id, delay=decision.delay, error=error)
+        await work.actions.postpone(action.id, delay=decision.delay, error=error)
         return False
 
     def _symbol(self, token: str) -> str:

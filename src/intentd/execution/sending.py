@@ -30,13 +30,14 @@ from intentd.chain.errors import NoAnswer
 from intentd.domain.actions import Action, ResultEvent, SignerKind
 from intentd.execution.endings import result_message
 from intentd.execution.ports import (
-    ChainWriter,
+    Broadcaster,
     ExecutionStore,
     Keyring,
-    NewTx,
+    NodeReader,
     SendOutcome,
     StoreTransaction,
 )
+from intentd.execution.repositories import NewTx
 from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig
@@ -61,12 +62,19 @@ class TransactionSender:
     """Signs, records and broadcasts the transactions of one chain's actions."""
 
     def __init__(
-        self, chain: ChainConfig, *, store: ExecutionStore, writer: ChainWriter, keyring: Keyring
+        self,
+        chain: ChainConfig,
+        *,
+        store: ExecutionStore,
+        reader: NodeReader,
+        broadcaster: Broadcaster,
+        keyring: Keyring,
     ) -> None:
         self._chain = chain
         self._name = chain.name
         self._store = store
-        self._writer = writer
+        self._reader = reader
+        self._broadcaster = broadcaster
         self._keys = keyring
         self._reconciled: set[str] = set()
 
@@ -85,9 +93,9 @@ class TransactionSender:
         signer = self._keys.address(kind, index)
         if nonce is None:
             await self._reconcile(signer)
-            nonce = await work.allocate_nonce(signer)
+            nonce = await work.nonces.allocate(signer)
         signed = self._keys.sign(plan, kind, index, chain_id=self._chain.chain_id, nonce=nonce)
-        tx_id = await work.record_transaction(
+        tx_id = await work.transactions.record(
             NewTx(
                 action_id=action.id,
                 purpose=plan.purpose,
@@ -120,11 +128,11 @@ class TransactionSender:
         """First use of a signer by this process: line its stored nonce up with the chain."""
         if signer in self._reconciled:
             return
-        pending = (await self._writer.nonces([signer], "pending"))[signer]
-        latest = (await self._writer.nonces([signer], "latest"))[signer]
+        pending = (await self._reader.nonces([signer], "pending"))[signer]
+        latest = (await self._reader.nonces([signer], "latest"))[signer]
         async with self._store.transaction() as work:
-            next_nonce = await work.reconcile_nonce(signer, pending)
-            holes = await work.open_nonce_holes(signer, latest)
+            next_nonce = await work.nonces.reconcile(signer, pending)
+            holes = await work.nonces.open_holes(signer, latest)
         if holes:
             metrics.NONCE_GAPS.labels(self._name).inc(holes)
             log.error("nonce gap: nonces with no transaction of ours", signer=signer, holes=holes)
@@ -144,7 +152,7 @@ class TransactionSender:
         action's first broadcast). A refusal leaves it ``signed`` for the next tick."""
         with structlog.contextvars.bound_contextvars(tx_hash=tx_hash, intent_id=action.intent_id):
             try:
-                outcome, message = await self._writer.send_raw(raw)
+                outcome, message = await self._broadcaster.send_raw(raw)
             except NoAnswer as exc:
                 log.warning("broadcast got no answer; will retry", error=str(exc))
                 return
@@ -166,7 +174,9 @@ class TransactionSender:
         self, work: StoreTransaction, action: Action, tx_id: int, purpose: Purpose, tx_hash: str
     ) -> None:
         """Mark ``signed`` → ``sent``; with the action's first transfer, enqueue ``sent``."""
-        await work.lock_action_row(action.id)
-        first = purpose is Purpose.TRANSFER and not await work.first_transfer_sent(action.id)
-        if await work.mark_sent(tx_id) and first:
-            await work.enqueue_result(result_message(action, ResultEvent.SENT, tx_hash=tx_hash))
+        await work.actions.lock_row(action.id)
+        first = purpose is Purpose.TRANSFER and not await work.transactions.first_transfer_sent(
+            action.id
+        )
+        if await work.transactions.mark_sent(tx_id) and first:
+            await work.results.add(result_message(action, ResultEvent.SENT, tx_hash=tx_hash))

@@ -3,7 +3,7 @@
 Guarantees:
 
 - Each tick reads a head, then, in one request answered by one node
-  (``ChainWriter.view``), that node's head, every open signer's transaction count at
+  (``NodeReader.view``), that node's head, every open signer's transaction count at
   the newest block at confirmation depth, and the receipts of every open transaction
   (in packs that fit one request; a group is judged from the view that carried its
   receipts and its signer's count). A view from a node below that block, or showing a
@@ -16,7 +16,7 @@ Guarantees:
   it back to ``sent`` (the same bytes go out again when it is stuck).
 - The nonce used at depth and no receipt of ours read: an absent receipt is no
   evidence. The transaction that used the nonce is looked for in a block
-  (``ChainWriter.nonce_use``). Ours: final once its receipt is read with the block.
+  (``NodeReader.nonce_use``). Ours: final once its receipt is read with the block.
   Another one: the group is ``dropped``, the attempt failed (its hash and block in
   the error), the signer reconciled again before its next nonce. Not found, or the
   answers disagree: nothing is decided, signed, replaced or re-broadcast for the
@@ -41,7 +41,7 @@ from intentd.domain.actions import Action, ActionStatus, ResultEvent
 from intentd.execution.endings import failed_attempt, result_message, transfer_figures
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
 from intentd.execution.policy import RetryPolicy
-from intentd.execution.ports import ChainWriter, ExecutionStore
+from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, NodeReader
 from intentd.execution.sending import TransactionSender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
@@ -97,7 +97,9 @@ class Settler:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        writer: ChainWriter,
+        reader: NodeReader,
+        fees: FeeOracle,
+        broadcaster: Broadcaster,
         sender: TransactionSender,
         starter: Starter,
         transfers: TransferPlanner,
@@ -106,11 +108,16 @@ class Settler:
         self._name = chain.name
         self._config = config
         self._store = store
-        self._writer = writer
+        self._reader = reader
         self._sender = sender
         self._starter = starter
         self._unsticker = Unsticker(
-            chain, store=store, writer=writer, sender=sender, transfers=transfers
+            chain,
+            store=store,
+            fees=fees,
+            broadcaster=broadcaster,
+            sender=sender,
+            transfers=transfers,
         )
         self._policy = RetryPolicy(config.max_attempts, config.retry_backoff)
         self._waits: Episodes[tuple[str, int]] = Episodes(WAITING)
@@ -119,7 +126,7 @@ class Settler:
     async def track(self) -> None:
         """Advance every action in flight by what one node's view of the chain proves."""
         async with self._store.transaction() as work:
-            inflight = await work.submitted_actions()
+            inflight = await work.actions.submitted()
         self._forget_gone(inflight)
         if not inflight:
             return
@@ -135,11 +142,11 @@ class Settler:
         # A nonce counts as used by another transaction only at confirmation depth: a
         # shallower one may be reorged out, and ours (dropped, its action retried with a
         # new nonce) mined in its place.
-        deep = depth_block(await self._writer.head(), self._chain.confirmations)
-        for pack in pack_groups(grouped, self._writer.view_size):
+        deep = depth_block(await self._reader.head(), self._chain.confirmations)
+        for pack in pack_groups(grouped, self._reader.view_size):
             signers = sorted({group[0].signer for _, group in pack})
             hashes = [tx.tx_hash for _, group in pack for tx in group]
-            view = await self._writer.view(signers, hashes, deep)
+            view = await self._reader.view(signers, hashes, deep)
             problem = view_problem(view, asked=deep)
             if problem is not None:
                 metrics.SETTLE_UNDECIDED.labels(self._name, "view").inc()
@@ -179,7 +186,7 @@ class Settler:
         first = unexplained.txs[0]
         ours = [tx.tx_hash for tx in unexplained.txs]
         try:
-            use = await self._writer.nonce_use(first.signer, first.nonce, deep, ours)
+            use = await self._reader.nonce_use(first.signer, first.nonce, deep, ours)
         except ChainUnavailable as exc:
             return Unexplained(unexplained.txs, f"looking for the nonce's transaction: {exc}")
         return judge_use(
@@ -196,7 +203,9 @@ class Settler:
                         await self._sender.ensure_sent(
                             work, action, winner.id, winner.purpose, winner.tx_hash
                         )
-                        await work.set_tx_status(winner.id, TxStatus.MINED, receipt=receipt)
+                        await work.transactions.set_status(
+                            winner.id, TxStatus.MINED, receipt=receipt
+                        )
                     log.info(
                         "transaction mined", tx_hash=winner.tx_hash, block=receipt.block_number
                     )
@@ -211,7 +220,7 @@ class Settler:
                     crash_point("executor.awaiting_receipt")
                 for tx in unmined:
                     async with self._store.transaction() as work:
-                        await work.set_tx_status(
+                        await work.transactions.set_status(
                             tx.id, TxStatus.SENT, old=frozenset({TxStatus.MINED})
                         )
                     log.warning("mined transaction left the chain (reorg)", tx_hash=tx.tx_hash)
@@ -227,23 +236,23 @@ class Settler:
         outcome = TxStatus.CONFIRMED if receipt.succeeded else TxStatus.REVERTED
         sign_transfer = False
         async with self._store.transaction() as work:
-            locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
+            locked = await work.actions.lock(action.id, ActionStatus.SUBMITTED)
             if locked is None:
                 return
             await self._sender.ensure_sent(work, action, winner.id, winner.purpose, winner.tx_hash)
-            if not await work.set_tx_status(winner.id, outcome, receipt=receipt):
+            if not await work.transactions.set_status(winner.id, outcome, receipt=receipt):
                 return
             for loser in losers:
-                await work.set_tx_status(loser.id, TxStatus.DROPPED)
+                await work.transactions.set_status(loser.id, TxStatus.DROPPED)
             if not receipt.succeeded:
                 error = f"transaction {winner.tx_hash} reverted"
                 await failed_attempt(work, locked, error, policy=self._policy, chain=self._name)
             elif winner.purpose is Purpose.TRANSFER:
                 amount_sent, cost = transfer_figures(action, winner, receipt)
-                await work.confirm_action(
+                await work.actions.confirm(
                     action.id, tx_hash=winner.tx_hash, amount_sent=amount_sent, gas_cost=cost
                 )
-                await work.enqueue_result(
+                await work.results.add(
                     result_message(
                         action,
                         ResultEvent.CONFIRMED,
@@ -275,11 +284,11 @@ class Settler:
         at depth): this attempt failed."""
         first = txs[0]
         async with self._store.transaction() as work:
-            locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
+            locked = await work.actions.lock(action.id, ActionStatus.SUBMITTED)
             if locked is None:
                 return
             for tx in txs:
-                await work.set_tx_status(tx.id, TxStatus.DROPPED)
+                await work.transactions.set_status(tx.id, TxStatus.DROPPED)
             error = (
                 f"nonce {first.nonce} of {first.signer} used by another transaction:"
                 f" {use.tx_hash} in block {use.block_number} ({use.block_hash})"

@@ -45,12 +45,13 @@ from intentd.execution.gas import (
 )
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import (
-    ChainWriter,
     EstimateReverted,
     ExecutionStore,
     FeeInputs,
+    FeeOracle,
     Keyring,
     L1FeeUnavailable,
+    NodeReader,
     StoreTransaction,
 )
 from intentd.execution.prefill_funds import PrefillFunds
@@ -81,7 +82,8 @@ class Starter:
         config: ExecutionConfig,
         *,
         store: ExecutionStore,
-        writer: ChainWriter,
+        reader: NodeReader,
+        fees: FeeOracle,
         keyring: Keyring,
         sender: TransactionSender,
         transfers: TransferPlanner,
@@ -93,7 +95,8 @@ class Starter:
         self._name = chain.name
         self._config = config
         self._store = store
-        self._writer = writer
+        self._reader = reader
+        self._fees = fees
         self._keys = keyring
         self._sender = sender
         self._transfers = transfers
@@ -108,7 +111,7 @@ class Starter:
         fees: FeeInputs | None = None
         while True:
             async with self._store.transaction() as work:
-                action = await work.claim_ready()
+                action = await work.actions.claim_ready()
                 if action is None:
                     return started
                 with structlog.contextvars.bound_contextvars(
@@ -116,7 +119,7 @@ class Starter:
                 ):
                     if not await self._deposits_confirmed(work, action):
                         continue
-                    fees = fees or await self._writer.fee_inputs()
+                    fees = fees or await self._fees.fee_inputs()
                     recorded = await self._begin(work, action, fees)
             if recorded is not None:
                 started += 1
@@ -127,10 +130,10 @@ class Starter:
         while the second provider does not confirm its intent's deposits."""
         if action.kind is not ActionKind.PREFILL or self._verifier is None:
             return True
-        reasons = await self._verifier.unconfirmed(work, action.intent_id)
+        reasons = await self._verifier.unconfirmed(work.deposits, action.intent_id)
         if not reasons:
             return True
-        waited = await work.action_age(action.id)
+        waited = await work.actions.age(action.id)
         metrics.PREFILLS_UNCONFIRMED.labels(self._name).inc()
         error = "deposits not confirmed by the second provider: " + "; ".join(reasons)
         if waited >= self._config.unconfirmed_alert_after and action.id not in self._alerted:
@@ -144,7 +147,7 @@ class Starter:
             )
         else:
             log.warning("prefill waits for its deposits' confirmation", reasons=reasons)
-        await work.postpone(action.id, delay=retry_delay(waited), error=error)
+        await work.actions.postpone(action.id, delay=retry_delay(waited), error=error)
         return False
 
     async def _begin(
@@ -157,7 +160,7 @@ class Starter:
             price = initial_fees(fees.base_fee, fees.tip, self._chain.max_fee_per_gas)
             if needs_topup(action):
                 gas = await self._token_gas(action, sender)
-                credit = await work.gas_credit(action, sender) or 0
+                credit = await work.funds.gas_credit(action, sender) or 0
                 plan = await self._transfers.topup_plan(
                     action,
                     sender,
@@ -188,40 +191,40 @@ class Starter:
                 recorded = await record(work, action, plan, kind, index)
         except FeeCapExceeded as exc:
             log.warning("fees above the cap; action waits", error=str(exc))
-            await work.postpone(action.id, delay=FEE_WAIT, error=str(exc))
+            await work.actions.postpone(action.id, delay=FEE_WAIT, error=str(exc))
             return None
         except AmountBelowGas as exc:
             # Not a failure of the action (no alert): fees fell below the amount before
             # and will again; the lifecycle only creates sweeps above the token's min_sweep.
             log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
-            await work.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
+            await work.actions.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
             return None
         except L1FeeUnavailable as exc:  # never sign what op-geth would refuse forever
             log.warning("L1 data fee unknown; the sweep waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "l1_fee_unknown").inc()
-            await work.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
+            await work.actions.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
             return None
         except EstimateReverted as exc:
             await self._failed(work, action, f"gas estimate reverted: {exc}")
             return None
-        if not await work.set_action_status(action.id, ActionStatus.READY, ActionStatus.SUBMITTED):
+        if not await work.actions.set_status(action.id, ActionStatus.READY, ActionStatus.SUBMITTED):
             raise RuntimeError(f"action {action.id} changed under its row lock")
         return recorded
 
     async def _transfer_gas(self, action: Action, sender: str) -> int:
         if not action.native:
             return await self._token_gas(action, sender)
-        if not await self._writer.has_code(action.to_address):
+        if not await self._reader.has_code(action.to_address):
             return NATIVE_TRANSFER_GAS
         value = 0 if action.gas_from_amount else action.amount  # the sent value needs the gas
-        estimate = await self._writer.estimate_gas(sender, action.to_address, value, b"")
+        estimate = await self._fees.estimate_gas(sender, action.to_address, value, b"")
         return gas_limit_with_margin(estimate)
 
     async def _token_gas(self, action: Action, sender: str) -> int:
         plan = transfer_tx(action, 0, Fees(1, 0))
         return gas_limit_with_margin(
-            await self._writer.estimate_gas(sender, plan.to, plan.value, plan.data)
+            await self._fees.estimate_gas(sender, plan.to, plan.value, plan.data)
         )
 
     async def _failed(self, work: StoreTransaction, action: Action, error: str) -> None:
@@ -230,14 +233,16 @@ class Starter:
     async def sign_transfer(self, action: Action) -> None:
         """The gas top-up is confirmed: sign, record and send the transfer itself."""
         sender = self._keys.address(action.signer_kind, action.signer_index)
-        market = await self._writer.fee_inputs()
+        market = await self._fees.fee_inputs()
         async with self._store.transaction() as work:
-            locked = await work.lock_action(action.id, ActionStatus.SUBMITTED)
-            if locked is None or not next_transfer_due(txs := await work.history(action.id)):
+            locked = await work.actions.lock(action.id, ActionStatus.SUBMITTED)
+            if locked is None or not next_transfer_due(
+                txs := await work.transactions.history(action.id)
+            ):
                 return
             try:
                 gas = await self._token_gas(locked, sender)
-                held = await work.gas_credit(locked, sender)
+                held = await work.funds.gas_credit(locked, sender)
                 budget = topup_budget(txs) if held is None else held
                 chain_cap = self._chain.max_fee_per_gas
                 probe = transfer_tx(

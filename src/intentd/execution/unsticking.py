@@ -25,7 +25,7 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.gas import AmountBelowGas
-from intentd.execution.ports import ChainWriter, ExecutionStore, L1FeeUnavailable
+from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, L1FeeUnavailable
 from intentd.execution.replacement import (
     needs_budget,
     replacement_cap,
@@ -52,36 +52,42 @@ class Unsticker:
         chain: ChainConfig,
         *,
         store: ExecutionStore,
-        writer: ChainWriter,
+        fees: FeeOracle,
+        broadcaster: Broadcaster,
         sender: TransactionSender,
         transfers: TransferPlanner,
     ) -> None:
         self._chain = chain
         self._name = chain.name
         self._store = store
-        self._writer = writer
+        self._fees = fees
+        self._broadcaster = broadcaster
         self._sender = sender
         self._transfers = transfers
 
     async def unstick(self, action: Action, stale: Tx) -> None:
         """Re-broadcast a transaction the node forgot; replace one it holds but won't mine."""
-        known = (await self._writer.known([stale.tx_hash]))[stale.tx_hash]
+        known = (await self._broadcaster.known([stale.tx_hash]))[stale.tx_hash]
         if not known:
             log.warning("node forgot the transaction; re-broadcasting", tx_hash=stale.tx_hash)
-            await self._writer.send_raw(stale.raw)
+            await self._broadcaster.send_raw(stale.raw)
             async with self._store.transaction() as work:
-                await work.touch(stale.id)
+                await work.transactions.touch(stale.id)
             metrics.CHAIN_TRANSACTIONS.labels(self._name, stale.purpose.value, "rebroadcast").inc()
             return
         await self._replace(action, stale)
 
     async def _replace(self, action: Action, stale: Tx) -> None:
-        market = await self._writer.fee_inputs()
+        market = await self._fees.fee_inputs()
         budget = 0
         if needs_budget(action, stale):
             async with self._store.transaction() as work:
-                held = await work.gas_credit(action, stale.signer)
-                budget = topup_budget(await work.history(action.id)) if held is None else held
+                held = await work.funds.gas_credit(action, stale.signer)
+                budget = (
+                    topup_budget(await work.transactions.history(action.id))
+                    if held is None
+                    else held
+                )
             try:  # the address pays the transfer's L1 data fee on top of its gas
                 budget -= await self._transfers.l1_reserve(
                     transfer_tx(action, stale.gas_limit, stale.fees)
@@ -95,13 +101,13 @@ class Unsticker:
         if plan is None:
             log.warning("stuck transaction cannot be bumped further", tx_hash=stale.tx_hash)
             async with self._store.transaction() as work:
-                await work.touch(stale.id)
+                await work.transactions.touch(stale.id)
             return
         kind, index = signer_of(action, stale.purpose)
         async with self._store.transaction() as work:
-            if await work.lock_action(action.id, ActionStatus.SUBMITTED) is None:
+            if await work.actions.lock(action.id, ActionStatus.SUBMITTED) is None:
                 return
-            if not await work.set_tx_status(
+            if not await work.transactions.set_status(
                 stale.id, TxStatus.REPLACED, old=frozenset({TxStatus.SENT})
             ):
                 return  # mined, replaced or dropped meanwhile: the next tick sees it

@@ -258,7 +258,9 @@ class FakeChain:
 
 
 class FakeWriter:
-    """:class:`~intentd.execution.ports.ChainWriter` over a :class:`FakeChain`, read
+    """The chain ports (:class:`~intentd.execution.ports.NodeReader`,
+    :class:`~intentd.execution.ports.FeeOracle`,
+    :class:`~intentd.execution.ports.Broadcaster`) over a :class:`FakeChain`, read
     through nodes that may lag.
 
     Each read (each request: a :meth:`view` is one) is answered by a node

@@ -4,34 +4,20 @@ that a provider with no usable answer keeps the prefill unsigned (fails closed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
+from tests.unit.execution.execution_store_fake import FakeDeposits
 from tests.unit.execution.test_deposit_check import CONFIG, FakeProvider
 
 from intentd.chain.errors import ChainUnavailable, NoAnswer
 from intentd.execution.deposit_check import Credited
 from intentd.execution.deposit_verifier import DepositVerifier
-from intentd.execution.ports import StoreTransaction
 from intentd.settings import Settings, load_settings
 
 USDC = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"
 INTENT = "0x" + "11" * 20
 BLOCK = "0x" + "b0" * 32
-
-
-class Rows:
-    """The two reads the verifier makes in the executor's store transaction."""
-
-    def __init__(self, deposits: list[Credited], source: tuple[str, str] | None) -> None:
-        self.deposits = deposits
-        self.source = source
-
-    async def intent_source(self, intent_id: int) -> tuple[str, str] | None:
-        return self.source
-
-    async def credited_deposits(self, intent_id: int, chain: str) -> list[Credited]:
-        return self.deposits
 
 
 class Unavailable(FakeProvider):
@@ -55,8 +41,8 @@ def settings(tmp_path: Path) -> Settings:
     return load_settings(path, {})
 
 
-async def unconfirmed(verifier: DepositVerifier, rows: Rows) -> list[str]:
-    return await verifier.unconfirmed(cast(StoreTransaction, rows), 7)
+async def unconfirmed(verifier: DepositVerifier, deposits: FakeDeposits) -> list[str]:
+    return await verifier.unconfirmed(deposits, 7)
 
 
 @pytest.mark.parametrize("error", [NoAnswer("timeout"), ChainUnavailable("error -32000")])
@@ -66,7 +52,7 @@ async def test_a_provider_without_a_usable_answer_keeps_the_prefill_unsigned(
     provider = Unavailable(error)
     verifier = DepositVerifier(settings, {"BASE": provider})
 
-    [reason] = await unconfirmed(verifier, Rows([deposit(2_000_000_000)], ("BASE", USDC)))
+    [reason] = await unconfirmed(verifier, FakeDeposits([deposit(2_000_000_000)], ("BASE", USDC)))
 
     assert reason.startswith("second provider of BASE did not answer")
     assert provider.tags == ["latest"]
@@ -76,21 +62,21 @@ async def test_deposits_at_or_below_the_threshold_are_not_asked_about(settings: 
     provider = FakeProvider()
     verifier = DepositVerifier(settings, {"BASE": provider})
 
-    assert await unconfirmed(verifier, Rows([deposit(1_000_500_000)], ("BASE", USDC))) == []
+    assert await unconfirmed(verifier, FakeDeposits([deposit(1_000_500_000)], ("BASE", USDC))) == []
     assert provider.tags == []
 
 
 async def test_an_unknown_intent_or_source_is_a_reason(settings: Settings) -> None:
     verifier = DepositVerifier(settings, {"BASE": FakeProvider()})
 
-    assert await unconfirmed(verifier, Rows([], None)) == ["intent 7 not found"]
-    [reason] = await unconfirmed(verifier, Rows([], ("OTHER", USDC)))
+    assert await unconfirmed(verifier, FakeDeposits([], None)) == ["intent 7 not found"]
+    [reason] = await unconfirmed(verifier, FakeDeposits([], ("OTHER", USDC)))
     assert "is not configured" in reason
 
 
 async def test_a_chain_without_its_provider_is_a_reason(settings: Settings) -> None:
     verifier = DepositVerifier(settings, {})
 
-    [reason] = await unconfirmed(verifier, Rows([deposit(2_000_000_000)], ("BASE", USDC)))
+    [reason] = await unconfirmed(verifier, FakeDeposits([deposit(2_000_000_000)], ("BASE", USDC)))
 
     assert reason == "chains.BASE.verify_rpc_urls is not configured"

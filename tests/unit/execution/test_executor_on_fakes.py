@@ -60,7 +60,9 @@ class Harness:
             chain_config(),
             self.config,
             store=self.store,
-            writer=self.writer,
+            reader=self.writer,
+            fees=self.writer,
+            broadcaster=self.writer,
             keyring=KEYS,
             l1_fees=self.l1_fees,
         )

@@ -24,7 +24,7 @@ async def test_reads_from_a_lagging_node_are_one_line_then_one_when_stored_again
     await h.tick(mine=2)
     assert h.store.row(first).status is ActionStatus.CONFIRMED
     report = FloatReport(
-        chain_config(), LiquidityConfig(), store=h.store, writer=h.writer, keyring=KEYS
+        chain_config(), LiquidityConfig(), store=h.store, reader=h.writer, keyring=KEYS
     )
     h.writer.behind = lambda: 2  # every read lands on a node below the confirmed payment
     with structlog.testing.capture_logs() as logs:

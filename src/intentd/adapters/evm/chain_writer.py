@@ -13,7 +13,7 @@ Broadcasts use a client of their own that does not retry: a node's refusal is an
 answer to classify (:class:`SendOutcome`), and a broadcast that got no answer is
 simply repeated on the next tick; re-sending the same signed bytes is harmless. The
 answer types (:class:`~intentd.execution.ports.SendOutcome`, ``FeeInputs``,
-``EstimateReverted``) belong to the port.
+``EstimateReverted``) belong to the ports.
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def classify_send_error(message: str) -> SendOutcome:
 
 
 class EvmChainWriter:
-    """:class:`~intentd.execution.ports.ChainWriter` over JSON-RPC."""
+    """The executor's three chain ports over JSON-RPC:
+    :class:`~intentd.execution.ports.NodeReader`,
+    :class:`~intentd.execution.ports.FeeOracle` and
+    :class:`~intentd.execution.ports.Broadcaster`."""
 
     def __init__(self, reads: JsonRpcClient, sends: JsonRpcClient) -> None:
         self._reads = reads
