@@ -91,6 +91,17 @@ class TopicReader:
                 self._take(records)
         return self.messages
 
+    async def read_to_end(self, within: float = 30.0) -> list[Any]:
+        """Read up to each partition's end as it is now: all that was published before
+        (not whatever a fixed time reads, which a loaded machine makes less)."""
+        ends = await self._consumer.end_offsets(list(self._consumer.assignment()))
+        deadline = time.monotonic() + within
+        for partition, end in ends.items():
+            while await self._consumer.position(partition) < end:
+                assert time.monotonic() < deadline, f"{self.topic} not read to its end"
+                await self.drain(0.05)
+        return self.messages
+
     def _take(self, records: list[Any]) -> None:
         if self._contract:
             for record in records:

@@ -2,8 +2,8 @@
 
 Guarantees: a key is made with ``intentd clients create demo --exist-ok`` and ``intentd
 keys create`` (printed once by the CLI, kept in memory only); intent creation retries
-only a 503 with ``Retry-After`` (the API's view of the float is loading), any other
-problem ends the demo with it; the console link is a one-time sign-in link of the
+only a 503 with ``Retry-After`` (the API's view of the float is loading), for 60 s at
+most; any other problem ends the demo with it; the console link is a one-time sign-in link of the
 demo owner (created on the first run, renewed after); :func:`all_signed` says whether
 every event of the demo's intents reached the merchant with a valid signature.
 """
@@ -52,7 +52,8 @@ def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
         method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
-    for _ in range(5):
+    deadline = time.monotonic() + 60  # a deadline, not 5 tries: a loaded machine is slow
+    while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 record: dict[str, Any] = json.loads(response.read())
@@ -63,8 +64,8 @@ def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
                 raise SystemExit(
                     f"intent creation failed: {exc.code} {exc.read().decode()}"
                 ) from None
-            time.sleep(float(wait))
-    raise SystemExit("intent creation failed: the API stayed unavailable")
+            time.sleep(min(float(wait), max(0.0, deadline - time.monotonic())))
+    raise SystemExit("intent creation failed: the API stayed unavailable for 60 s")
 
 
 def console_link(config: str, env: dict[str, str]) -> str:

@@ -281,6 +281,15 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
 
     monkeypatch.setattr(expiry, "expire", expire)
     loop = expiry.Expiry(settings, PostgresStore(pool), max_sleep=0.05)
+    rounds = 0
+    expire_due = loop.expire_due
+
+    async def counted() -> int:
+        nonlocal rounds
+        rounds += 1
+        return await expire_due()
+
+    loop.expire_due = counted  # type: ignore[method-assign]
     stop = asyncio.Event()
     task = asyncio.create_task(loop.run(stop))
     deadline = time.monotonic() + 10
@@ -290,7 +299,11 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
         assert not task.done(), task.exception()
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # a few more rounds
+    more = rounds + 5
+    while rounds < more:  # a few more rounds (counted, not a fixed 0.3 s)
+        assert not task.done(), task.exception()
+        assert time.monotonic() < deadline + 10, f"{rounds} rounds"
+        await asyncio.sleep(0.05)
     assert not task.done()
     stop.set()
     await asyncio.wait_for(task, 5)

@@ -150,7 +150,7 @@ async def forget_the_cursor(pool: Pool, chain: str) -> None:
 
 async def messages_to(chain: Chain, address: str) -> list[DepositMessage | RetractionMessage]:
     async with TopicReader(chain.settings.kafka.bootstrap_servers, chain.topic) as reader:
-        await reader.drain(1.0)
+        await reader.read_to_end()  # all that was published (not what 1 s reads)
         messages = [decode_chain_message(m.value) for m in reader.messages]
     return [m for m in messages if m.to_address == address]
 

@@ -5,6 +5,7 @@ tests/integration/api/test_api_events.py and test_lifecycle_execution.py)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -203,10 +204,11 @@ async def test_an_intent_is_expired_once_the_logs_are_applied_up_to_after_its_gr
 
 
 async def test_logs_applied_up_to_a_moment_before_the_grace_ended_do_not_expire_it() -> None:
-    store = store_with(0.2)
+    grace_ends = time.monotonic() + 1.0  # far enough for a loaded machine's first read
+    store = store_with(1.0)
     loop = Expiry(settings(), store, progress=FakeLogProgress(end=7, committed=7))
     assert await loop.expire_due() == 0  # end offsets read before the grace ended
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(grace_ends + 0.1 - time.monotonic())  # until the grace has ended
     assert await loop.expire_due() == 0  # applied up to them: still before the grace ended
     assert await loop.expire_due() == 1  # applied up to end offsets read after it
     assert statuses(store) == [IntentStatus.EXPIRED]

@@ -130,7 +130,7 @@ async def test_an_unbounded_deposits_gap_is_not_skipped_and_waits_for_the_operat
     await asyncio.sleep(0.05)
     assert not recovering.done() and setup.received() == 0
     await setup.apply_block()  # the operator's log_positions row (and block 1's credit)
-    await asyncio.wait_for(recovering, 1)
+    await asyncio.wait_for(recovering, 10)  # a bound, not a latency
     assert setup.received() == 2_000
 
 
@@ -142,7 +142,7 @@ async def test_a_failed_chain_read_is_retried_until_the_node_answers() -> None:
     await asyncio.sleep(0.05)
     assert not recovering.done()
     setup.node.fail = None
-    await asyncio.wait_for(recovering, 1)
+    await asyncio.wait_for(recovering, 10)  # a bound, not a latency
     assert setup.received() == 2_000
 
 

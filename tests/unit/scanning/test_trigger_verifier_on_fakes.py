@@ -247,7 +247,9 @@ async def test_no_failure_stops_the_loop(error: Exception, counted: int) -> None
     errors = checks("error")
     stop = asyncio.Event()
     task = asyncio.create_task(setup.verifier.run(stop))
-    await asyncio.sleep(0.05)  # a few rounds, each failing
+    async with asyncio.timeout(10):  # a few rounds, each failing (not a fixed 0.05 s)
+        while setup.node.failed < 3:  # noqa: ASYNC110 (state of a fake)
+            await asyncio.sleep(0.005)
     assert not task.done() and setup.settled(paid) is None
     setup.node.fail = None
     async with asyncio.timeout(5):
