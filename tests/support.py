@@ -16,7 +16,7 @@ from uuid import UUID
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys

@@ -29,7 +29,7 @@ from tests.support import PAYEE
 
 from intentd.adapters import intent_store
 from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
 from intentd.api.processing import Processor

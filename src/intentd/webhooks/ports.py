@@ -13,16 +13,17 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
+from intentd.contract.mode import Mode
 from intentd.webhooks.schedule import Decision
 
 __all__ = [
     "Attempt",
+    "DeliverySender",
     "DueDelivery",
     "EventFeed",
     "EventToRecord",
     "FedRecord",
     "RecordedAttempt",
-    "Sender",
     "WebhookStore",
     "WebhooksHealth",
     "WebhooksUpkeep",
@@ -36,7 +37,7 @@ class EventToRecord:
     event_id: str
     event_type: str
     client_id: UUID
-    mode: str
+    mode: Mode
     intent_id: int | None
     sequence: int
     created_at: datetime
@@ -86,7 +87,7 @@ class RecordedAttempt:
     at: datetime
 
 
-class Sender(Protocol):
+class DeliverySender(Protocol):
     async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
         """POST ``body``; never raises for what the endpoint or the network does."""
         ...

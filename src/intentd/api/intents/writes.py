@@ -1,6 +1,6 @@
 """The API's intent writes: the intent writer and its store on the API's ``Database``.
 
-:class:`AnsweringStore` is ``adapters.intent_store``'s statements on connections of
+:class:`AnsweringStore` is ``adapters.intent_inserts``' statements on connections of
 :class:`~intentd.api.connections.Database` (every wait and every answer bounded, a
 database away a 503 ``database_unavailable``). :class:`AnsweringWriter` answers the
 writer's refusals as problems. A create that failed because the database went away
@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from uuid import UUID
 
-from intentd.adapters import intent_store
-from intentd.adapters.intent_store import AddressIndexes, ConnectionSession, PostgresIntentStore
+from intentd.adapters import intent_inserts
+from intentd.adapters.intent_inserts import AddressIndexes, ConnectionSession, PostgresIntentStore
 from intentd.api.connections import Database, database_away
 from intentd.api.problems import ApiProblem
 from intentd.contract.record import IntentRow
@@ -49,7 +49,7 @@ class AnsweringStore:
         self, client_id: UUID, key: str
     ) -> tuple[IntentRow, str] | None:
         async with self._database.connection() as conn:
-            return await intent_store.find_by_idempotency_key(conn, client_id, key)
+            return await intent_inserts.find_by_idempotency_key(conn, client_id, key)
 
     def refuses_row(self, error: Exception) -> bool:
         return self._errors.refuses_row(error)

@@ -20,7 +20,7 @@ from intentd.api.context import API_PREFIX, Services, json_response
 from intentd.api.intents.routes import check_networks
 from intentd.api.models import Quote, QuoteList, TokenRecord
 from intentd.api.render import quote_json, tokens_of
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.chain_names import name_set
 from intentd.intents.validation import known_chain
 
@@ -98,7 +98,7 @@ async def single_source(
     check_networks(
         services, caller, (sourceChain, "sourceChain"), (destinationChain, "destinationChain")
     )
-    path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
+    path = routing.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quote(services.settings, services.prices, path, amount, symbol, bridge=bridge)
     services.liquidity.require(found)
@@ -126,7 +126,7 @@ async def bridge_options(
     check_networks(
         services, caller, (sourceChain, "sourceChain"), (destinationChain, "destinationChain")
     )
-    path = quotes.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
+    path = routing.route(services.settings, sourceChain, tokenIn, destinationChain, tokenOut)
     symbol = amountSymbol or USD
     found = quotes.quotes_per_bridge(services.settings, services.prices, path, amount, symbol)
     found = services.liquidity.covering(found)

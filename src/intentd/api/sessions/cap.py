@@ -8,7 +8,7 @@ their number, which the session's own rate limit (``api.session_rate_limit``) bo
 
 from __future__ import annotations
 
-from intentd.adapters import intent_store
+from intentd.adapters import intent_inserts, intent_store
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.api.sessions.tokens import Session
@@ -23,7 +23,7 @@ async def within_cap(services: Services, session: Session, idempotency: str | No
     async with services.connection() as conn:
         if await intent_store.count_for_session(conn, session.id) < cap:
             return
-        if idempotency is not None and await intent_store.find_by_idempotency_key(
+        if idempotency is not None and await intent_inserts.find_by_idempotency_key(
             conn, session.client_id, idempotency
         ):
             return

@@ -25,8 +25,8 @@ __all__ = [
     "TxPlan",
     "erc20_transfer_data",
     "needs_topup",
-    "plan_topup",
-    "plan_transfer",
+    "topup_tx",
+    "transfer_tx",
 ]
 
 _TRANSFER_SELECTOR = bytes.fromhex("a9059cbb")  # transfer(address,uint256)
@@ -63,7 +63,7 @@ def needs_topup(action: Action) -> bool:
     return action.signer_kind is SignerKind.INTENT and not action.native
 
 
-def plan_transfer(action: Action, gas_limit: int, fees: Fees, *, l1_reserve: int = 0) -> TxPlan:
+def transfer_tx(action: Action, gas_limit: int, fees: Fees, *, l1_reserve: int = 0) -> TxPlan:
     """The transfer of ``action``. A native transfer with ``gas_from_amount`` sends
     ``amount - gas_limit * max_fee - l1_reserve`` (``l1_reserve``: the OP-stack L1 data
     fee it leaves; raises ``AmountBelowGas`` if nothing is left)."""
@@ -76,7 +76,7 @@ def plan_transfer(action: Action, gas_limit: int, fees: Fees, *, l1_reserve: int
     return TxPlan(Purpose.TRANSFER, action.token, 0, data, gas_limit, fees)
 
 
-def plan_topup(
+def topup_tx(
     intent_address: str,
     transfer_gas_limit: int,
     fees: Fees,
