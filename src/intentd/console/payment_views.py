@@ -15,9 +15,9 @@ from typing import Any
 
 from eth_utils import to_checksum_address
 
-from intentd.adapters.console_overview import DayTotal
-from intentd.adapters.console_reads import ActionRow, ChainState, DeliveryRow, DepositRow
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres.console_overview import DayTotal
+from intentd.adapters.postgres.console_reads import ActionRow, ChainState, DeliveryRow, DepositRow
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.console.waiting import ActionFact, ChainFact, Facts, TxFact, Why
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount

@@ -1,8 +1,8 @@
 """What the executor needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.evm.chain_writer.EvmChainWriter`` the three
-chain ports, ``adapters.execution_store.PostgresExecutionStore`` the store,
-``adapters.executor_lease.ExecutorLease``, ``adapters.evm.signer.Keyring``,
+chain ports, ``adapters.postgres.execution_store.PostgresExecutionStore`` the store,
+``adapters.postgres.executor_lease.ExecutorLease``, ``adapters.evm.signer.Keyring``,
 ``adapters.evm.l1_fee``); the unit tests use the fakes of
 ``tests/unit/execution/execution_fakes.py``.
 
@@ -192,7 +192,8 @@ class ExecutionStore(Protocol):
 
 
 class Lease(Protocol):
-    """The chain's leadership, held by the caller (``adapters.executor_lease.ExecutorLease``)."""
+    """The chain's leadership, held by the caller
+    (``adapters.postgres.executor_lease.ExecutorLease``)."""
 
     async def listen(self, wakeup: asyncio.Event) -> None:
         """Set ``wakeup`` whenever an action of the chain becomes ready."""

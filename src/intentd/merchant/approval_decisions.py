@@ -28,10 +28,9 @@ from intentd.access.approvals import (
     PendingApproval,
     approval_refusal,
 )
-from intentd.adapters import audit_log, intent_store, refund_approvals
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Connection
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres import Connection, audit_log, intent_store, refund_approvals
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.faults import crash_point

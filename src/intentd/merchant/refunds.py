@@ -23,10 +23,9 @@ from uuid import UUID
 
 from intentd.access.actors import Actor
 from intentd.access.approvals import needs_approval, refund_value_usd
-from intentd.adapters import audit_log, intent_store, refund_approvals
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Connection
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres import Connection, audit_log, intent_store, refund_approvals
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import IntentStatus

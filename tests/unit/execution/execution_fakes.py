@@ -67,7 +67,7 @@ class Crash(Exception):
 
 
 class LeaseTaken(Exception):
-    """The fake lease was taken away (``adapters.lease.LeaseLost`` in production)."""
+    """The fake lease was taken away (``adapters.postgres.lease.LeaseLost`` in production)."""
 
 
 # --- the chain --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """In-memory rows of the executor's store and the repositories over them that the
-PostgreSQL store keeps in ``adapters.transaction_rows`` and ``adapters.relayer_float``:
+PostgreSQL store keeps in ``adapters.postgres.transaction_rows`` and
+``adapters.postgres.relayer_float``:
 chain transactions, signer nonces, the gas tank's credit and the relayer's float, and
 the results' outbox (the actions and the store itself: ``execution_store_fake.py``).
 """

@@ -1,7 +1,7 @@
 """The executor's chain transactions, signer nonces and results in PostgreSQL.
 
 Three repositories of
-:class:`~intentd.adapters.execution_store.PostgresExecutionTransaction` (the others
+:class:`~intentd.adapters.postgres.execution_store.PostgresExecutionTransaction` (the others
 hold the actions, the funds and the deposits); tables in ``0003_execution.sql``. Every
 statement runs in the caller's database transaction. The rules kept here:
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from intentd.adapters.lifecycle_store import enqueue
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.lifecycle_store import enqueue
 from intentd.execution.gas import Fees
 from intentd.execution.repositories import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus

@@ -15,7 +15,7 @@ Guarantees:
 - A connection PostgreSQL or the network dropped (asyncpg then takes it back itself)
   took its session and the lock with it: acquiring raises the error that dropped it,
   never asyncpg's ``InterfaceError`` about a connection already released
-  (``adapters.held_connections``); releasing such a lease is done, without error.
+  (``adapters.postgres.held_connections``); releasing such a lease is done, without error.
 - :meth:`Lease.check` raises :class:`LeaseLost` unless the lock's session answers.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 
 import structlog
 
-from intentd.adapters.held_connections import give_back, released
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.held_connections import give_back, released
 from intentd.wait import wait_any
 
 __all__ = ["Lease", "LeaseLost"]

@@ -1,10 +1,10 @@
 """The lifecycle's unit of work and store on PostgreSQL (asyncpg).
 
 :class:`PostgresUnitOfWork` holds the repositories of
-:class:`~intentd.lifecycle.ports.UnitOfWork` (``adapters.lifecycle_repositories``), all
+:class:`~intentd.lifecycle.ports.UnitOfWork` (``adapters.postgres.lifecycle_repositories``), all
 on one connection, so what they write inside :meth:`PostgresUnitOfWork.transaction`
 commits together; :class:`PostgresStore` lends one per connection of a pool and
-classifies asyncpg's errors (``adapters.db_failures``).
+classifies asyncpg's errors (``adapters.postgres.db_failures``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from intentd.adapters import db_failures
-from intentd.adapters.lifecycle_repositories import (
+from intentd.adapters.postgres import Connection, Pool, db_failures
+from intentd.adapters.postgres.lifecycle_repositories import (
     PostgresActions,
     PostgresDeposits,
     PostgresEvents,
@@ -23,7 +23,6 @@ from intentd.adapters.lifecycle_repositories import (
     PostgresOutbox,
     PostgresWatches,
 )
-from intentd.adapters.postgres import Connection, Pool
 from intentd.lifecycle.failures import Failure
 
 __all__ = ["PostgresStore", "PostgresUnitOfWork"]

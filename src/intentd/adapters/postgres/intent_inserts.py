@@ -24,8 +24,8 @@ from uuid import UUID
 
 import asyncpg
 
-from intentd.adapters.intent_store import COLUMNS, row_of
 from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres.intent_store import COLUMNS, row_of
 from intentd.contract.record import IntentRow
 from intentd.intents.open_limit import refused
 from intentd.intents.ports import AddressedIntent, NewIntent, NoConnection

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from intentd.adapters import kafka
-from intentd.adapters.consumer_stop import fetch_until_stopped
+from intentd.adapters.kafka.consumer_stop import fetch_until_stopped
 from intentd.messages import OutgoingMessage
 
 __all__ = ["CurrentConsumer", "KafkaDeadLetters", "KafkaInbox", "KafkaLogProgress"]
@@ -37,7 +37,7 @@ class KafkaInbox:
     def __init__(self, consumer: Any, stop: asyncio.Event, *, recover: kafka.GapRecovery) -> None:
         """``consumer``: an ``AIOKafkaConsumer`` (:func:`~intentd.adapters.kafka.make_consumer`),
         started and stopped by the caller; ``getmany`` returns nothing once ``stop`` is
-        set (``adapters.consumer_stop``); ``recover``: what recovers a gap
+        set (``adapters.kafka.consumer_stop``); ``recover``: what recovers a gap
         (:meth:`~intentd.scanning.gap_recovery.LogGapRecovery.recover`)."""
         self._consumer = consumer
         self._stop = stop

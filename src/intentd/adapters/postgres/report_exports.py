@@ -13,7 +13,7 @@ chains its key may see. It reads:
 - gas: final ``chain_transactions`` (confirmed or reverted) by the same time, and a
   confirmed gas top-up's coin.
 
-The caller holds the snapshot (``adapters.report_queries.snapshot``).
+The caller holds the snapshot (``adapters.postgres.report_queries.snapshot``).
 """
 
 from __future__ import annotations

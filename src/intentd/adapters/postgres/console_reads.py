@@ -5,7 +5,7 @@ last attempts, and the state of the chains it moves on (poller progress, executo
 Reads take the intent ids (or the client and intent for deliveries) and return plain
 rows, in order: deposits by block, actions by id with their transactions oldest first,
 deliveries by event sequence. The console's overview reads are
-``adapters.console_overview``.
+``adapters.postgres.console_overview``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = [
     "deposits_of",
 ]
 
-_EXECUTOR_LOCK = 0x1A7E_0E01  # adapters.executor_lease: (class, hashtext(chain))
+_EXECUTOR_LOCK = 0x1A7E_0E01  # adapters.postgres.executor_lease: (class, hashtext(chain))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Trigger-processing's bookkeeping in PostgreSQL: ``scanning.ports.TriggerStore``.
 
 A session is one connection (the API's, with its timeouts): the intent and its
-recorded deposits (``adapters.intent_store``, ``adapters.intent_scans``), the scan's
-progress, and a :class:`~intentd.adapters.lifecycle_uow.PostgresUnitOfWork` on the same
+recorded deposits (``adapters.postgres.intent_store``,
+``adapters.postgres.intent_scans``), the scan's
+progress, and a :class:`~intentd.adapters.postgres.lifecycle_uow.PostgresUnitOfWork` on the same
 connection for crediting.
 """
 
@@ -11,9 +12,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from intentd.adapters import intent_scans, intent_store, trigger_deposits
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, intent_scans, intent_store, trigger_deposits
+from intentd.adapters.postgres.lifecycle_uow import PostgresUnitOfWork
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import RecordedDeposit
 from intentd.scanning.ports import ScanProgress

@@ -3,7 +3,8 @@
 Tables in ``0003_execution.sql``. A store transaction holds one repository per kind of
 row, each mapping its rows to domain values: the actions, the gas tank's credit and
 the relayer's float, and the deposits the verifier reads here; the chain
-transactions, signer nonces and results in ``adapters.transaction_rows``. The rules these rows keep:
+transactions, signer nonces and results in ``adapters.postgres.transaction_rows``. The rules
+these rows keep:
 
 - Every change to an action's transactions happens under the action's row lock
   (``FOR UPDATE``), and every status change is a compare-and-set along
@@ -14,7 +15,7 @@ transactions, signer nonces and results in ``adapters.transaction_rows``. The ru
 - Results go to the outbox (``lifecycle_store.enqueue``) in the transaction of the
   status change they report, under a stable id, once: ``sent`` with the first
   broadcast of the action's transfer, ``confirmed``/``failed`` with the final status.
-- The relayer's float: its SQL is in ``adapters.relayer_float``.
+- The relayer's float: its SQL is in ``adapters.postgres.relayer_float``.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from intentd.adapters import relayer_float
-from intentd.adapters.postgres import Connection, Pool
-from intentd.adapters.transaction_rows import (
+from intentd.adapters.postgres import Connection, Pool, relayer_float
+from intentd.adapters.postgres.transaction_rows import (
     TX_COLUMNS,
     PostgresChainTransactions,
     PostgresNonces,

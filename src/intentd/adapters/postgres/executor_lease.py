@@ -1,4 +1,5 @@
-"""One active executor per chain: the chain's executor :class:`~intentd.adapters.lease.Lease`.
+"""One active executor per chain: the chain's executor
+:class:`~intentd.adapters.postgres.lease.Lease`.
 
 The lease's connection is held for the whole life of the executor (the same
 connection listens for ``NOTIFY``). A second executor of the chain waits as a
@@ -18,10 +19,10 @@ from typing import Any
 
 import structlog
 
-from intentd.adapters.execution_store import ACTIONS_CHANNEL
-from intentd.adapters.held_connections import unlisten
-from intentd.adapters.lease import Lease
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.execution_store import ACTIONS_CHANNEL
+from intentd.adapters.postgres.held_connections import unlisten
+from intentd.adapters.postgres.lease import Lease
 
 __all__ = ["ExecutorLease"]
 

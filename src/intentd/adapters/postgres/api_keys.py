@@ -1,7 +1,7 @@
 """API keys in PostgreSQL (asyncpg): create, look up by hash or id, revoke, list.
 
 Only the SHA-256 of a key is stored (see ``intentd.credentials``). A key belongs
-to an existing client (``adapters.clients``; a foreign key since migration 0012).
+to an existing client (``adapters.postgres.clients``; a foreign key since migration 0012).
 A key's scopes (migration 0019, ``access.scopes``) are None for a key with every
 scope, as every key made before scopes has.
 """
@@ -15,8 +15,8 @@ from uuid import UUID, uuid4, uuid5
 
 import asyncpg
 
-from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.clients import Client
 from intentd.contract.mode import Mode
 from intentd.credentials import NewKey
 
@@ -37,7 +37,7 @@ _COLUMNS = "id, client_id, client_name, mode, prefix, rate_limit, created_at, re
 def client_id_of(client_name: str) -> UUID:
     """The id a client named ``client_name`` had before clients were records (its keys
     derived it from the name; migration 0012 keeps it). New clients get random ids
-    (``adapters.clients``); tests still use this for a stable, named client id."""
+    (``adapters.postgres.clients``); tests still use this for a stable, named client id."""
     return uuid5(_CLIENTS, client_name)
 
 

@@ -20,7 +20,7 @@ import asyncpg
 import orjson
 
 from intentd.adapters.postgres import Connection
-from intentd.adapters.webhook_store import CHANNEL
+from intentd.adapters.postgres.webhook_store import CHANNEL
 from intentd.contract.events import TEST_EVENT_TYPE, webhook_test_envelope
 from intentd.webhooks.secret_box import SecretBox
 from intentd.webhooks.signing import new_secret

@@ -30,10 +30,10 @@ from typing import Any
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.held_connections import give_back, unlisten
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
-from intentd.adapters.lifecycle_store import OUTBOX_CHANNEL
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.held_connections import give_back, unlisten
+from intentd.adapters.postgres.lifecycle_store import OUTBOX_CHANNEL
 from intentd.faults import crash_point
 from intentd.supervision import progress
 from intentd.wait import wait_any

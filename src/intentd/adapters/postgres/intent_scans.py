@@ -3,8 +3,8 @@ deposits recorded for an intent (asyncpg)."""
 
 from __future__ import annotations
 
-from intentd.adapters.deposit_rows import RECORDED, recorded
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.deposit_rows import RECORDED, recorded
 from intentd.domain.deposits import RecordedDeposit
 from intentd.scanning.ports import ScanProgress
 

@@ -3,7 +3,7 @@
 Each class implements one repository of :mod:`intentd.lifecycle.repositories` through
 the modules that hold its SQL and map its rows to domain values (``intent_store``,
 ``lifecycle_store``, ``deposit_holds``, ``trigger_deposits``, ``action_evidence``,
-``event_log``); :class:`~intentd.adapters.lifecycle_uow.PostgresUnitOfWork` holds one of
+``event_log``); :class:`~intentd.adapters.postgres.lifecycle_uow.PostgresUnitOfWork` holds one of
 each.
 """
 
@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from intentd.adapters import (
+from intentd.adapters.postgres import (
+    Connection,
     action_evidence,
     deposit_holds,
     event_log,
@@ -22,7 +23,6 @@ from intentd.adapters import (
     lifecycle_store,
     trigger_deposits,
 )
-from intentd.adapters.postgres import Connection
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import Deposit, DepositKey, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import Intent, PendingAction, RefundReason

@@ -1,6 +1,6 @@
 """The reports' reads in PostgreSQL (``reports.ports.ReportReader``).
 
-The exports' reads are ``adapters.report_exports`` (keyset pages of one index of
+The exports' reads are ``adapters.postgres.report_exports`` (keyset pages of one index of
 migration 0018 in time order). The caller opens the transaction (:func:`snapshot`: read
 only, repeatable read), so every page of an export or a reconciliation reads the same
 snapshot, however long the client takes to download it.
@@ -18,8 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from intentd.adapters import report_exports
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, report_exports
 from intentd.reports.books import ActionRecord, DepositRecord, IntentBooks, IntentTerms, TxRecord
 from intentd.reports.movements import Export, Movement
 from intentd.reports.ports import ReportScope

@@ -7,8 +7,8 @@ emits commit together or not at all.
 
 from __future__ import annotations
 
-from intentd.adapters.deposit_rows import RECORDED, deposit_values, rate_json, recorded
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.deposit_rows import RECORDED, deposit_values, rate_json, recorded
 from intentd.domain.deposits import Deposit, Disposition, RecordedDeposit, Retraction
 from intentd.domain.intent import PendingAction, RefundReason, SignerKind
 from intentd.domain.valuation import Rate
@@ -204,7 +204,7 @@ async def create_action(
     """Record an action as ``ready`` for the executor of its chain.
 
     ``held`` instead when it spends from the intent address on a chain where a deposit
-    of the intent is orphaned (``adapters.deposit_holds``).
+    of the intent is orphaned (``adapters.postgres.deposit_holds``).
     """
     action_id = await conn.fetchval(
         """

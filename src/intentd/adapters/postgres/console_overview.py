@@ -19,8 +19,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, intent_store
 from intentd.contract.record import IntentRow
 
 __all__ = ["SETTLED", "DayTotal", "attention", "day_totals", "live_counts", "prune_day_totals"]

@@ -5,10 +5,10 @@
   such endpoint (unique per event and endpoint, so Kafka replays add nothing), then
   ``NOTIFY``s :data:`CHANNEL`. The consumer commits its offsets only after it returns.
 - :meth:`~PostgresWebhookStore.claim_due` leases due deliveries, fairly
-  (``adapters.webhook_claims``).
+  (``adapters.postgres.webhook_claims``).
 - :meth:`~PostgresWebhookStore.record_attempts` stores attempts and applies the
   schedule's decisions to deliveries and endpoints in one transaction
-  (``adapters.webhook_attempts``).
+  (``adapters.postgres.webhook_attempts``).
 - :meth:`~PostgresWebhookStore.prune` forgets ended deliveries and unreferenced events;
   :meth:`~PostgresWebhookStore.health` reads the backlog for the metrics.
 """
@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from intentd.adapters import db_failures, webhook_attempts, webhook_claims
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, db_failures, webhook_attempts, webhook_claims
 from intentd.webhooks.matching import Subscription, subscribers
 from intentd.webhooks.ports import DueDelivery, EventToRecord, RecordedAttempt
 
@@ -44,7 +43,7 @@ class PostgresWebhookStore:
         self._pool = pool
 
     def unavailable(self, exc: BaseException) -> bool:
-        """PostgreSQL could not be reached or did not answer (``adapters.db_failures``)."""
+        """PostgreSQL could not be reached or did not answer (``adapters.postgres.db_failures``)."""
         return db_failures.unavailable(exc)
 
     async def record_events(self, events: Sequence[EventToRecord]) -> int:

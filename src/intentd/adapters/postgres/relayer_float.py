@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from intentd.adapters.db_failures import classify
 from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres.db_failures import classify
 from intentd.domain.actions import SignerKind
 from intentd.domain.liquidity import Float
 from intentd.execution.float_figures import Commitments, Exposure, FloatRow

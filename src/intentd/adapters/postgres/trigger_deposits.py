@@ -8,8 +8,8 @@ Functions run on the caller's connection and inside the caller's transaction.
 
 from __future__ import annotations
 
-from intentd.adapters.deposit_rows import RECORDED, recorded
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.deposit_rows import RECORDED, recorded
 from intentd.domain.deposits import DepositKey, RecordedDeposit
 
 __all__ = ["open_deposits", "remember", "rewind_scan", "settle"]

@@ -7,7 +7,7 @@ to retract them if a reorg orphans them; an orphan's identity, token and
 ``transfer_index``, is read from its stored payload).
 
 One poller per chain works at a time: :class:`ChainLock` (a session advisory lock,
-an :class:`~intentd.adapters.lease.Lease`) makes a second one wait as a standby.
+an :class:`~intentd.adapters.postgres.lease.Lease`) makes a second one wait as a standby.
 Behind it, each change of the cursor is one transaction and a compare-and-set on
 the cursor row, so a second poller that got past the lock (say, after the first
 one's database session died) fails with :class:`CursorConflict` instead of
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 import orjson
 
-from intentd.adapters.lease import Lease
 from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres.lease import Lease
 from intentd.chain.blocks import BlockHeader
 from intentd.indexer.reorg import Cursor, PublishedDeposit
 
@@ -194,7 +194,7 @@ _LOCK_CLASS = 0x1A7E_0D01 & 0x7FFF_FFFF  # first key of the two-key advisory loc
 
 
 class ChainLock(Lease):
-    """Who polls a chain: the chain's poller :class:`~intentd.adapters.lease.Lease`."""
+    """Who polls a chain: the chain's poller :class:`~intentd.adapters.postgres.lease.Lease`."""
 
     def __init__(self, pool: Pool, chain: str) -> None:
         super().__init__(pool, _LOCK_CLASS, chain, holder="poller")

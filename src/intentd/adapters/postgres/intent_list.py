@@ -25,8 +25,7 @@ from uuid import UUID
 
 import orjson
 
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, intent_store
 from intentd.contract.record import IntentRow
 
 __all__ = ["IntentFilter", "ListPosition", "explain", "page"]

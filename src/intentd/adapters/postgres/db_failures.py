@@ -6,10 +6,10 @@ compare-and-set's) mapped to :class:`~intentd.lifecycle.failures.Failure`.
   or shutting down, a timeout waiting for a connection or an answer);
 - :attr:`Failure.CONTENTION`: the transaction lost to another one (serialization
   failure, deadlock, lock timeout, statement timeout,
-  :class:`~intentd.adapters.intent_store.ConcurrentUpdate`);
+  :class:`~intentd.adapters.postgres.intent_store.ConcurrentUpdate`);
 - :attr:`Failure.PERMANENT`: anything else.
 
-:meth:`intentd.adapters.lifecycle_uow.PostgresStore.classify` answers with it;
+:meth:`intentd.adapters.postgres.lifecycle_uow.PostgresStore.classify` answers with it;
 :func:`unavailable` is the API's question (``api.connections``).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.lifecycle.failures import Failure
 
 __all__ = ["classify", "unavailable"]

@@ -1,7 +1,7 @@
 """The webhooks' event feed on Kafka (aiokafka): :class:`~intentd.webhooks.ports.EventFeed`.
 
 A group consumer with auto-commit off, read through
-:func:`~intentd.adapters.consumer_stop.fetch_until_stopped` (nothing once the role is
+:func:`~intentd.adapters.kafka.consumer_stop.fetch_until_stopped` (nothing once the role is
 stopping); its commit loses to a rebalance without raising
 (:func:`~intentd.adapters.kafka.commit_positions`). Events deleted from the log before
 they were read are not re-derived here: they stay in the event log (``intent_events``,
@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from intentd.adapters import kafka
-from intentd.adapters.consumer_stop import fetch_until_stopped
+from intentd.adapters.kafka.consumer_stop import fetch_until_stopped
 from intentd.lifecycle.log_gaps import LogGap
 
 __all__ = ["KafkaEventFeed"]

@@ -4,7 +4,7 @@ Functions take a connection so the caller decides the transaction. Saving is a
 compare-and-set on the row version: a save whose intent changed underneath it fails
 with :class:`ConcurrentUpdate` instead of overwriting. An intent is read as an
 :class:`~intentd.contract.record.IntentRow` of :data:`COLUMNS` (:func:`row_of`).
-Creating intents is ``adapters.intent_inserts``.
+Creating intents is ``adapters.postgres.intent_inserts``.
 """
 
 from __future__ import annotations

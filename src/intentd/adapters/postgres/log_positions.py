@@ -4,7 +4,7 @@
 applied a chain message from; the poller's cursor, the intent addresses and the
 recorded deposits are read from the poller's, the intents' and the deposits' tables;
 replaying the outbox marks kept rows of a
-topic unpublished, for :class:`~intentd.adapters.outbox.OutboxRelay` to send again.
+topic unpublished, for :class:`~intentd.adapters.postgres.outbox.OutboxRelay` to send again.
 """
 
 from __future__ import annotations
