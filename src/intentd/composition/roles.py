@@ -59,7 +59,7 @@ from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import Publisher
+from intentd.indexer.ports import DepositPublisher
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
 from intentd.lifecycle.chain_book import ChainBook
@@ -118,7 +118,7 @@ def poller_role(
     chain: str,
     *,
     pool: Pool | None = None,
-    publisher: Publisher | None = None,
+    publisher: DepositPublisher | None = None,
     reader: ChainReader | None = None,
     reconciliation: Reconciliation | None = None,
     health: Health | None = None,

@@ -49,7 +49,7 @@ from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer
 from intentd.faults import crash_point
 from intentd.indexer.planning import first_block, next_range
-from intentd.indexer.ports import PollerStore, Publisher
+from intentd.indexer.ports import DepositPublisher, PollerStore
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
 from intentd.indexer.read_failures import ReadFailures
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
@@ -82,7 +82,7 @@ class Poller:
         *,
         reader: ChainReader,
         store: PollerStore,
-        publisher: Publisher,
+        publisher: DepositPublisher,
         watched: WatchedIntents,
         topic: str,
         reconciliation: Reconciliation | None = None,

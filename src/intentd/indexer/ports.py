@@ -20,9 +20,9 @@ from intentd.messages import OutgoingMessage
 
 __all__ = [
     "AddressSource",
+    "DepositPublisher",
     "IntentAddress",
     "PollerStore",
-    "Publisher",
 ]
 
 
@@ -101,7 +101,7 @@ class AddressSource(Protocol):
         ...
 
 
-class Publisher(Protocol):
+class DepositPublisher(Protocol):
     async def publish_all(self, messages: Iterable[OutgoingMessage]) -> int:
         """Send in order; return once every message is acknowledged, or raise."""
         ...
