@@ -73,7 +73,7 @@ async def approve(request: Request, user: Approver, approval_id: UUID) -> Respon
             )
         except approval_decisions.ApprovalDenied as exc:
             raise _denied(exc) from None
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             found = await refund_approvals.get(conn, approval_id, user.session.client_id)
             command = commands.Command(found.command if found else "refund")
             address = found.intent_address if found else "?"

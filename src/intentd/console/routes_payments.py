@@ -265,7 +265,7 @@ async def _command(
                 mode=mode,
                 now=_now(),
             )
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             raise refused_problem(command, row.intent_address, refused) from None
     if isinstance(outcome, refunds.Waiting):
         return json_response({"approval": render_approval(outcome.approval)}, 202)

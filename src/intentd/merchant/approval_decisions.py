@@ -57,7 +57,7 @@ async def approve(
     conn: Connection, intents: IntentCommands, actor: Actor, approval_id: UUID, *, now: datetime
 ) -> Done:
     """Execute a pending approval as ``actor`` (a user who may approve); raises
-    :class:`ApprovalDenied` or :class:`~intentd.lifecycle.commands.Refused` (the intent no
+    :class:`ApprovalDenied` or :class:`~intentd.lifecycle.commands.CommandRefused` (the intent no
     longer allows the command: the approval is marked failed)."""
     failure: Exception | None = None
     done: Done | None = None
@@ -108,7 +108,7 @@ async def approve(
         else:
             try:
                 answer = await intents.run(conn, command, row.id, now=now)
-            except commands.Refused as exc:
+            except commands.CommandRefused as exc:
                 failure = exc
                 await refund_approvals.decide(
                     conn,

@@ -109,8 +109,8 @@ async def request(
     now: datetime,
 ) -> Done | Waiting:
     """Run ``command`` on the intent, or record it for approval; raises
-    :class:`~intentd.lifecycle.commands.Refused` (recorded in the audit log first)."""
-    refused: commands.Refused | None = None
+    :class:`~intentd.lifecycle.commands.CommandRefused` (recorded in the audit log first)."""
+    refused: commands.CommandRefused | None = None
     outcome: Done | Waiting | None = None
     action = _ACTION[command]
     async with conn.transaction():
@@ -152,7 +152,7 @@ async def request(
             return Waiting(approval, created=True)
         try:
             answer = await intents.run(conn, command, row.id, now=now)
-        except commands.Refused as exc:
+        except commands.CommandRefused as exc:
             refused = exc
             detail = {**amounts_detail(row, amount), "why": exc.why, "status": exc.status.value}
             entry = AuditEntry(action, "intent", str(row.id), "refused", mode, detail)
