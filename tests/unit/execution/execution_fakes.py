@@ -285,11 +285,15 @@ class FakeWriter:
         self.view_size = 50
         self.proofs: list[tuple[str, int, NonceUse | None]] = []
         """Every nonce use looked for: (signer, nonce, what the node proved)."""
+        self.seen_head = 0
+        """The highest head a node answered (``NodeReader.seen_head``)."""
         self.hung: set[str] = set()
         """Reads (``view``, ``nonce_use``) that a hung provider never answers."""
 
     def _height(self) -> int:
-        return max(self.chain.head - max(self.behind(), 0), 0)
+        height = max(self.chain.head - max(self.behind(), 0), 0)
+        self.seen_head = max(self.seen_head, height)
+        return height
 
     def _count(self, signer: str, block: int, height: int) -> int:
         if block > height:

@@ -61,20 +61,30 @@ class EvmChainWriter:
     def __init__(self, reads: JsonRpcClient, sends: JsonRpcClient) -> None:
         self._reads = reads
         self._sends = sends
+        self._seen = 0
+
+    @property
+    def seen_head(self) -> int:
+        """The highest head a node answered this writer (``NodeReader.seen_head``)."""
+        return self._seen
+
+    def _saw(self, head: int) -> int:
+        self._seen = max(self._seen, head)
+        return head
 
     async def close(self) -> None:
         await self._reads.close()
         await self._sends.close()
 
     async def head(self) -> int:
-        return int(await self._reads.call("eth_blockNumber", []), 16)
+        return self._saw(int(await self._reads.call("eth_blockNumber", []), 16))
 
     async def fee_inputs(self) -> FeeInputs:
         block, tip = await self._reads.batch(
             [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])]
         )
         return FeeInputs(
-            head=int(block["number"], 16),
+            head=self._saw(int(block["number"], 16)),
             base_fee=int(block.get("baseFeePerGas") or "0x0", 16),
             tip=int(tip, 16),
         )
@@ -120,7 +130,7 @@ class EvmChainWriter:
         answers = await self._reads.together(calls, allow_null=True)
         counts, receipts = answers[1 : 1 + len(signers)], answers[1 + len(signers) :]
         return ChainView(
-            head=_quantity("eth_blockNumber", answers[0]),
+            head=self._saw(_quantity("eth_blockNumber", answers[0])),
             nonces={
                 s: _quantity("eth_getTransactionCount", c)
                 for s, c in zip(signers, counts, strict=True)
@@ -191,7 +201,7 @@ class EvmChainWriter:
                 calls.append(("eth_call", [{"to": token, "data": data}, "latest"]))
         head, *answers = await self._reads.together(calls)
         return Balances(
-            block=_quantity("eth_blockNumber", head),
+            block=self._saw(_quantity("eth_blockNumber", head)),
             amounts={
                 (holder.lower(), token): _word(answer)
                 for (holder, token), answer in zip(holdings, answers, strict=True)
