@@ -325,7 +325,8 @@ class FakeWriter:
         if self.chain.estimate_reverts:
             raise EstimateReverted("execution reverted")
         call = ChainTx("", sender, 0, to, value, 0, 0, data=data).token_transfer()
-        if call is not None and call[2] > self.chain.balance(sender, to, self._height()):
+        self._height()  # pinned to the highest head seen (``NodeReader.seen_head``)
+        if call is not None and call[2] > self.chain.balance(sender, to, self.seen_head):
             raise EstimateReverted("execution reverted: ERC20: transfer amount exceeds balance")
         return 40_000 if data else 21_000
 
