@@ -59,7 +59,7 @@ _NEWEST_PAID = """GREATEST(
 """The newest block holding a final transfer of the relayer: confirmed (it paid), or
 reverted (it paid nothing, but spent gas there); each by its partial index (0017, 0023)."""
 
-_EXPOSURE = """
+_EXPOSURE = f"""
 SELECT 'reserved' AS figure, lower(token) AS token, SUM(amount) AS amount, 0::bigint AS overdue,
        now() AS as_of
   FROM actions
@@ -77,8 +77,8 @@ SELECT 'pending', lower(token_out), SUM(amount_out), 0, now()
  WHERE status = 'PENDING' AND destination_chain = $1
  GROUP BY 2
 UNION ALL
-SELECT 'paid', '', {newest_paid}, 0, now()
-""".format(newest_paid=_NEWEST_PAID)
+SELECT 'paid', '', {_NEWEST_PAID}, 0, now()
+"""
 
 
 async def exposure(conn: Connection, chain: str, relayer: str, overdue_after: float) -> Exposure:

@@ -204,7 +204,8 @@ class Settler:
         except ChainUnavailable as exc:
             return Unexplained(unexplained.txs, f"looking for the nonce's transaction: {exc}")
         except TimeoutError:
-            return Unexplained(unexplained.txs, f"no answer within {self._config.proof_timeout} s (execution.proof_timeout)")
+            waited = f"no answer within {self._config.proof_timeout} s (execution.proof_timeout)"
+            return Unexplained(unexplained.txs, waited)
         return judge_use(
             unexplained.txs, use, head=view.head, confirmations=self._chain.confirmations
         )

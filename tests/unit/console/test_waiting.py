@@ -256,8 +256,10 @@ def test_a_slow_chain_is_given_fifty_poll_intervals() -> None:
     [
         (None, None),
         # the executor's waits, by their codes (domain.wait_codes), matched exactly
-        ("second_provider: deposits not confirmed by the second provider: x",
-         ErrorKind.SECOND_PROVIDER),
+        (
+            "second_provider: deposits not confirmed by the second provider: x",
+            ErrorKind.SECOND_PROVIDER,
+        ),
         ("liquidity_short: the relayer lacks 3 USDC", ErrorKind.RELAYER_SHORT),
         ("fee_cap: base fee 900 wei is at or above the cap 500 wei", ErrorKind.FEE_CAP),
         ("node_lags: balance read at block 7 < 9 (node lags)", ErrorKind.RPC),

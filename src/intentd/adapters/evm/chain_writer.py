@@ -36,7 +36,9 @@ _NONCE_LOW = re.compile(r"nonce too low|nonce has already been used|invalid nonc
 _UNDERPRICED = re.compile(r"underpriced|fee too low|max fee per gas less than", re.I)
 _FUNDS = re.compile(r"insufficient funds|lack of funds|out of gas: not enough", re.I)
 _REVERT = re.compile(r"revert", re.I)
-_BEHIND = re.compile(r"header not found|unknown block|block not found|block .{0,80} not found", re.I)
+_BEHIND = re.compile(
+    r"header not found|unknown block|block not found|block .{0,80} not found", re.I
+)
 """A node's answer to a read at a block above its head."""
 _PINNED_TRIES = 3
 _BALANCE_OF = "0x70a08231"  # balanceOf(address)
