@@ -46,9 +46,9 @@ from intentd.access.roles import Role
 from intentd.adapters import console_users
 from intentd.adapters.intent_list import ListPosition
 from intentd.adapters.postgres import Connection, create_pool, migrate
-from intentd.api.app import create_app
-from intentd.api.list_params import encode_list_cursor
+from intentd.api.intents.list_params import encode_list_cursor
 from intentd.api.server import Server, bind
+from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions
 from intentd.settings import Settings, load_settings
 
@@ -110,7 +110,7 @@ SERVER = ServerTime(None)
 
 async def serve(settings: Settings, pool: Any) -> AsyncIterator[str]:
     sock = bind("127.0.0.1", 0)
-    SERVER.app = create_app(settings, pool=pool, extensions=console_extensions(settings))
+    SERVER.app = api_app(settings, pool=pool, extensions=console_extensions(settings))
     config = uvicorn.Config(
         SERVER,
         http="httptools",

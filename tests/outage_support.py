@@ -165,6 +165,10 @@ class Readiness:
                     self.seen.append((now, daemon.name, status))
                 await asyncio.sleep(0.2)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(daemon.name for daemon in self.daemons)
+
     def between(self, name: str, start: float, end: float) -> set[int]:
         return {status for at, who, status in self.seen if who == name and start <= at <= end}
 

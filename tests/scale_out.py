@@ -1,5 +1,6 @@
-"""Helpers of the scale-out tests: group members as subprocesses, and when a rebalance
-among them is over (read from their ``kafka partitions assigned`` log lines)."""
+"""Helpers of the scale-out tests: group members as subprocesses, when a rebalance
+among them is over (read from their ``kafka partitions assigned`` log lines), and a
+steady flow of messages that lasts until the moment the test waits for."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import orjson
+from aiokafka import AIOKafkaProducer
 
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
@@ -117,8 +120,9 @@ class Group:
             return None
         return max(t for t, _ in latest)
 
-    async def rebalance(self, since: float, timeout: float = 30.0) -> float:
-        """Wait until the group settles after `since`; the seconds it took."""
+    async def rebalance(self, since: float, timeout: float = 60.0) -> float:
+        """Wait until the group settles after `since`; the seconds it took (a member that
+        starts on a loaded machine may take 30 s to import, join and be assigned)."""
         deadline = time.monotonic() + timeout
         while (settled := self.settled_since(since)) is None:
             for member in self.live():
@@ -146,3 +150,102 @@ class Group:
                 member.process.kill()
                 raise
         return {member.name: member.process.returncode for member in stopped}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a flow; `ident` names it in the test's checks (an event id, a tx
+    hash); `copies` times in a row, as a producer retrying after a crash would."""
+
+    topic: str
+    key: bytes
+    value: bytes
+    ident: str
+    copies: int = 1
+
+
+@dataclass(frozen=True)
+class Sent:
+    ident: str
+    partition: str  # "topic:partition", as the members log their assignments
+    at: float  # wall-clock time, before the first copy was sent
+
+
+@dataclass
+class Flow:
+    """Messages published one each `pace` seconds, batch after batch (``batch(n)`` makes
+    the n-th) until the test has seen the moment it waits for (``until``), not for a
+    fixed count or time: on a loaded machine a rebalance or a takeover may take longer
+    than any fixed flow. Bounded by `deadline` seconds, after which the flow fails."""
+
+    bootstrap: str
+    batch: Callable[[int], Awaitable[list[Message]]]
+    pace: float
+    deadline: float = 200.0
+    sent: list[Sent] = field(default_factory=list)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def _run(self) -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=False
+        )
+        await producer.start()
+        try:
+            deadline = time.monotonic() + self.deadline
+            n = 0
+            while not self._stop.is_set():  # a batch is published whole
+                assert time.monotonic() < deadline, f"the flow was not stopped in {self.deadline} s"
+                for message in await self.batch(n):
+                    at = time.time()
+                    for _ in range(message.copies):
+                        sent = await producer.send_and_wait(
+                            message.topic, message.value, key=message.key
+                        )
+                    self.sent.append(Sent(message.ident, f"{sent.topic}:{sent.partition}", at))
+                    await asyncio.sleep(self.pace)
+                n += 1
+        finally:
+            await producer.stop()
+
+    async def _check(self, what: str, deadline: float) -> None:
+        assert self._task is not None, "the flow was not started"
+        if self._task.done():
+            await self._task  # its own failure, if any
+            raise AssertionError(f"the flow of messages ended before {what}")
+        assert time.monotonic() < deadline, f"not within the flow's bound: {what}"
+        await asyncio.sleep(0.05)
+
+    async def until_sent(self, count: int, timeout: float = 60.0) -> None:
+        """Until `count` messages in all were sent (the flow still on)."""
+        deadline = time.monotonic() + timeout
+        while len(self.sent) < count:
+            await self._check(f"{count} messages were sent ({len(self.sent)} were)", deadline)
+
+    async def until(
+        self, reached: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0
+    ) -> None:
+        """Keep the flow on until ``reached()``, then end it (its last batch whole)."""
+        deadline = time.monotonic() + timeout
+        while not await reached():
+            await self._check(what, deadline)
+        self._stop.set()
+        assert self._task is not None
+        await self._task
+
+    def since(self, at: float, partitions: frozenset[str]) -> list[str]:
+        """What was sent to `partitions` after the wall-clock time `at`."""
+        return [s.ident for s in self.sent if s.at > at and s.partition in partitions]
+
+    async def stop(self) -> None:
+        """End the flow now, if it runs (a test's ``finally``)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task})

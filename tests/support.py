@@ -16,7 +16,7 @@ from uuid import UUID
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
@@ -89,6 +89,17 @@ class TopicReader:
             batches = await self._consumer.getmany(timeout_ms=100)
             for records in batches.values():
                 self._take(records)
+        return self.messages
+
+    async def read_to_end(self, within: float = 30.0) -> list[Any]:
+        """Read up to each partition's end as it is now: all that was published before
+        (not whatever a fixed time reads, which a loaded machine makes less)."""
+        ends = await self._consumer.end_offsets(list(self._consumer.assignment()))
+        deadline = time.monotonic() + within
+        for partition, end in ends.items():
+            while await self._consumer.position(partition) < end:
+                assert time.monotonic() < deadline, f"{self.topic} not read to its end"
+                await self.drain(0.05)
         return self.messages
 
     def _take(self, records: list[Any]) -> None:

@@ -57,7 +57,7 @@ from bench.chaos.scenarios import (
 from bench.chaos.watch import Watch
 from bench.head_latency import bench_stack, read_env
 from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys

@@ -1,6 +1,7 @@
 """Two, then three ``intentd lifecycle`` processes in one consumer group on Tansu (a real
 Kafka-protocol broker) share the deposit and result partitions. Under a steady flow of
-deposits one member is killed with ``kill -9`` and another is added; in the end every
+deposits one member is killed with ``kill -9`` and another is added; the flow lasts
+until the last member has joined and credited deposits of its own. In the end every
 deposit is credited once, every intent is where its deposits put it, and every intent's
 events have unique ids and a gap-free sequence, in the event log and on Kafka.
 
@@ -9,6 +10,7 @@ Rebalance and takeover times are printed (``pytest -s``)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import secrets
 import time
 from collections import defaultdict
@@ -18,9 +20,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 from tests.broker_tansu import tansu_broker
-from tests.scale_out import Group, on_tansu, tansu_env
+from tests.scale_out import Flow, Group, Message, on_tansu, tansu_env
 from tests.support import TopicReader, new_intent
 
 from intentd.adapters.postgres import Pool
@@ -36,11 +37,15 @@ from intentd.messages import (
 )
 from intentd.settings import Settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+"""Four rebalances and a flow on a loaded machine may take more than the default 120 s."""
 CHAINS = ("BASE_TESTNET", "ARBITRUM_TESTNET")
-INTENTS = 64
+BATCH = 4
+"""Intents created at a time while the flow runs, their deposits interleaved."""
 PACE = 0.15
 """Seconds between two deposits published: the steady flow a poller makes."""
+OWN_DEPOSITS = 3
+"""Deposits the last member credits itself before the flow ends."""
 
 
 @pytest.fixture(scope="module")
@@ -80,25 +85,35 @@ def deposit(settings: Settings, intent: IntentRow, amount: int, index: int) -> D
     )
 
 
-async def publish_steadily(
-    settings: Settings, messages: list[DepositMessage], published: dict[str, float]
-) -> None:
-    """Publish every deposit, one each `PACE` seconds (when, by tx hash, in `published`);
-    every fifth one twice, as a poller that restarted before saving its cursor would."""
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.kafka.bootstrap_servers, acks="all", enable_idempotence=False
-    )
-    await producer.start()
-    try:
-        for n, message in enumerate(messages):
-            topic = deposits_topic(settings.kafka.topic_prefix, message.chain)
-            key = message.to_address.encode()
-            published[message.tx_hash] = time.time()
-            for _ in range(2 if n % 5 == 0 else 1):
-                await producer.send_and_wait(topic, encode(message), key=key)
-            await asyncio.sleep(PACE)
-    finally:
-        await producer.stop()
+def deposit_flow(
+    settings: Settings, pool: Pool, intents: list[IntentRow], plans: dict[int, list[int]]
+) -> Flow:
+    """`BATCH` new intents at a time (in `intents`, their deposits in `plans`), their
+    deposits interleaved, every fifth one published twice as a poller that restarted
+    before saving its cursor would; until the test ends the flow."""
+    counter = itertools.count()
+
+    async def batch(_: int) -> list[Message]:
+        messages = []
+        for _ in range(BATCH):
+            n = len(intents)
+            intent = await new_intent(pool, settings, chain=CHAINS[n % 2], amount="10")
+            intents.append(intent)
+            plans[intent.id] = plan(intent, n)
+            messages += [deposit(settings, intent, amount, n) for amount in plans[intent.id]]
+        messages.sort(key=lambda m: secrets.randbelow(1 << 30))  # interleave the intents
+        return [
+            Message(
+                deposits_topic(settings.kafka.topic_prefix, m.chain),
+                m.to_address.encode(),
+                encode(m),
+                m.tx_hash,
+                copies=2 if next(counter) % 5 == 0 else 1,
+            )
+            for m in messages
+        ]
+
+    return Flow(settings.kafka.bootstrap_servers, batch, PACE)
 
 
 async def test_lifecycle_members_share_the_work_and_survive_kill_9(
@@ -106,16 +121,9 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
 ) -> None:
     settings, pool = stack
     prefix = settings.kafka.topic_prefix
-    intents = [
-        await new_intent(pool, settings, chain=CHAINS[n % 2], amount="10") for n in range(INTENTS)
-    ]
-    plans = {intent.id: plan(intent, n) for n, intent in enumerate(intents)}
-    messages = [
-        deposit(settings, intent, amount, n)
-        for n, intent in enumerate(intents)
-        for amount in plans[intent.id]
-    ]
-    messages.sort(key=lambda m: secrets.randbelow(1 << 30))  # interleave the intents
+    intents: list[IntentRow] = []
+    plans: dict[int, list[int]] = {}
+    flow = deposit_flow(settings, pool, intents, plans)
     consumed = [deposits_topic(prefix, chain) for chain in CHAINS] + [action_results_topic(prefix)]
     group = Group(
         "lifecycle",
@@ -131,21 +139,27 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
         t0 = time.time()
         group.add("b")
         figures["second member joins"] = await group.rebalance(t0)
-        published: dict[str, float] = {}
-        flow = asyncio.create_task(publish_steadily(settings, messages, published))
-        await asyncio.sleep(1.5)
+        flow.start()
+        await flow.until_sent(10)  # a flow on, as 1.5 s of it when the machine is idle
         t0 = time.time()
         group.add("c")
         figures["third member joins (under load)"] = await group.rebalance(t0)
-        await asyncio.sleep(1.0)
+        await flow.until_sent(len(flow.sent) + 7)
         killed_at = group.members[0].kill()
         figures["kill -9 of a member: takeover"] = await group.rebalance(killed_at)
-        assert not flow.done(), "the flow of deposits ended before the last member joined"
+        assert flow.running, "the flow of deposits ended before the last member joined"
         t0 = time.time()
-        group.add("d")
-        figures["a new member joins (under load)"] = await group.rebalance(t0)
-        await flow
-        print(f"\n{len(messages)} deposits published, every fifth twice, one each {PACE}s")
+        last = group.add("d")
+        figures["a new member joins (under load)"] = took = await group.rebalance(t0)
+        joined, own = t0 + took, last.assignments()[-1][1]
+
+        async def credited_by_the_last_member() -> bool:
+            txs = flow.since(joined, own)
+            return len(txs) >= OWN_DEPOSITS and await credited(pool, txs) >= OWN_DEPOSITS
+
+        await flow.until(credited_by_the_last_member, "the last member credited deposits")
+        published = {sent.ident: sent.at for sent in flow.sent}
+        print(f"\n{len(flow.sent)} deposits published, every fifth twice, one each {PACE}s")
         settled = time.monotonic()
         await wait_until_credited(pool, plans)
         figures["last credit after the last deposit"] = time.monotonic() - settled
@@ -155,12 +169,20 @@ async def test_lifecycle_members_share_the_work_and_survive_kill_9(
         await wait_until_relayed(pool, [i.id for i in intents])
         await check_events_on_kafka(settings, pool, [i.id for i in intents])
     finally:
+        await flow.stop()
         exits = await group.stop()
     assert exits and set(exits.values()) == {0}, exits  # SIGTERM: every member stops cleanly
     group.print_figures("lifecycle scale-out on Tansu", figures)
     await check_final_state(pool, intents, plans)
     shares = {m.name: len(m.assignments()[-1][1]) for m in group.members if m.assignments()}
     assert all(shares.values()), shares
+
+
+async def credited(pool: Pool, tx_hashes: list[str]) -> int:
+    """How many of these deposits were credited."""
+    query = "SELECT count(DISTINCT tx_hash) FROM deposits WHERE tx_hash = ANY($1)"
+    count: int = await pool.fetchval(query, tx_hashes)
+    return count
 
 
 async def wait_until_credited(pool: Pool, plans: dict[int, list[int]], timeout: float = 60) -> None:

@@ -1,8 +1,9 @@
 """Two, then three ``intentd webhooks`` processes in group ``webhooks.group`` on Tansu
 share the partitions of the events topic. Under a steady flow of events one is killed
-with ``kill -9`` and another is added; in the end every event reached every endpoint,
-with one delivery recorded per event and endpoint, always the same ``webhook-id`` and
-body. Rebalance and takeover times are printed (``pytest -s``)."""
+with ``kill -9`` and another is added; the flow lasts until the last member has joined
+and recorded events of its own. In the end every event reached every endpoint, with
+one delivery recorded per event and endpoint, always the same ``webhook-id`` and body.
+Rebalance and takeover times are printed (``pytest -s``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 from tests.broker_tansu import tansu_broker
 from tests.integration.api.webhook_support import (
     NETWORKS,
@@ -24,7 +25,7 @@ from tests.integration.api.webhook_support import (
     envelope,
     run_receiver,
 )
-from tests.scale_out import Group, on_tansu, tansu_env
+from tests.scale_out import Flow, Group, Message, on_tansu, tansu_env
 
 from intentd.adapters import webhook_endpoints
 from intentd.adapters.api_keys import client_id_of
@@ -33,10 +34,12 @@ from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks.secret_box import SecretBox, parse_key
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+"""Four rebalances and a flow on a loaded machine may take more than the default 120 s."""
 ENDPOINTS = ("a", "b")
-EVENTS = 100
 PACE = 0.1
+OWN_EVENTS = 3
+"""Events the last member records itself before the flow ends."""
 
 
 @pytest.fixture(scope="module")
@@ -50,19 +53,18 @@ async def receiver() -> AsyncIterator[Receiver]:
         yield r
 
 
-async def publish_steadily(settings: Settings, events: list[dict[str, Any]]) -> None:
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.kafka.bootstrap_servers, acks="all", enable_idempotence=False
-    )
-    await producer.start()
-    try:
-        topic = events_topic(settings.kafka.topic_prefix)
-        for event in events:
-            key = str(event["intent"]["id"]).encode()
-            await producer.send_and_wait(topic, orjson.dumps(event), key=key)
-            await asyncio.sleep(PACE)
-    finally:
-        await producer.stop()
+def event_flow(settings: Settings, client: UUID, events: list[dict[str, Any]]) -> Flow:
+    """Events of 16 intents, each intent's in sequence, until the test ends the flow."""
+    topic = events_topic(settings.kafka.topic_prefix)
+
+    async def batch(n: int) -> list[Message]:
+        event = envelope(client, 7000 + n % 16, n // 16 + 1)
+        assert NETWORKS[event["intent"]["source_chain"]] == "test"
+        events.append(event)
+        key = str(event["intent"]["id"]).encode()
+        return [Message(topic, key, orjson.dumps(event), str(event["id"]))]
+
+    return Flow(settings.kafka.bootstrap_servers, batch, PACE)
 
 
 async def test_webhook_members_share_the_events_and_survive_kill_9(
@@ -83,8 +85,8 @@ async def test_webhook_members_share_the_events_and_survive_kill_9(
                 event_types=None,
                 description="",
             )
-    events = [envelope(client, 7000 + n % 16, n // 16 + 1) for n in range(EVENTS)]
-    assert {NETWORKS[e["intent"]["source_chain"]] for e in events} == {"test"}
+    events: list[dict[str, Any]] = []
+    flow = event_flow(settings, client, events)
     topic = events_topic(settings.kafka.topic_prefix)
     env = tansu_env(
         settings,
@@ -104,23 +106,30 @@ async def test_webhook_members_share_the_events_and_survive_kill_9(
         t0 = time.time()
         group.add("b")
         figures["second member joins"] = await group.rebalance(t0)
-        flow = asyncio.create_task(publish_steadily(settings, events))
-        await asyncio.sleep(1.5)
+        flow.start()
+        await flow.until_sent(15)  # a flow on, as 1.5 s of it when the machine is idle
         t0 = time.time()
         group.add("c")
         figures["third member joins (under load)"] = await group.rebalance(t0)
-        await asyncio.sleep(1.0)
+        await flow.until_sent(len(flow.sent) + 10)
         killed_at = group.members[0].kill()
         figures["kill -9 of a member: takeover"] = await group.rebalance(killed_at)
-        assert not flow.done(), "the flow of events ended before the last member joined"
+        assert flow.running, "the flow of events ended before the last member joined"
         t0 = time.time()
-        group.add("d")
-        figures["a new member joins (under load)"] = await group.rebalance(t0)
-        await flow
+        last = group.add("d")
+        figures["a new member joins (under load)"] = took = await group.rebalance(t0)
+        joined, own = t0 + took, last.assignments()[-1][1]
+
+        async def recorded_by_the_last_member() -> bool:
+            ids = flow.since(joined, own)
+            return len(ids) >= OWN_EVENTS and await recorded(pool, ids) >= OWN_EVENTS
+
+        await flow.until(recorded_by_the_last_member, "the last member recorded events")
         done = time.monotonic()
-        await wait_until_delivered(pool, client, EVENTS * len(ENDPOINTS))
+        await wait_until_delivered(pool, client, len(events) * len(ENDPOINTS))
         figures["last delivery after the last event"] = time.monotonic() - done
     finally:
+        await flow.stop()
         exits = await group.stop()
     assert exits and set(exits.values()) == {0}, exits  # SIGTERM: every member stops cleanly
     group.print_figures("webhooks scale-out on Tansu", figures)
@@ -129,7 +138,8 @@ async def test_webhook_members_share_the_events_and_survive_kill_9(
         " ON e.id = d.endpoint_id WHERE e.client_id = $1",
         client,
     )
-    assert rows == EVENTS * len(ENDPOINTS)  # one delivery per event and endpoint
+    print(f"  {len(events)} events published, one each {PACE}s")
+    assert rows == len(events) * len(ENDPOINTS)  # one delivery per event and endpoint
     by_event = {e["id"]: e for e in events}
     bodies: dict[tuple[str, str], bytes] = {}
     for got in receiver.received:
@@ -137,6 +147,13 @@ async def test_webhook_members_share_the_events_and_survive_kill_9(
         assert orjson.loads(got.body)["intent"] == by_event[event_id]["intent"]
         assert bodies.setdefault((got.path, event_id), got.body) == got.body
     assert set(bodies) == {(f"/{n}", e["id"]) for n in ENDPOINTS for e in events}
+
+
+async def recorded(pool: Pool, event_ids: list[str]) -> int:
+    """How many of these events the intake recorded."""
+    query = "SELECT count(DISTINCT event_id) FROM webhook_deliveries WHERE event_id = ANY($1)"
+    count: int = await pool.fetchval(query, event_ids)
+    return count
 
 
 async def wait_until_delivered(pool: Pool, client: object, expected: int) -> None:

@@ -1,6 +1,7 @@
 """A standby ``intentd poll --chain X`` takes over within seconds of ``kill -9`` of the
 active one (its lease, a PostgreSQL advisory lock, dies with its session), under a
-steady flow of payments, and no block is skipped: every payment reaches the deposits
+steady flow of payments that lasts until the standby has published payments of its
+own, and no block is skipped: every payment reaches the deposits
 topic (a block published before the cursor commit may be published again, with the
 same deposit id). The takeover time is printed (``pytest -s``)."""
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from datetime import datetime
 from pathlib import Path
 
@@ -30,8 +32,13 @@ from intentd_dev.devinfra.anvil import start_anvil
 from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.e2e
-PAYMENTS = 40
+BEFORE_KILL = 13
+"""Payments made before the active poller is killed (1.3 s of the flow, unloaded)."""
+AFTER_TAKEOVER = 5
+"""Payments the standby publishes after it took over, before the flow ends."""
 PACE = 0.1
+FLOW_LIMIT = 60.0
+"""Seconds the flow of payments may last at most."""
 
 
 @pytest.fixture
@@ -95,33 +102,59 @@ async def test_a_standby_poller_takes_over_after_kill_9_without_skipping_a_block
     active = start_poller(config, chain, log_a)
     processes = [active]
     sent: list[str] = []
+    stack = AsyncExitStack()
+    flow: asyncio.Task[None] | None = None
     try:
         await wait_logged(log_a, "poller started")
         standby = start_poller(config, chain, log_b)
         processes.append(standby)
         await wait_logged(log_b, "another poller holds the chain; waiting as a standby")
 
+        taken_over = asyncio.Event()
+        after: list[str] = []  # payments made after the takeover
+        wanted = {address.lower() for address in addresses}
+        reader = await stack.enter_async_context(
+            TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic)
+        )
+
+        async def published_after_takeover() -> bool:
+            await reader.drain(0.05)
+            return set(after) <= {m["tx_hash"] for m in json_values(reader.messages)}
+
         async def pay() -> None:
-            for n in range(PAYMENTS):  # automining: one block per payment
-                sent.append(await chain.rpc.send(chain.payer, addresses[n % 4], value=100 + n))
+            """One payment each PACE seconds until the standby published some of its own."""
+            deadline = time.monotonic() + FLOW_LIMIT
+            n = 0
+            while len(after) < AFTER_TAKEOVER or not await published_after_takeover():
+                assert time.monotonic() < deadline, f"no takeover in {FLOW_LIMIT} s of payments"
+                tx = await chain.rpc.send(chain.payer, addresses[n % 4], value=100 + n)
+                sent.append(tx)  # automining: one block per payment
+                if taken_over.is_set():
+                    after.append(tx)
+                n += 1
                 await asyncio.sleep(PACE)
 
         flow = asyncio.create_task(pay())
-        await asyncio.sleep(PAYMENTS * PACE / 3)
+        while len(sent) < BEFORE_KILL:  # a flow on, as 1.3 s of it when the machine is idle
+            assert not flow.done(), await flow
+            await asyncio.sleep(0.02)
         killed_at = time.time()
         os.kill(active.pid, signal.SIGKILL)
         await asyncio.to_thread(active.wait, 10)
         took_over = await wait_logged(log_b, "poller started", timeout=10) - killed_at
         assert not flow.done(), "the payments ended before the takeover"
+        taken_over.set()
         await flow
-        wanted = {address.lower() for address in addresses}
-        async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
-            await reader.wait_for(
-                lambda ms: set(sent) <= {m["tx_hash"] for m in json_values(ms)}, limit=30
-            )
-            await reader.drain(0.3)
-            mine = [m for m in json_values(reader.messages) if m["to_address"] in wanted]
+        await reader.wait_for(
+            lambda ms: set(sent) <= {m["tx_hash"] for m in json_values(ms)}, limit=30
+        )
+        await reader.drain(0.3)
+        mine = [m for m in json_values(reader.messages) if m["to_address"] in wanted]
     finally:
+        if flow is not None and not flow.done():
+            flow.cancel()
+            await asyncio.wait({flow})
+        await stack.aclose()
         for process in processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -136,4 +169,4 @@ async def test_a_standby_poller_takes_over_after_kill_9_without_skipping_a_block
     assert set(by_tx) == set(sent)  # no block skipped
     assert all(len(ids) == 1 for ids in by_tx.values())  # a republished deposit keeps its id
     amounts = {m["tx_hash"]: int(m["amount"]) for m in mine}
-    assert sorted(amounts[tx] for tx in sent) == [100 + n for n in range(PAYMENTS)]
+    assert sorted(amounts[tx] for tx in sent) == [100 + n for n in range(len(sent))]

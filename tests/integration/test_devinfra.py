@@ -7,6 +7,7 @@ async daemon should call it.
 import asyncio
 import secrets
 import stat
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
@@ -98,7 +99,10 @@ async def test_start_anvil_serves_the_chain_id_asked_and_stops(chain: AnvilProce
     interval = await asyncio.to_thread(start_anvil, 777_002, None, 0.2)
     try:
         first_block = await asyncio.to_thread(_block_number, interval.url)
-        await asyncio.sleep(0.6)
+        deadline = time.monotonic() + 30  # until a block comes, not 0.6 s
+        while await asyncio.to_thread(_block_number, interval.url) == first_block:
+            assert time.monotonic() < deadline, "interval mining made no block"
+            await asyncio.sleep(0.1)
         # Interval mining makes blocks without transactions.
         assert await asyncio.to_thread(_block_number, interval.url) > first_block
     finally:

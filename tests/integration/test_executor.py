@@ -34,6 +34,7 @@ from intentd.adapters import api_keys, clients
 from intentd.adapters.postgres import Pool
 from intentd.composition.roles import executor_role
 from intentd.credentials import generate_key
+from intentd.execution.executor import Executor
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -208,6 +209,36 @@ class Running:
     async def finish(self) -> None:
         self.stop.set()
         await asyncio.wait_for(self.task, 20)
+
+
+@dataclass
+class Ticks:
+    """The executors' rounds (``Executor.tick``), counted as they begin."""
+
+    count: int = 0
+
+    async def more(self, rounds: int, *, after: float = 0.0, within: float = 60.0) -> None:
+        """Until `rounds` more rounds have begun, counted from `after` seconds on (a time
+        the executor must see pass, as ``stuck_after``): a loaded machine makes fewer
+        rounds in a given time, and a test that waits for them needs the rounds."""
+        await asyncio.sleep(after)
+        wanted, deadline = self.count + rounds, time.monotonic() + within
+        while self.count < wanted:
+            assert time.monotonic() < deadline, f"{self.count} rounds, {wanted} wanted"
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def ticks(monkeypatch: pytest.MonkeyPatch) -> Ticks:
+    counted = Ticks()
+    tick = Executor.tick
+
+    async def counting(self: Executor) -> None:
+        counted.count += 1
+        await tick(self)
+
+    monkeypatch.setattr(Executor, "tick", counting)
+    return counted
 
 
 @pytest.fixture
@@ -449,7 +480,7 @@ def relayer_signed(
 
 
 async def test_a_replaced_transaction_mined_instead_of_its_replacement_confirms_once(
-    make_chain: Any, pool: Pool, settings: Settings, executing: Any
+    make_chain: Any, pool: Pool, settings: Settings, executing: Any, ticks: Ticks
 ) -> None:
     paused = await paused_prefill(make_chain, pool, settings, executing, 4_000_001, stuck_after=1.5)
     chain, action_id, running = paused.chain, paused.action_id, paused.running
@@ -470,7 +501,7 @@ async def test_a_replaced_transaction_mined_instead_of_its_replacement_confirms_
     assert (old["status"], old["block_number"], new["status"]) == ("mined", mined_in, "sent")
     await chain.rpc.mine(2)
     row = await wait_status(pool, action_id, "confirmed")
-    await asyncio.sleep(2.0)  # longer than stuck_after: time for anything further to go out
+    await ticks.more(3, after=2.0)  # past stuck_after: rounds for anything further to go out
     await running.finish()
 
     assert await on_chain(chain, new["tx_hash"]) is None
@@ -603,7 +634,13 @@ async def test_a_nonce_taken_by_a_foreign_transaction_is_reconciled_and_the_acti
 
 
 async def test_a_foreign_transaction_on_our_nonce_reorged_out_for_ours_does_not_pay_twice(
-    make_chain: Any, pool: Pool, settings: Settings, executing: Any, infra: dict[str, str]
+    make_chain: Any,
+    pool: Pool,
+    settings: Settings,
+    executing: Any,
+    infra: dict[str, str],
+    *,
+    ticks: Ticks,
 ) -> None:
     # stuck_after 30 s: never replaced here
     paused = await paused_prefill(make_chain, pool, settings, executing, 5_000_009)
@@ -619,7 +656,7 @@ async def test_a_foreign_transaction_on_our_nonce_reorged_out_for_ours_does_not_
     await chain.rpc.mine(1)
     height = await chain.rpc.block_number()
     assert await on_chain(chain, cancel_hash) == height
-    await asyncio.sleep(1.0)  # five polls: the executor sees the nonce used above its depth
+    await ticks.more(5)  # five polls: the executor sees the nonce used above its depth
     [ours] = await transactions(pool, action_id)
     assert ours["status"] == "sent"  # not given up for a nonce that a reorg may give back
 
@@ -629,7 +666,7 @@ async def test_a_foreign_transaction_on_our_nonce_reorged_out_for_ours_does_not_
     assert await on_chain(chain, cancel_hash) is None
     await chain.rpc.mine(2)
     row = await wait_status(pool, action_id, "confirmed")
-    await asyncio.sleep(1.0)  # five polls: time for anything further to go out
+    await ticks.more(5)  # five polls: time for anything further to go out
     await running.finish()
 
     [final] = await transactions(pool, action_id)

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from tests.support import PAYEE
 
-from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
+from intentd.adapters.intent_inserts import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.intents.ports import NewIntent

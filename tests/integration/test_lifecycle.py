@@ -33,6 +33,7 @@ from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.faults import CRASH_EXIT_CODE
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.messages import (
     DepositMessage,
@@ -270,7 +271,12 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
+    lifecycle = LifecycleConsumer(
+        settings,
+        PostgresStore(pool),
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+    )
     from intentd.adapters.kafka import make_consumer
 
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")

@@ -132,7 +132,12 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
+    lifecycle = LifecycleConsumer(
+        settings,
+        PostgresStore(pool),
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+    )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
@@ -174,8 +179,10 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
 class _Flaky(LifecycleConsumer):
     """Fails the first ``failures`` applications with ``error``."""
 
-    def __init__(self, *args: Any, error: Callable[[], Exception], failures: int) -> None:
-        super().__init__(*args, retry_base=0.001)
+    def __init__(
+        self, settings: Settings, *args: Any, error: Callable[[], Exception], failures: int
+    ) -> None:
+        super().__init__(settings, *args, book=ChainBook.of_settings(settings), retry_base=0.001)
         self._error = error
         self.failures = failures
         self.attempts = 0
@@ -280,7 +287,18 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
         return await real(uow, book, intent_id, **kw)
 
     monkeypatch.setattr(expiry, "expire", expire)
-    loop = expiry.Expiry(settings, PostgresStore(pool), max_sleep=0.05)
+    loop = expiry.Expiry(
+        settings, PostgresStore(pool), book=ChainBook.of_settings(settings), max_sleep=0.05
+    )
+    rounds = 0
+    expire_due = loop.expire_due
+
+    async def counted() -> int:
+        nonlocal rounds
+        rounds += 1
+        return await expire_due()
+
+    loop.expire_due = counted  # type: ignore[method-assign]
     stop = asyncio.Event()
     task = asyncio.create_task(loop.run(stop))
     deadline = time.monotonic() + 10
@@ -290,7 +308,11 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
         assert not task.done(), task.exception()
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # a few more rounds
+    more = rounds + 5
+    while rounds < more:  # a few more rounds (counted, not a fixed 0.3 s)
+        assert not task.done(), task.exception()
+        assert time.monotonic() < deadline + 10, f"{rounds} rounds"
+        await asyncio.sleep(0.05)
     assert not task.done()
     stop.set()
     await asyncio.wait_for(task, 5)
@@ -330,7 +352,9 @@ async def test_action_results_are_checked_against_what_the_executor_recorded(
     intent_id, prefill = await prefill_of(pool, settings)
     other_id, _ = await prefill_of(pool, settings)
     out = _Capture()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), out)
+    lifecycle = LifecycleConsumer(
+        settings, PostgresStore(pool), out, book=ChainBook.of_settings(settings)
+    )
     tx = "0x" + secrets.token_hex(32)
 
     def result(event: str, **fields: Any) -> ActionResultMessage:

@@ -15,7 +15,7 @@ import pytest
 from tests.integration.api.test_api_trigger_sessions import PAYEE
 from tests.support import ROOT, daemon_env
 
-from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
+from intentd.adapters.intent_inserts import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys

@@ -33,6 +33,7 @@ from intentd.chain.blocks import BlockHeader
 from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role
 from intentd.faults import CRASH_EXIT_CODE
+from intentd.indexer.poller import Poller
 from intentd.indexer.reorg import Cursor
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
@@ -174,6 +175,19 @@ class TopicReader:
             assert time.monotonic() < deadline, f"timed out; got {json_values(self.messages)}"
             await self.drain(0.1)
 
+    async def read_to_end(self, within: float = 30.0) -> None:
+        """Read up to each partition's end as it is now: all that was published before
+        (not whatever a fixed time reads, which a loaded machine makes less)."""
+        deadline = time.monotonic() + within
+        while not self._consumer.assignment():  # the group's assignment comes first
+            assert time.monotonic() < deadline, "no partitions assigned"
+            await self.drain(0.05)
+        ends = await self._consumer.end_offsets(list(self._consumer.assignment()))
+        for partition, end in ends.items():
+            while await self._consumer.position(partition) < end:
+                assert time.monotonic() < deadline, f"{partition} not read to its end"
+                await self.drain(0.05)
+
     async def drain(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -216,7 +230,7 @@ async def test_native_and_token_deposits_are_published_once(
     await wait_for_cursor(pool, chain.name, head)
     async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
         await reader.wait_for(lambda ms: len(to(a)(ms)) >= 2 and len(to(b)(ms)) >= 1)
-        await reader.drain(0.5)
+        await reader.read_to_end()  # the cursor is past them: all that was published
         to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
         keys = {m.key for m in reader.messages}
     await running.finish()
@@ -325,7 +339,7 @@ async def test_a_restart_resumes_from_the_cursor_without_a_gap(
     await wait_for_cursor(pool, chain.name, await rpc.block_number())
     async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
         await reader.wait_for(lambda ms: len(to(a)(ms)) >= 6)
-        await reader.drain(0.5)
+        await reader.read_to_end()  # the cursor is past them: all that was published
         found = to(a)(reader.messages)
     await second.finish()
 
@@ -418,7 +432,7 @@ async def test_log_queries_are_split_when_the_provider_limits_them(
     await wait_for_cursor(pool, chain.name, await chain.rpc.block_number())
     async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
         await reader.wait_for(lambda ms: len(to(a)(ms)) >= 12)
-        await reader.drain(0.3)
+        await reader.read_to_end()  # the cursor is past them: all that was published
         found = to(a)(reader.messages)
     await running.finish()
     assert sorted(m["amount"] for m in found) == [100 + n for n in range(12)]
@@ -449,8 +463,15 @@ async def test_a_second_poller_waits_as_a_standby_and_takes_over(
     a = await intent_address(pool, settings)
     first = polling(chain)
     await wait_for_cursor(pool, chain.name, await chain.rpc.block_number())
-    standby = polling(chain)
-    await asyncio.sleep(0.5)
+    with structlog.testing.capture_logs() as logs:
+        standby = polling(chain)
+        deadline = time.monotonic() + 30
+        while not any(
+            "waiting as a standby" in e["event"] and e.get("chain") == chain.name for e in logs
+        ):
+            assert not standby.task.done(), standby.task
+            assert time.monotonic() < deadline, "the second poller never said it waits"
+            await asyncio.sleep(0.02)
     assert not standby.task.done()  # waiting for the chain lock, not polling
     await first.finish()
     tx_hash = await chain.rpc.send(chain.payer, a, value=5)
@@ -502,17 +523,29 @@ async def test_a_crash_between_publishing_and_the_cursor_commit_republishes(
         assert await asyncio.to_thread(restarted.wait, 30) == 0
     async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
         await reader.wait_for(lambda ms: len(to(a)(ms)) >= 6)
-        await reader.drain(0.3)
+        await reader.read_to_end()  # the cursor is past them: all that was published
         found = to(a)(reader.messages)
     assert [m["tx_hash"] for m in found] == sent + sent  # the batch again, same ids: no loss
     assert len({m["id"] for m in found}) == 3
 
 
+WARNED = "confirmed head is below the cursor"
+
+
 async def test_a_reset_chain_below_the_cursor_is_reported_once_and_never_read(
-    chain: Chain, pool: Pool, polling: Any
+    chain: Chain, pool: Pool, polling: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chain restarted from genesis (or the RPC URL now names another chain): the
     poller says so once, moves nothing and waits."""
+    polls = 0
+    refresh_head = Poller._refresh_head
+
+    async def counted(self: Poller) -> None:
+        nonlocal polls
+        polls += 1
+        await refresh_head(self)
+
+    monkeypatch.setattr(Poller, "_refresh_head", counted)
     await chain.rpc.mine(12)
     head = await chain.rpc.block_number()
     first = polling(chain)
@@ -525,13 +558,20 @@ async def test_a_reset_chain_below_the_cursor_is_reported_once_and_never_read(
     try:
         with structlog.testing.capture_logs() as logs:
             second = polling(chain, chain.configure(rpc_urls=[fresh.url]))
-            await asyncio.sleep(1.5)  # about 15 polls
+            deadline = time.monotonic() + 30
+            told: int | None = None  # polls made when the warning was first seen
+            while told is None or polls < told + 15:  # then 15 polls more: said once
+                assert not second.task.done(), second.task
+                assert time.monotonic() < deadline, f"warned after {told} polls; {polls} made"
+                if told is None and any(WARNED in e["event"] for e in logs):
+                    told = polls
+                await asyncio.sleep(0.02)
             assert not second.task.done()
             await second.finish()
     finally:
         await asyncio.to_thread(fresh.stop)
 
-    warnings = [e for e in logs if "confirmed head is below the cursor" in e["event"]]
+    warnings = [e for e in logs if WARNED in e["event"]]
     assert len(warnings) == 1
     assert warnings[0]["log_level"] == "warning"
     assert warnings[0]["cursor"] == before.number

@@ -34,6 +34,7 @@ from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role
 from intentd.contract.record import IntentRow
 from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -150,7 +151,7 @@ async def forget_the_cursor(pool: Pool, chain: str) -> None:
 
 async def messages_to(chain: Chain, address: str) -> list[DepositMessage | RetractionMessage]:
     async with TopicReader(chain.settings.kafka.bootstrap_servers, chain.topic) as reader:
-        await reader.drain(1.0)
+        await reader.read_to_end()  # all that was published (not what 1 s reads)
         messages = [decode_chain_message(m.value) for m in reader.messages]
     return [m for m in messages if m.to_address == address]
 
@@ -181,7 +182,11 @@ async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str
 
 
 async def trigger(pool: Pool, chain: Chain, row: IntentRow) -> Any:
-    processor = Processor(chain.settings, Database.of(chain.settings, pool))
+    processor = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     try:
         return await processor.trigger(row, now=datetime.now(UTC))
     finally:

@@ -38,6 +38,7 @@ from intentd.chain.blocks import BlockRange
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.range_deposits import scan_range
 from intentd.indexer.publishing import deposit_payload
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.messages import DepositMessage, deposits_topic, encode
 from intentd.scanning.gap_recovery import LogGapRecovery
@@ -86,10 +87,22 @@ async def lifecycle_running(settings: Settings, pool: Pool, group: str) -> Async
     await publisher.start()
     store = PostgresStore(pool)
     positions = PostgresLogPositions(pool)
-    lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher), positions=positions)
+    lifecycle = LifecycleConsumer(
+        settings,
+        store,
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+        positions=positions,
+    )
     chains = EvmVerifierChains()
     recovery = LogGapRecovery(
-        settings, store, positions, chains, KafkaDeadLetters(publisher), reorg_window=WINDOW
+        settings,
+        store,
+        positions,
+        chains,
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+        reorg_window=WINDOW,
     )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=group)
     await consumer.start()

@@ -18,7 +18,7 @@ import pytest
 from tests.support import PAYEE, daemon_env, produce, start_daemon, wait_exit
 
 from intentd.adapters import intent_store
-from intentd.adapters.intent_store import PostgresIntentStore
+from intentd.adapters.intent_inserts import PostgresIntentStore
 from intentd.adapters.postgres import Pool
 from intentd.custody import IntentKeys
 from intentd.domain.valuation import Rate, revalue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd.settings import Settings
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -76,7 +78,11 @@ async def chain(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, Database.of(chain.settings, pool))
+    found = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     yield found
     await found.close()
 
@@ -84,7 +90,11 @@ async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
 @pytest.fixture
 async def verifier(chain: Chain, pool: Pool) -> AsyncIterator[TriggerVerifier]:
     found = TriggerVerifier(
-        chain.settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH
+        chain.settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
+        final_depth=FINAL_DEPTH,
     )
     yield found
     await found.close()
@@ -124,6 +134,34 @@ async def deposits_of(pool: Pool, intent_id: int) -> list[dict[str, Any]]:
         intent_id,
     )
     return [dict(r) for r in rows]
+
+
+@dataclass
+class Rounds:
+    """The verifier's rounds for one chain, counted as they begin."""
+
+    count: int = 0
+
+    async def until(self, rounds: int, task: asyncio.Task[None], within: float = 30.0) -> None:
+        """Until `rounds` have begun (the verifier still running)."""
+        deadline = time.monotonic() + within
+        while self.count < rounds:
+            assert not task.done(), task
+            assert time.monotonic() < deadline, f"{self.count} of {rounds} rounds"
+            await asyncio.sleep(0.02)
+
+
+def counted_rounds(verifier: TriggerVerifier, chain: str) -> Rounds:
+    rounds = Rounds()
+    check = verifier.check
+
+    async def counted(name: str) -> dict[str, int]:
+        if name == chain:
+            rounds.count += 1
+        return await check(name)
+
+    verifier.check = counted  # type: ignore[method-assign]
+    return rounds
 
 
 async def test_a_trigger_credited_deposit_that_a_reorg_removes_is_retracted(
@@ -239,13 +277,15 @@ async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
         chain.settings,
         PostgresStore(pool),
         EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
         final_depth=FINAL_DEPTH,
         interval=0.05,
     )
+    rounds = counted_rounds(verifier, chain.name)
     stop = asyncio.Event()
     task = asyncio.create_task(verifier.run(stop))
     try:
-        await asyncio.sleep(0.2)  # a few rounds: still canonical, nothing changes
+        await rounds.until(3, task)  # a few rounds: still canonical, nothing changes
         row = await intent_store.get_by_id(pool, intent.id)  # type: ignore[arg-type]
         assert row is not None and row.status is IntentStatus.FUNDED
         await chain.rpc.rpc("anvil_reorg", await chain.rpc.block_number() - block + 1, [])
@@ -272,12 +312,18 @@ async def test_an_unreachable_rpc_skips_the_round_and_stops_nothing(
         update={"chains": {**chain.settings.chains, chain.name: dead}}
     )
     verifier = TriggerVerifier(
-        settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH, interval=0.05
+        settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(settings),
+        final_depth=FINAL_DEPTH,
+        interval=0.05,
     )
+    rounds = counted_rounds(verifier, chain.name)
     stop = asyncio.Event()
     task = asyncio.create_task(verifier.run(stop))
     try:
-        await asyncio.sleep(1.5)
+        await rounds.until(3, task)  # a few rounds, each failing (not a fixed 1.5 s)
         assert not task.done()
     finally:
         stop.set()

@@ -3,7 +3,7 @@
 At most one approval per intent is pending (a unique partial index): two requests
 racing for the same intent make one approval, the other finds it. An approval is
 decided under its row lock (:func:`lock`), in the transaction that runs the command
-it approves (``merchant.refunds``), so it is executed once or not at all. A pending
+it approves (``merchant.approval_decisions``), so it is executed once or not at all. A pending
 approval past its end is marked expired when next read for its intent or its client
 (:func:`expire_stale`), and is never executed.
 """

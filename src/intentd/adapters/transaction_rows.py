@@ -21,9 +21,9 @@ import orjson
 from intentd.adapters.lifecycle_store import enqueue
 from intentd.adapters.postgres import Connection
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
 from intentd.execution.repositories import NewTx
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
+from intentd.execution.tx_plans import Purpose
 from intentd.messages import ActionResultMessage, action_results_topic
 
 __all__ = [

@@ -24,7 +24,7 @@ not ready, from a failed probe until an answered one (about a second after the
 database is back). Which errors mean "the database is away" is
 ``adapters.db_failures``'s classification (``UNAVAILABLE``). Any other error passes
 unchanged. A write that failed this way may have been committed all the same; a
-create is safe to retry with its ``Idempotency-Key`` (``api.intent_writes``). No API
+create is safe to retry with its ``Idempotency-Key`` (``api.intents.writes``). No API
 path waits for a connection or an answer without a bound.
 """
 

@@ -62,6 +62,7 @@ from intentd.indexer.poller import Poller
 from intentd.indexer.ports import Publisher
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.holds import HoldWatch
@@ -252,19 +253,24 @@ def executor_role(
 
 
 def lifecycle_role(
-    settings: Settings, *, pool: Pool, publisher: KafkaPublisher, health: Health | None = None
+    settings: Settings,
+    *,
+    pool: Pool,
+    publisher: KafkaPublisher,
+    book: ChainBook,
+    health: Health | None = None,
 ) -> Role:
     """The lifecycle consumer, the outbox relay, the expiry, the verifier of
     trigger-credited deposits, the watch of reorg holds and the valuing of intents
-    awaiting a price, on the process's pool and producer, with a price refresher of its
-    own (``running_prices``: the prices a revalued intent's payment is valued at); each
-    supervised on its own (see the module)."""
+    awaiting a price, on the process's pool, producer and chain ``book``, with a price
+    refresher of its own (``running_prices``: the prices a revalued intent's payment is
+    valued at); each supervised on its own (see the module)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
         async with running_prices(settings) as prices:  # docs/pricing.md, Slippage
             rates = Valuer(settings, prices)
-            await _lifecycle(settings, pool, publisher, stop, health=health, rates=rates)
+            await _lifecycle(settings, pool, publisher, stop, health=health, rates=rates, book=book)
 
     return role
 
@@ -277,6 +283,7 @@ async def _lifecycle(
     *,
     health: Health | None,
     rates: Valuer,
+    book: ChainBook,
 ) -> None:
     """The lifecycle's tasks, each supervised, until ``stop``; ``rates``: the prices a
     revalued intent's payment is valued at (a cache the role refreshes in the background)."""
@@ -284,13 +291,13 @@ async def _lifecycle(
     store = PostgresStore(pool)
     positions = PostgresLogPositions(pool)
     lifecycle = LifecycleConsumer(
-        settings, store, KafkaDeadLetters(publisher), positions=positions, rates=rates
+        settings, store, KafkaDeadLetters(publisher), book=book, positions=positions, rates=rates
     )
-    verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
+    verifier = TriggerVerifier(settings, store, EvmVerifierChains(), book=book, final_depth=WINDOW)
     gap_chains = EvmVerifierChains()
     gaps = LogGapRecovery(
         settings, store, positions, gap_chains, KafkaDeadLetters(publisher),
-        reorg_window=WINDOW, rates=rates,
+        book=book, reorg_window=WINDOW, rates=rates,
     )  # fmt: skip
     current = CurrentConsumer()
 
@@ -311,14 +318,14 @@ async def _lifecycle(
             await close_consumer(consumer)
 
     deposit_logs = [deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains]
-    expiry = Expiry(settings, store, progress=KafkaLogProgress(current, deposit_logs))
+    expiry = Expiry(settings, store, book=book, progress=KafkaLogProgress(current, deposit_logs))
     tasks = {
         "outbox relay": OutboxRelay(pool, publisher).run,
         "expiry": expiry.run,
         "trigger verifier": verifier.run,
         "reorg hold watch": HoldWatch(store).run,
         "awaiting prices": AwaitingPrices(
-            store, lifecycle.book, rates, interval=settings.pricing.refresh_interval
+            store, book, rates, interval=settings.pricing.refresh_interval
         ).run,
     }
     diagnose = diagnose_for(None)

@@ -15,7 +15,8 @@ from typing import Any
 
 from eth_utils import to_checksum_address
 
-from intentd.adapters.console_reads import ActionRow, ChainState, DayTotal, DeliveryRow, DepositRow
+from intentd.adapters.console_overview import DayTotal
+from intentd.adapters.console_reads import ActionRow, ChainState, DeliveryRow, DepositRow
 from intentd.adapters.refund_approvals import Approval
 from intentd.console.waiting import ActionFact, ChainFact, Facts, TxFact, Why
 from intentd.contract.record import IntentRow

@@ -52,7 +52,6 @@ from typing import Protocol
 from intentd.domain.actions import SignerKind
 from intentd.execution.evidence import ChainView
 from intentd.execution.float_figures import Balances
-from intentd.execution.planning import TxPlan
 from intentd.execution.repositories import (
     ActionQueue,
     ChainTransactions,
@@ -62,6 +61,7 @@ from intentd.execution.repositories import (
     Results,
 )
 from intentd.execution.tracking import NonceUse
+from intentd.execution.tx_plans import TxPlan
 
 __all__ = [
     "Balances",

@@ -33,7 +33,7 @@ from intentd.domain.actions import NATIVE, Action
 from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import shortfall
 from intentd.domain.wait_codes import WaitCode, wait_error
-from intentd.execution.outcomes import failed_attempt
+from intentd.execution.endings import failed_attempt
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import NodeReader, StoreTransaction
 from intentd.faults import crash_point

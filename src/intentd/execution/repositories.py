@@ -30,8 +30,8 @@ from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.deposit_check import Credited
 from intentd.execution.float_figures import Commitments, Exposure, FloatRow
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
+from intentd.execution.tx_plans import Purpose
 from intentd.messages import ActionResultMessage
 
 __all__ = [

@@ -4,7 +4,7 @@ Guarantees:
 
 - A transaction is signed with a nonce allocated in the store transaction that records
   it (status ``signed``, with its raw bytes); nothing is broadcast before that
-  transaction commits. The caller commits, then calls :meth:`Sender.after_record`.
+  transaction commits. The caller commits, then calls :meth:`TransactionSender.after_record`.
 - The first time this process uses a signer, its stored next nonce is lined up with
   the chain (pending count, and past every nonce recorded), and nonces below it with
   no open transaction of ours are reported as gaps: counted from the signer's count at
@@ -30,9 +30,8 @@ import structlog
 from intentd import observability as metrics
 from intentd.chain.errors import ChainUnavailable, NoAnswer
 from intentd.domain.actions import Action, ResultEvent, SignerKind
+from intentd.execution.endings import result_message
 from intentd.execution.evidence import view_problem
-from intentd.execution.outcomes import result_message
-from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.ports import (
     Broadcaster,
     ExecutionStore,
@@ -42,10 +41,11 @@ from intentd.execution.ports import (
     StoreTransaction,
 )
 from intentd.execution.repositories import NewTx
+from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig
 
-__all__ = ["Recorded", "Sender"]
+__all__ = ["Recorded", "TransactionSender"]
 
 log = structlog.get_logger()
 
@@ -61,7 +61,7 @@ class Recorded:
     raw: bytes
 
 
-class Sender:
+class TransactionSender:
     """Signs, records and broadcasts the transactions of one chain's actions."""
 
     def __init__(

@@ -42,12 +42,11 @@ import structlog
 from intentd import observability as metrics
 from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
+from intentd.execution.endings import failed_attempt, result_message, transfer_figures
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
-from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
-from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, NodeReader
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
     Consumed,
@@ -68,6 +67,7 @@ from intentd.execution.tracking import (
     nonce_groups,
 )
 from intentd.execution.transfer_planner import TransferPlanner
+from intentd.execution.tx_plans import Purpose
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, ExecutionConfig
@@ -105,7 +105,7 @@ class Settler:
         reader: NodeReader,
         fees: FeeOracle,
         broadcaster: Broadcaster,
-        sender: Sender,
+        sender: TransactionSender,
         starter: Starter,
         transfers: TransferPlanner,
     ) -> None:

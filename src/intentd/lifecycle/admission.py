@@ -27,7 +27,7 @@ from intentd.messages import ActionResultMessage, DepositMessage, RetractionMess
 __all__ = [
     "CHAIN_MISMATCH",
     "RESULT_MISMATCH",
-    "Refused",
+    "MessageRefused",
     "chain_of_topic",
     "refusal",
     "result_refusal",
@@ -46,7 +46,7 @@ class ConfiguredChain(Protocol):
     def chain_id(self) -> int: ...
 
 
-class Refused(Exception):
+class MessageRefused(Exception):
     """A message this module refuses; ``str(exc)`` is the dead-letter reason."""
 
 

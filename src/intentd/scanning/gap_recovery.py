@@ -58,6 +58,7 @@ from intentd.backoff import Backoff
 from intentd.chain.blocks import BlockRange
 from intentd.domain.deposits import Deposit
 from intentd.lifecycle import failures
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
@@ -86,13 +87,14 @@ class LogGapRecovery:
         chains: VerifierChains,
         dead_letters: Publisher,
         *,
+        book: ChainBook,
         reorg_window: int,
         retry_base: float = 1.0,
         retry_cap: float = 60.0,
         rates: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._credits = ScanCredits(settings, store, valuer=rates)
+        self._credits = ScanCredits(settings, store, book=book, valuer=rates)
         self._dead_letters = dead_letters
         self._dlq = dlq_topic(settings.kafka.topic_prefix)
         self._backoff = Backoff(retry_base, cap=retry_cap)

@@ -101,19 +101,21 @@ Refused = Callable[[Deposit, Unappliable], Awaitable[None]]
 
 
 class ScanCredits:
-    """Credits what a scan found: ``watch`` has the trigger verifier watch each deposit,
-    ``valuer`` values a revalued intent's payment (none: it awaits a price)."""
+    """Credits what a scan found: ``book`` is the process's (built once, by the
+    composition root), ``watch`` has the trigger verifier watch each deposit, ``valuer``
+    values a revalued intent's payment (none: it awaits a price)."""
 
     def __init__(
         self,
         settings: Settings,
         store: Store | None = None,
         *,
+        book: ChainBook,
         watch: bool = False,
         valuer: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._book = ChainBook.of_settings(settings)
+        self._book = book
         self._store = store
         self._watch = watch
         self._valuer = valuer

@@ -17,8 +17,8 @@ from tests.conftest import CHAINS, chain_section
 from intentd.adapters import api_keys, clients
 from intentd.adapters.clients import Client
 from intentd.adapters.postgres import Connection, Pool
-from intentd.api.app import create_app
 from intentd.api.server import Server, bind
+from intentd.composition.api import api_app
 from intentd.credentials import generate_key
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
@@ -118,7 +118,7 @@ async def serve(
     settings' database URL)."""
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(settings, pool=pool, prices=prices, on_readiness=on_readiness),
+        api_app(settings, pool=pool, prices=prices, on_readiness=on_readiness),
         http="httptools",
         lifespan="on",
         access_log=False,

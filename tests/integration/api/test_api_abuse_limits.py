@@ -19,7 +19,7 @@ from tests.integration.api.test_api_trigger_sessions import PAYEE, new_intent, n
 from intentd.adapters import api_keys
 from intentd.adapters.api_keys import ApiKey
 from intentd.adapters.postgres import Pool
-from intentd.api.auth import Authenticator
+from intentd.api.callers.auth import Authenticator
 from intentd.api.connections import Database
 from intentd.api.models import TriggerResult
 from intentd.api.problems import ApiProblem

@@ -28,8 +28,8 @@ from intentd.access import passwords
 from intentd.access.roles import Role
 from intentd.adapters import console_users
 from intentd.adapters.postgres import Pool
-from intentd.api.app import create_app
 from intentd.api.server import Server, bind
+from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions
 from intentd.settings import Settings
 
@@ -51,7 +51,7 @@ def console_settings(infra: dict[str, str], make_settings: Callable[..., Setting
 async def serve(settings: Settings, pool: Pool) -> AsyncIterator[str]:
     sock = bind("127.0.0.1", 0)
     config = uvicorn.Config(
-        create_app(settings, pool=pool, extensions=console_extensions(settings)),
+        api_app(settings, pool=pool, extensions=console_extensions(settings)),
         http="httptools",
         lifespan="on",
         access_log=False,

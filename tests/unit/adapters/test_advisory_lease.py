@@ -20,8 +20,10 @@ class _Conn:
         self.answers = answers
         self.executed: list[str] = []
         self.terminated = False
+        self.asked = 0
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
+        self.asked += 1
         answer = self.answers.pop(0)
         if isinstance(answer, BaseException):
             raise answer
@@ -35,6 +37,14 @@ class _Conn:
 
     def terminate(self) -> None:
         self.terminated = True
+
+
+async def asked_times(conn: _Conn, times: int) -> None:
+    """Until the lock was asked for `times` times (not a fixed time: on a loaded
+    machine a few milliseconds may pass before the first)."""
+    async with asyncio.timeout(10):
+        while conn.asked < times:  # noqa: ASYNC110 (state of a fake)
+            await asyncio.sleep(0.005)
 
 
 class _Pool:
@@ -63,7 +73,7 @@ async def test_a_cancelled_wait_gives_the_connection_back() -> None:
     pool = _Pool(_Conn([False] * 100))
     lock = ChainLock(pool, "BASE_TESTNET")  # type: ignore[arg-type]
     waiting = asyncio.create_task(lock.acquire(asyncio.Event(), retry_every=0.01))
-    await asyncio.sleep(0.05)
+    await asked_times(pool.conn, 3)  # waiting, between two tries
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
@@ -71,14 +81,17 @@ async def test_a_cancelled_wait_gives_the_connection_back() -> None:
 
 
 async def test_a_cancelled_lock_query_ends_the_session_it_may_hold_the_lock_on() -> None:
+    asked = asyncio.Event()
+
     class _Slow(_Conn):
         async def fetchval(self, sql: str, *args: Any) -> Any:
+            asked.set()
             await asyncio.sleep(10)
 
     conn = _Slow([])
     pool = _Pool(conn)
     asking = asyncio.create_task(ExecutorLease(pool, "BASE_TESTNET").acquire(asyncio.Event()))  # type: ignore[arg-type]
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(asked.wait(), 10)  # the query runs (not 0.01 s: it may not yet)
     asking.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asking
@@ -103,7 +116,7 @@ async def test_stop_while_waiting_gives_the_connection_back_unharmed() -> None:
     stop = asyncio.Event()
     lease = ExecutorLease(pool, "BASE_TESTNET")  # type: ignore[arg-type]
     waiting = asyncio.create_task(lease.acquire(stop, retry_every=0.01))
-    await asyncio.sleep(0.03)
+    await asked_times(pool.conn, 2)  # waiting, between two tries
     stop.set()
     assert not await waiting
     assert pool.out == 0 and not pool.conn.terminated

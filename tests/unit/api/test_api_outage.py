@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-import structlog
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.log_capture import own_logs
 
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.api.connections import Database, database_cadence
@@ -118,7 +118,7 @@ async def test_the_watch_turns_not_ready_on_a_failed_probe_and_ready_on_an_answe
     probe, clock, changes = ScriptedProbe(), Clock(), []
     health = watched(probe, clock)
     health.listen(POSTGRESQL, changes.append)
-    with structlog.testing.capture_logs() as logs:
+    with own_logs() as logs:
         await health.probe(POSTGRESQL)
         assert not health.is_down(POSTGRESQL) and changes == []
         health.missed(

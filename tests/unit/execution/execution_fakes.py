@@ -29,7 +29,6 @@ from intentd.adapters.evm.signer import Keyring
 from intentd.custody import IntentKeys
 from intentd.domain.actions import NATIVE
 from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
-from intentd.execution.planning import TxPlan
 from intentd.execution.ports import (
     Balances,
     EstimateReverted,
@@ -38,6 +37,7 @@ from intentd.execution.ports import (
     SendOutcome,
 )
 from intentd.execution.tracking import NonceUse, Receipt
+from intentd.execution.tx_plans import TxPlan
 
 __all__ = [
     "RECIPIENT",

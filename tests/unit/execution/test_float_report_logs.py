@@ -4,7 +4,7 @@ stored again: not a warning per read."""
 
 from __future__ import annotations
 
-import structlog
+from tests.log_capture import own_logs
 from tests.unit.execution.test_executor_on_fakes import KEYS, chain_config
 from tests.unit.execution.test_prefill_funds_on_fakes import USDC, funded
 
@@ -27,7 +27,7 @@ async def test_reads_from_a_lagging_node_are_one_line_then_one_when_stored_again
         chain_config(), LiquidityConfig(), store=h.store, reader=h.writer, keyring=KEYS
     )
     h.writer.behind = lambda: 2  # every read lands on a node below the confirmed payment
-    with structlog.testing.capture_logs() as logs:
+    with own_logs() as logs:
         for _ in range(10):  # one each liquidity.read_interval
             assert not await report.refresh()
         h.writer.behind = lambda: 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.unit.chain.chain_fakes import FAKE_TOKEN, USDC, FakeChain, FakeReader, Transfer, address
 from tests.unit.indexer.indexer_fakes import Crash, FakeAddresses, FakePublisher, FakeStore
 
@@ -363,7 +363,7 @@ async def test_a_node_that_keeps_answering_inconsistently_is_waited_out_not_exit
 
     h.reader.between_blocks_and_logs = lying
     poller = h.poller()
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await h.run_until(lambda p: failed() >= 8, poller=poller)
     assert h.store.cursor is None and h.published() == []  # nothing decided on it
     assert [e["event"] for e in logs if e["log_level"] == "warning"] == [

@@ -104,6 +104,8 @@ def _row(item: AddressedIntent, row_id: int) -> IntentRow:
 @dataclass
 class FakeIntentStore:
     delay: float = 0.0
+    gate: asyncio.Event | None = None
+    """When given, every insert statement waits for it (after `delay`)."""
     refuse: Callable[[NewIntent], bool] = lambda new: new.token_out_decimals > 36
     """Rows the database refuses (like the CHECK on ``token_out_decimals``)."""
     lose_connection_after: int | None = None
@@ -154,6 +156,8 @@ class FakeIntentStore:
     async def insert(self, items: Sequence[AddressedIntent]) -> dict[int, IntentRow]:
         self.statements.append([item.address_index for item in items])
         await asyncio.sleep(self.delay)
+        if self.gate is not None:
+            await self.gate.wait()
         if self.lose_connection_after is not None:
             if self.lose_connection_after == 0:
                 raise FakeConnectionLost("connection lost")

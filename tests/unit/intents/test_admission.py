@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.unit.intents.intent_store_fakes import NOW, FakeIntentStore, Keys, new_intent
 
 from intentd.domain.liquidity import Float
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.admission import (
     HOLD_MARGIN,
     AdmittingWriter,
@@ -194,14 +194,18 @@ async def test_a_create_cancelled_while_its_write_goes_on_stays_held() -> None:
     """A client that goes away does not stop the write (it is shielded): the amount may
     be written, so it stays held until a reading taken after it counts it."""
     gate, clock = gate_with(5_000_000)
-    store = FakeIntentStore(delay=0.05)
+    store = FakeIntentStore(gate=asyncio.Event())
     writer = AdmittingWriter(store, Keys(), gate=gate)
     create = asyncio.create_task(writer.insert(new_intent()))
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):  # until the write goes on (not 0.01 s: it may be over)
+        while not store.statements:  # noqa: ASYNC110 (state of a fake)
+            await asyncio.sleep(0.001)
     clock.now += 2  # the view estimates the database's clock now at as_of + age + 2
     create.cancel()
     with pytest.raises(asyncio.CancelledError):
         await create
+    assert store.gate is not None
+    store.gate.set()  # the write goes on after the client went away
     with pytest.raises(InsufficientLiquidity):  # 5 held of 5
         gate.check(DESTINATION, TOKEN_OUT, 1)
     gate.load([reading(5_000_000, as_of=1.0 + 2 + HOLD_MARGIN - 0.1)])
@@ -230,7 +234,7 @@ async def test_a_retried_create_gets_its_intent_whatever_the_float_says_now() ->
 
 def test_quote_lists_leave_out_what_the_relayer_cannot_cover() -> None:
     config = settings()
-    path = quotes.route(config, "BASE_TESTNET", USDC_BASE, DESTINATION, TOKEN_OUT)
+    path = routing.route(config, "BASE_TESTNET", USDC_BASE, DESTINATION, TOKEN_OUT)
     small = quotes.quote(config, StaticPrices({}), path, "2", None)
     large = quotes.quote(config, StaticPrices({}), path, "20", None)
     gate = LiquidityGate(config)
@@ -263,7 +267,7 @@ async def test_a_view_that_cannot_be_loaded_is_one_line_then_one_when_loaded_aga
     gate = LiquidityGate(settings(view_refresh=0.001), clock=Clock())
     stop = asyncio.Event()
     source = ScriptedFloats(away=60, loads=62, stop=stop)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         async with asyncio.timeout(10):
             await gate.follow(source, stop)
     told = [(e["event"], e["log_level"]) for e in logs if "float" in e["event"]]

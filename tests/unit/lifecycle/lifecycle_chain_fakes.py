@@ -26,6 +26,8 @@ class FakeDepositChain(FakeReader):
     def __init__(self, chain: FakeChain, tokens: Iterable[str]) -> None:
         super().__init__(chain, tokens)
         self.fail: Exception | None = None
+        self.failed = 0
+        """Reads that raised ``fail``."""
         self.receipts_lag = False
         self.logs_cut = False
 
@@ -62,6 +64,7 @@ class FakeDepositChain(FakeReader):
 
     def _failing(self) -> None:
         if self.fail is not None:
+            self.failed += 1
             raise self.fail
 
 

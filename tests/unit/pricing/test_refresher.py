@@ -5,15 +5,10 @@ once when it ends, and reports each symbol's state in the metrics."""
 from __future__ import annotations
 
 import asyncio
-import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from prometheus_client import REGISTRY
-from structlog.contextvars import bound_contextvars, merge_contextvars
-from structlog.testing import capture_logs
-from structlog.typing import EventDict
+from tests.log_capture import own_logs
 from tests.unit.pricing.pricing_fakes import (
     ETH_BASE,
     NOW,
@@ -28,19 +23,6 @@ from intentd.pricing import PriceUnavailable
 from intentd.pricing.cache import FeedPrices
 from intentd.pricing.refresh import PriceRefresher
 from intentd.pricing.rounds import ChainReading
-
-
-@contextmanager
-def own_logs() -> Iterator[list[EventDict]]:
-    """What this test's refresher logs, and nothing else: the test session's loop also
-    runs the integration tests' API servers, whose main-network chain (named BASE too)
-    is never readable and reports its outage every 30 s. The refresher's tasks inherit
-    the bound marker; the servers' tasks, created earlier, do not."""
-    marker = secrets.token_hex(4)
-    mine: list[EventDict] = []
-    with bound_contextvars(test_marker=marker), capture_logs([merge_contextvars]) as logs:
-        yield mine
-        mine.extend(entry for entry in logs if entry.get("test_marker") == marker)
 
 
 def gauge(name: str, **labels: str) -> float | None:

@@ -67,6 +67,7 @@ class Setup:
             self.positions,
             self.chains,
             self.dead,
+            book=ChainBook.of_settings(self.settings),
             reorg_window=1,
             retry_base=0.001,
             retry_cap=0.01,
@@ -112,7 +113,13 @@ async def test_a_retraction_in_the_gap_is_applied_by_the_verifier() -> None:
     setup.chain.mine(count=3)  # another branch from block 3 on, without the payments
     await setup.recovery.recover(gap())
     assert set(setup.store.uow.state.watched) >= {d.key for d in recorded_in(setup, 3)}
-    verifier = TriggerVerifier(setup.settings, setup.store, setup.chains, final_depth=2)
+    verifier = TriggerVerifier(
+        setup.settings,
+        setup.store,
+        setup.chains,
+        book=ChainBook.of_settings(setup.settings),
+        final_depth=2,
+    )
     assert await verifier.check(SOURCE) == {"retracted": 1}  # block 1 is below the rescan
     assert setup.received() == 1_000
 
@@ -130,7 +137,7 @@ async def test_an_unbounded_deposits_gap_is_not_skipped_and_waits_for_the_operat
     await asyncio.sleep(0.05)
     assert not recovering.done() and setup.received() == 0
     await setup.apply_block()  # the operator's log_positions row (and block 1's credit)
-    await asyncio.wait_for(recovering, 1)
+    await asyncio.wait_for(recovering, 10)  # a bound, not a latency
     assert setup.received() == 2_000
 
 
@@ -142,7 +149,7 @@ async def test_a_failed_chain_read_is_retried_until_the_node_answers() -> None:
     await asyncio.sleep(0.05)
     assert not recovering.done()
     setup.node.fail = None
-    await asyncio.wait_for(recovering, 1)
+    await asyncio.wait_for(recovering, 10)  # a bound, not a latency
     assert setup.received() == 2_000
 
 

@@ -61,7 +61,12 @@ class Setup:
         self.node = FakeDepositChain(self.chain, [USDC])
         self.chains = FakeChains(**{SOURCE: self.node})
         self.verifier = TriggerVerifier(
-            self.settings, self.store, self.chains, final_depth=FINAL_DEPTH, interval=0.01
+            self.settings,
+            self.store,
+            self.chains,
+            book=self.book,
+            final_depth=FINAL_DEPTH,
+            interval=0.01,
         )
 
     async def pay(self, *, through: Transfer | None = None) -> Deposit:
@@ -247,7 +252,9 @@ async def test_no_failure_stops_the_loop(error: Exception, counted: int) -> None
     errors = checks("error")
     stop = asyncio.Event()
     task = asyncio.create_task(setup.verifier.run(stop))
-    await asyncio.sleep(0.05)  # a few rounds, each failing
+    async with asyncio.timeout(10):  # a few rounds, each failing (not a fixed 0.05 s)
+        while setup.node.failed < 3:  # noqa: ASYNC110 (state of a fake)
+            await asyncio.sleep(0.005)
     assert not task.done() and setup.settled(paid) is None
     setup.node.fail = None
     async with asyncio.timeout(5):

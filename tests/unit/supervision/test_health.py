@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-import structlog
+from tests.log_capture import own_logs
 
 from intentd.backoff import Backoff
 from intentd.runtime import Readiness
@@ -62,8 +62,8 @@ async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
     database = Dependency()
     health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
     health.watch(POSTGRESQL, database)
-    running(health)
-    with structlog.testing.capture_logs() as logs:
+    with own_logs() as logs:
+        running(health)  # inside: the lines of its probe task are this test's
         await until(lambda: database.probes > 0)
         assert readiness.missing() == []
         database.up = False
@@ -136,10 +136,10 @@ async def test_a_task_without_progress_is_stalled_until_it_progresses(
 ) -> None:
     readiness = Readiness()
     health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
-    running(health)
-    health.begin("consumer", stall_after=0.1)
-    health.begin("relay", stall_after=None)  # not watched for progress
-    with structlog.testing.capture_logs() as logs:
+    with own_logs() as logs:
+        running(health)  # inside: the lines of its watch are this test's
+        health.begin("consumer", stall_after=0.1)
+        health.begin("relay", stall_after=None)  # not watched for progress
         await until(lambda: readiness.missing() == ["consumer makes no progress"])
         health.beat("consumer")
         assert readiness.missing() == []
@@ -190,7 +190,7 @@ async def test_one_probe_serves_every_role_at_the_closest_cadence_asked() -> Non
     assert (first.probes, second.probes) == (1, 0)
     heard: list[bool] = []
     health.listen(POSTGRESQL, heard.append)
-    with structlog.testing.capture_logs() as logs:
+    with own_logs() as logs:
         health.failed(POSTGRESQL, ConnectionResetError("reset"), task="poll:BASE")
         health.missed(POSTGRESQL, ConnectionResetError("reset"))  # an API request
         first.up = False

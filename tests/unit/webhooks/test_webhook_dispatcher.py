@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
 from standardwebhooks.webhooks import Webhook
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.unit.webhooks.webhook_fakes import FakeSender, FakeStore
 
 from intentd.supervision import POSTGRESQL, Health, supervise
@@ -91,18 +91,24 @@ async def test_run_stops_and_finishes_what_is_in_flight() -> None:
     now = datetime.now(UTC)
     store = FakeStore()
     store.pending = [(now, delivery(n, f"u{n}", [new_secret()])) for n in range(5)]
-    sender = FakeSender(lambda url: Attempt(200, 0.0))
+    gates = {f"u{n}": asyncio.Event() for n in range(5)}
+    sender = FakeSender(lambda url: Attempt(200, 0.0), gates=gates)
     dispatcher = Dispatcher(store, sender, BOX, lambda: now, idle_poll=0.01)
     stop = asyncio.Event()
     task = asyncio.create_task(dispatcher.run(stop))
-    await asyncio.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while store.pending:  # until all five are in flight, not for 0.05 s
+        assert time.monotonic() < deadline, store.pending
+        await asyncio.sleep(0.005)
     stop.set()
-    await asyncio.wait_for(task, 2)
+    for gate in gates.values():  # their answers come after the stop
+        gate.set()
+    await asyncio.wait_for(task, 10)
     assert len(store.attempts) == 5
 
 
 def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
-    from intentd.adapters.webhook_store import _endpoint_changes
+    from intentd.adapters.webhook_attempts import _endpoint_changes
     from intentd.webhooks.ports import RecordedAttempt
     from intentd.webhooks.schedule import Decision, DisableReason
 
@@ -133,7 +139,6 @@ def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
 
 
 async def test_secrets_never_reach_the_logs() -> None:
-    from structlog.testing import capture_logs
 
     now = datetime.now(UTC)
     secret = new_secret()
@@ -141,7 +146,7 @@ async def test_secrets_never_reach_the_logs() -> None:
     store.pending = [(now, delivery(1, "down", [secret]))]
     sender = FakeSender(lambda url: Attempt(None, 1.0, error="timeout"))
     dispatcher = Dispatcher(store, sender, BOX, lambda: now)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await dispatcher.dispatch_once()
         await dispatcher.drain()
     assert logs and logs[0]["error"] == "timeout"
@@ -190,7 +195,7 @@ async def test_attempts_not_recorded_in_a_database_outage_are_the_outage_not_a_l
         assert await dispatcher.dispatch_once() == 30
         await dispatcher.drain()
 
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await supervise("webhooks dispatcher", dispatch, asyncio.Event(), health=health,
                         diagnose=lambda error: BUG)  # fmt: skip
     assert [entry["event"] for entry in logs] == ["dependency unavailable"], logs
@@ -208,7 +213,7 @@ async def test_an_attempt_not_recorded_for_another_reason_is_logged_with_its_tra
     store = Broken()
     store.pending = [(now, delivery(1, "u", [new_secret()]))]
     dispatcher = Dispatcher(store, FakeSender(lambda url: Attempt(200, 0.0)), BOX, lambda: now)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await dispatcher.dispatch_once()
         await dispatcher.drain()
     [line] = logs

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from structlog.testing import capture_logs
+from tests.log_capture import own_logs
 from tests.unit.adapters.evm.rpc_fakes import FakeProvider, client, counter
 from tests.unit.chain.chain_fakes import FakeChain
 
@@ -48,7 +48,7 @@ class ChainIdProvider(FakeProvider):
 async def test_a_url_answering_another_chain_is_never_used() -> None:
     provider = ChainIdProvider({OTHER: 1, GOOD: 8453})
     rpc = client(provider, "RPC_WRONG_CHAIN", [OTHER, GOOD], chain_id=8453)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         assert await rpc.call("eth_blockNumber", []) == "0x1"
     assert provider.methods(OTHER) == ["eth_chainId"]
     assert provider.methods(GOOD) == ["eth_chainId", "eth_blockNumber"]
@@ -78,7 +78,7 @@ async def test_the_chain_is_checked_once_then_again_after_every_failover() -> No
 async def test_urls_are_redacted_in_logs() -> None:
     provider = ChainIdProvider({KEYED: 5, GOOD: 10})
     rpc = client(provider, "RPC_REDACT", [KEYED, GOOD], chain_id=10)
-    with capture_logs() as logs:
+    with own_logs() as logs:
         await rpc.call("eth_blockNumber", [])
     assert logs and "s3cr3tk3y" not in repr(logs)
     assert any(e.get("url") == "https://rpc.example/<redacted>" for e in logs)
@@ -113,7 +113,7 @@ async def test_a_url_of_another_chain_is_told_once_per_process_until_it_answers_
     every 30 s, each client of the process): one error line for it in the process, the
     metric counting each attempt, one line when it answers our chain again."""
     provider = ChainIdProvider({OTHER: 1})
-    with capture_logs() as logs:
+    with own_logs() as logs:
         for _ in range(3):  # three clients of the process (roles, refreshers), 4 attempts each
             rpc = client(provider, "RPC_WRONG_AGAIN", [OTHER], chain_id=8453)
             with pytest.raises(WrongChainError):
