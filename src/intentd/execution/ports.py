@@ -113,7 +113,17 @@ class NodeReader(Protocol):
     balance reconciliation's reads are ``chain.evm.ports.StateReader``.)"""
 
     async def head(self) -> int: ...
-    async def has_code(self, address: str) -> bool: ...
+
+    @property
+    def seen_head(self) -> int:
+        """The highest head any of the chain's nodes answered this reader (0: none yet):
+        a read pinned to it is answered only by a node at or past it."""
+        ...
+
+    async def has_code(self, address: str) -> bool:
+        """Whether ``address`` holds code at :attr:`seen_head` (or newer), as a node at
+        or past it answers (a node below it is asked again)."""
+        ...
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
         """Transaction counts at ``block`` (``latest``, ``pending`` or a hex number)."""

@@ -205,7 +205,7 @@ class FakeFunds(StoreRows):
     def _newest_paid(self, relayer: str) -> int:
         return max(
             (r.tx.block_number or 0 for r in self._s.txs.values()
-             if r.tx.signer == relayer and r.tx.status is TxStatus.CONFIRMED
+             if r.tx.signer == relayer and r.tx.status in (TxStatus.CONFIRMED, TxStatus.REVERTED)
              and r.tx.purpose.value == "transfer"),
             default=0,
         )  # fmt: skip

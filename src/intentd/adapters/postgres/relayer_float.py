@@ -9,6 +9,8 @@ The executor of a chain writes it (:func:`save_float`) from the figures of
 - :func:`relayer_commitments` takes a transaction-scoped advisory lock of the chain before
   it reads, so the prefill checks of a chain (and what they sign) follow one another.
 - :func:`save_float` never replaces a row with an older one (``as_of``).
+- The "newest paid" block counts the relayer's reverted transfers too: one spent gas at
+  its block (never the amount), and a node below it still shows that gas.
 """
 
 from __future__ import annotations
@@ -45,16 +47,19 @@ async def relayer_commitments(conn: Connection, chain: str, relayer: str) -> Com
         " WHERE chain = $1 AND kind = 'prefill' AND status = 'submitted' GROUP BY 1",
         chain,
     )
-    newest = await conn.fetchval(
-        "SELECT COALESCE(max(block_number), 0) FROM chain_transactions"
-        " WHERE chain = $1 AND signer = $2 AND status = 'confirmed' AND purpose = 'transfer'",
-        chain,
-        relayer,
-    )
+    newest = await conn.fetchval(f"SELECT {_NEWEST_PAID}", chain, relayer)
     return Commitments({r["token"]: int(r["amount"]) for r in rows}, int(newest))
 
 
-_EXPOSURE = """
+_NEWEST_PAID = """GREATEST(
+       (SELECT COALESCE(max(block_number), 0) FROM chain_transactions
+         WHERE chain = $1 AND signer = $2 AND status = 'confirmed' AND purpose = 'transfer'),
+       (SELECT COALESCE(max(block_number), 0) FROM chain_transactions
+         WHERE chain = $1 AND signer = $2 AND status = 'reverted' AND purpose = 'transfer'))"""
+"""The newest block holding a final transfer of the relayer: confirmed (it paid), or
+reverted (it paid nothing, but spent gas there); each by its partial index (0017, 0023)."""
+
+_EXPOSURE = f"""
 SELECT 'reserved' AS figure, lower(token) AS token, SUM(amount) AS amount, 0::bigint AS overdue,
        now() AS as_of
   FROM actions
@@ -72,9 +77,7 @@ SELECT 'pending', lower(token_out), SUM(amount_out), 0, now()
  WHERE status = 'PENDING' AND destination_chain = $1
  GROUP BY 2
 UNION ALL
-SELECT 'paid', '', COALESCE(max(block_number), 0), 0, now()
-  FROM chain_transactions
- WHERE chain = $1 AND signer = $2 AND status = 'confirmed' AND purpose = 'transfer'
+SELECT 'paid', '', {_NEWEST_PAID}, 0, now()
 """
 
 
