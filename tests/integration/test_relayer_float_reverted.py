@@ -10,8 +10,7 @@ import secrets
 import pytest
 from tests.support import new_intent
 
-from intentd.adapters import relayer_float
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, relayer_float
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration
