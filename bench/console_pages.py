@@ -43,9 +43,8 @@ import uvicorn
 from bench.intent_list import _LOAD, BATCH, BUSY, CONFIG, figures
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters import console_users
-from intentd.adapters.intent_list import ListPosition
-from intentd.adapters.postgres import Connection, create_pool, migrate
+from intentd.adapters.postgres import Connection, console_users, create_pool, migrate
+from intentd.adapters.postgres.intent_list import ListPosition
 from intentd.api.intents.list_params import encode_list_cursor
 from intentd.api.server import Server, bind
 from intentd.composition.api import api_app

@@ -1,4 +1,5 @@
-"""Benchmark: ``GET /api/v1/intents``'s query (``adapters.intent_list.page``) on 10^6 intents.
+"""Benchmark: ``GET /api/v1/intents``'s query (``adapters.postgres.intent_list.page``) on
+10^6 intents.
 
 ``python -m bench intent-list [--intents N] [--clients C] [--rounds R] [--plans]``
 creates a database of its own (on the local infrastructure's PostgreSQL), migrates it
@@ -33,9 +34,8 @@ from typing import Any
 
 import asyncpg
 
-from intentd.adapters import intent_list
-from intentd.adapters.intent_list import IntentFilter, ListPosition
-from intentd.adapters.postgres import Connection, create_pool, migrate
+from intentd.adapters.postgres import Connection, create_pool, intent_list, migrate
+from intentd.adapters.postgres.intent_list import IntentFilter, ListPosition
 from intentd.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent

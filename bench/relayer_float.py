@@ -30,8 +30,7 @@ from typing import Any
 
 from bench.intent_list import CHAINS, figures, load
 from bench.scratch import scratch_database
-from intentd.adapters import relayer_float
-from intentd.adapters.postgres import Connection, create_pool, migrate
+from intentd.adapters.postgres import Connection, create_pool, migrate, relayer_float
 from intentd.domain.actions import SignerKind
 from intentd.execution.ports import FloatRow
 

@@ -28,10 +28,9 @@ from uuid import UUID
 import orjson
 
 from bench.poller_env import bench_database, infra_env
-from intentd.adapters import intent_store
 from intentd.adapters.evm import chain_reader as chain_adapter
-from intentd.adapters.intent_inserts import PostgresIntentStore
-from intentd.adapters.postgres import create_pool
+from intentd.adapters.postgres import create_pool, intent_store
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.api.processing import Processor
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent

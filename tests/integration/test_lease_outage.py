@@ -14,9 +14,9 @@ import asyncpg
 import pytest
 from tests.outage_support import database_proxy, through_proxy
 
-from intentd.adapters.cursor_store import ChainLock
-from intentd.adapters.lease import LeaseLost
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres.cursor_store import ChainLock
+from intentd.adapters.postgres.lease import LeaseLost
 from intentd_dev.fault_proxy import TcpFaultProxy
 
 LOST = (asyncpg.PostgresConnectionError, ConnectionError, OSError)

@@ -25,12 +25,11 @@ from tests.support import (
     wait_exit,
 )
 
-from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.outbox import OutboxRelay
-from intentd.adapters.postgres import Pool
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.outbox import OutboxRelay
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.lifecycle.chain_book import ChainBook

@@ -12,9 +12,8 @@ import pytest
 from tests.lifecycle_calls import Outcome, apply_action_result, apply_deposit, expire
 from tests.support import new_intent
 
-from intentd.adapters import intent_store
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.expiry import Expiry

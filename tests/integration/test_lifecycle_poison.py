@@ -18,11 +18,10 @@ from tests.integration.test_lifecycle import CHAIN, deposit
 from tests.lifecycle_calls import Outcome, apply_deposit
 from tests.support import TopicReader, json_values, new_intent, produce, unexpected_gap
 
-from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer

@@ -24,9 +24,8 @@ from eth_utils import keccak
 from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import TopicReader, new_intent
 
-from intentd.adapters import intent_scans, intent_store
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_scans, intent_store
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.chain.evm.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled

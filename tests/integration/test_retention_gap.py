@@ -26,14 +26,14 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from prometheus_client import REGISTRY
 from tests.support import new_intent
 
-from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.evm.chain_reader import open_chain
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.log_positions import PostgresLogPositions
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.cursor_store import WINDOW
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.log_positions import PostgresLogPositions
 from intentd.chain.blocks import BlockRange
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.range_deposits import scan_range

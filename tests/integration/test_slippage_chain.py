@@ -27,10 +27,9 @@ from tests.integration.test_poller import section
 from tests.lifecycle_calls import Outcome, expire
 from tests.support import PAYEE
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.intent_inserts import PostgresIntentStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow

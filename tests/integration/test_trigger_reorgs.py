@@ -20,10 +20,9 @@ from tests.conftest import chain_section
 from tests.integration.test_poller import section
 from tests.support import new_intent
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow

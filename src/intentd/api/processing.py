@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.evm.scan_chains import EvmScanChains
-from intentd.adapters.trigger_store import PostgresTriggerStore
+from intentd.adapters.postgres.cursor_store import WINDOW
+from intentd.adapters.postgres.trigger_store import PostgresTriggerStore
 from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.contract.record import IntentRow

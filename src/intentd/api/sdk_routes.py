@@ -28,7 +28,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.routing import APIRoute
 from starlette.responses import Response
 
-from intentd.adapters.intent_list import IntentFilter
+from intentd.adapters.postgres.intent_list import IntentFilter
 from intentd.api.callers.security import ApiCaller
 from intentd.api.context import API_PREFIX, BODY_NAMES, Services, json_response
 from intentd.api.intents import routes as routes_intents

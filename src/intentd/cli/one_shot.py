@@ -17,10 +17,9 @@ from uuid import UUID
 
 import structlog
 
-from intentd.adapters import intent_inserts, intent_store
-from intentd.adapters.backfills import backfill
-from intentd.adapters.postgres import Pool, create_pool, migrate
-from intentd.adapters.relayer_float import PostgresFloatSource
+from intentd.adapters.postgres import Pool, create_pool, intent_inserts, intent_store, migrate
+from intentd.adapters.postgres.backfills import backfill
+from intentd.adapters.postgres.relayer_float import PostgresFloatSource
 from intentd.contract.record import IntentRow, render_record
 from intentd.intents.admission import AdmittingWriter, LiquidityGate
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent

@@ -27,14 +27,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import structlog
 from fastapi import FastAPI
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.price_feeds import running_prices
 from intentd.adapters.library_logs import QuietLibraryLogs
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
-from intentd.adapters.postgres import Connection, Pool, create_pool
+from intentd.adapters.postgres import Connection, Pool, create_pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresUnitOfWork
+from intentd.adapters.postgres.relayer_float import PostgresFloatSource
+from intentd.adapters.postgres.report_queries import PostgresReports
 from intentd.adapters.probes import PostgresProbe
-from intentd.adapters.relayer_float import PostgresFloatSource
-from intentd.adapters.report_queries import PostgresReports
 from intentd.api.app import create_app
 from intentd.api.batched_reads import BatchedReads
 from intentd.api.callers.auth import Authenticator

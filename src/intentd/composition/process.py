@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from intentd.adapters.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.evm.signer import Keyring
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.kafka.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.probes import KafkaProbe, PostgresProbe, RpcProbe

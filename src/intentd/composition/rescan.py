@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.chain_reader import open_chain
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.chain.blocks import BlockRange
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.rescan import READ_ATTEMPTS, Rescanned, RescanRefused, rescan_range

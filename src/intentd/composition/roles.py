@@ -27,8 +27,6 @@ from typing import TypeVar
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
-from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.evm.chain_reader import open_chain
 from intentd.adapters.evm.chain_writer import EvmChainWriter
@@ -39,27 +37,29 @@ from intentd.adapters.evm.second_provider import RpcSecondProvider
 from intentd.adapters.evm.signer import Keyring
 from intentd.adapters.evm.state_reader import open_chain_state
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
-from intentd.adapters.execution_store import PostgresExecutionStore
-from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lease import Lease
-from intentd.adapters.lifecycle_kafka import (
+from intentd.adapters.kafka.consumer_stop import close_consumer, start_until_stopped
+from intentd.adapters.kafka.lifecycle_inbox import (
     CurrentConsumer,
     KafkaDeadLetters,
     KafkaInbox,
     KafkaLogProgress,
 )
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.log_positions import PostgresLogPositions
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
-from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres.cursor_store import WINDOW, ChainLock, PostgresPollerStore
+from intentd.adapters.postgres.execution_store import PostgresExecutionStore
+from intentd.adapters.postgres.executor_lease import ExecutorLease
+from intentd.adapters.postgres.lease import Lease
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.log_positions import PostgresLogPositions
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
+from intentd.adapters.postgres.outbox import OutboxRelay
 from intentd.chain.evm.ports import ChainReader
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import Publisher
+from intentd.indexer.ports import DepositPublisher
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
 from intentd.lifecycle.chain_book import ChainBook
@@ -118,7 +118,7 @@ def poller_role(
     chain: str,
     *,
     pool: Pool | None = None,
-    publisher: Publisher | None = None,
+    publisher: DepositPublisher | None = None,
     reader: ChainReader | None = None,
     reconciliation: Reconciliation | None = None,
     health: Health | None = None,

@@ -1,7 +1,7 @@
 """The ``intentd webhooks`` role, wired: intake, dispatcher and upkeep on their ports.
 
 The loops live in ``webhooks/``: the intake (``webhooks.intake.consume_events``, on a
-:class:`~intentd.adapters.webhook_feed.KafkaEventFeed` of group ``webhooks.group`` on
+:class:`~intentd.adapters.kafka.webhook_feed.KafkaEventFeed` of group ``webhooks.group`` on
 ``<prefix>.intent-events``), the dispatcher (``webhooks.dispatcher``, with its
 ``LISTEN`` connection) and the upkeep (``webhooks.upkeep``: health gauges, pruning);
 this module builds their adapters and supervises each (``intentd.supervision``).
@@ -22,14 +22,14 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
 from intentd.adapters.diagnosis import diagnose_for
-from intentd.adapters.held_connections import give_back, unlisten
+from intentd.adapters.http.webhook_sender import HttpSender
 from intentd.adapters.kafka import make_consumer
+from intentd.adapters.kafka.consumer_stop import close_consumer, start_until_stopped
+from intentd.adapters.kafka.webhook_feed import KafkaEventFeed
 from intentd.adapters.postgres import Pool
-from intentd.adapters.webhook_feed import KafkaEventFeed
-from intentd.adapters.webhook_http import HttpSender
-from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
+from intentd.adapters.postgres.held_connections import give_back, unlisten
+from intentd.adapters.postgres.webhook_store import CHANNEL, PostgresWebhookStore
 from intentd.composition.roles import STALL_SECONDS
 from intentd.messages import events_topic
 from intentd.runtime import READINESS, Role

@@ -20,7 +20,12 @@ from datetime import UTC, datetime
 import structlog
 from fastapi import FastAPI
 
-from intentd.adapters import audit_log, console_overview, console_sessions, refund_approvals
+from intentd.adapters.postgres import (
+    audit_log,
+    console_overview,
+    console_sessions,
+    refund_approvals,
+)
 from intentd.api.context import Services
 from intentd.console import (
     routes_approvals,

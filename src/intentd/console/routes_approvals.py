@@ -18,13 +18,11 @@ from starlette.responses import Response
 
 from intentd.access.approvals import ApprovalStatus
 from intentd.access.roles import Permission
-from intentd.adapters import (
-    refund_approvals,
-)
+from intentd.adapters.postgres import refund_approvals
 from intentd.api.context import Services, json_response
 from intentd.api.intents.commands import refused_problem
-from intentd.api.problems import ApiProblem
 from intentd.api.intents.refund_approvals import render_approval
+from intentd.api.problems import ApiProblem
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.web import CONSOLE_API, ModeParam
 from intentd.contract.record import render_record
@@ -75,7 +73,7 @@ async def approve(request: Request, user: Approver, approval_id: UUID) -> Respon
             )
         except approval_decisions.ApprovalDenied as exc:
             raise _denied(exc) from None
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             found = await refund_approvals.get(conn, approval_id, user.session.client_id)
             command = commands.Command(found.command if found else "refund")
             address = found.intent_address if found else "?"

@@ -19,11 +19,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from intentd.access.roles import Permission
-from intentd.adapters import (
-    console_overview,
-    console_reads,
-    refund_approvals,
-)
+from intentd.adapters.postgres import console_overview, console_reads, refund_approvals
 from intentd.api.context import Services, json_response
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.payment_views import (

@@ -21,14 +21,14 @@ from starlette.responses import Response
 
 from intentd.access.approvals import needs_approval, refund_value_usd
 from intentd.access.roles import Permission
-from intentd.adapters import (
+from intentd.adapters.postgres import (
     console_reads,
     event_log,
     intent_list,
     intent_store,
     refund_approvals,
 )
-from intentd.adapters.intent_list import IntentFilter
+from intentd.adapters.postgres.intent_list import IntentFilter
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.intents.commands import refused_problem
 from intentd.api.intents.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
@@ -265,7 +265,7 @@ async def _command(
                 mode=mode,
                 now=_now(),
             )
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             raise refused_problem(command, row.intent_address, refused) from None
     if isinstance(outcome, refunds.Waiting):
         return json_response({"approval": render_approval(outcome.approval)}, 202)

@@ -25,8 +25,8 @@ from intentd.access.second_factor import (
     otpauth_uri,
     totp_step,
 )
-from intentd.adapters import audit_log, console_sessions, console_users
-from intentd.adapters.audit_log import AuditEntry
+from intentd.adapters.postgres import audit_log, console_sessions, console_users
+from intentd.adapters.postgres.audit_log import AuditEntry
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.problems import ApiProblem
 from intentd.console import signin

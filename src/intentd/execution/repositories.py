@@ -4,8 +4,8 @@ A :class:`~intentd.execution.ports.StoreTransaction` is one database transaction
 one chain; its repositories are attributes (``work.actions``, ``work.transactions``,
 ``work.nonces``, ``work.funds``, ``work.deposits``, ``work.results``), each a few
 methods that take and answer domain values (the rows are mapped inside the adapter,
-``adapters.execution_store`` and ``adapters.transaction_rows``); the unit tests use
-the fakes of ``tests/unit/execution/execution_store_fake.py``.
+``adapters.postgres.execution_store`` and ``adapters.postgres.transaction_rows``); the unit
+tests use the fakes of ``tests/unit/execution/execution_store_fake.py``.
 
 Contracts the executor relies on:
 

@@ -31,6 +31,7 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind
+from intentd.domain.wait_codes import WaitCode, wait_error
 from intentd.execution.deposit_check import retry_delay
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.endings import failed_attempt
@@ -135,7 +136,10 @@ class Starter:
             return True
         waited = await work.actions.age(action.id)
         metrics.PREFILLS_UNCONFIRMED.labels(self._name).inc()
-        error = "deposits not confirmed by the second provider: " + "; ".join(reasons)
+        error = wait_error(
+            WaitCode.SECOND_PROVIDER,
+            "deposits not confirmed by the second provider: " + "; ".join(reasons),
+        )
         if waited >= self._config.unconfirmed_alert_after and action.id not in self._alerted:
             self._alerted.add(action.id)
             metrics.PREFILLS_UNCONFIRMED_OVERDUE.labels(self._name).inc()
@@ -191,19 +195,22 @@ class Starter:
                 recorded = await record(work, action, plan, kind, index)
         except FeeCapExceeded as exc:
             log.warning("fees above the cap; action waits", error=str(exc))
-            await work.actions.postpone(action.id, delay=FEE_WAIT, error=str(exc))
+            error = wait_error(WaitCode.FEE_CAP, str(exc))
+            await work.actions.postpone(action.id, delay=FEE_WAIT, error=error)
             return None
         except AmountBelowGas as exc:
             # Not a failure of the action (no alert): fees fell below the amount before
             # and will again; the lifecycle only creates sweeps above the token's min_sweep.
             log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
-            await work.actions.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
+            error = wait_error(WaitCode.BELOW_GAS, str(exc))
+            await work.actions.postpone(action.id, delay=BELOW_GAS_WAIT, error=error)
             return None
         except L1FeeUnavailable as exc:  # never sign what op-geth would refuse forever
             log.warning("L1 data fee unknown; the sweep waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "l1_fee_unknown").inc()
-            await work.actions.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
+            error = wait_error(WaitCode.L1_FEE_UNKNOWN, str(exc))
+            await work.actions.postpone(action.id, delay=L1_FEE_WAIT, error=error)
             return None
         except EstimateReverted as exc:
             await self._failed(work, action, f"gas estimate reverted: {exc}")

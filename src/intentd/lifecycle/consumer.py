@@ -47,11 +47,11 @@ from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import apply_action_result
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import (
+    DeadLetters,
     Inbox,
     InboxRecord,
     LogPositions,
     OutgoingMessage,
-    Publisher,
     Rates,
     Store,
     UnitOfWork,
@@ -90,7 +90,7 @@ class LifecycleConsumer:
         self,
         settings: Settings,
         store: Store,
-        publisher: Publisher,
+        publisher: DeadLetters,
         *,
         book: ChainBook,
         positions: LogPositions | None = None,

@@ -28,10 +28,9 @@ from intentd.access.approvals import (
     PendingApproval,
     approval_refusal,
 )
-from intentd.adapters import audit_log, intent_store, refund_approvals
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Connection
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres import Connection, audit_log, intent_store, refund_approvals
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.faults import crash_point
@@ -58,7 +57,7 @@ async def approve(
     conn: Connection, intents: IntentCommands, actor: Actor, approval_id: UUID, *, now: datetime
 ) -> Done:
     """Execute a pending approval as ``actor`` (a user who may approve); raises
-    :class:`ApprovalDenied` or :class:`~intentd.lifecycle.commands.Refused` (the intent no
+    :class:`ApprovalDenied` or :class:`~intentd.lifecycle.commands.CommandRefused` (the intent no
     longer allows the command: the approval is marked failed)."""
     failure: Exception | None = None
     done: Done | None = None
@@ -109,7 +108,7 @@ async def approve(
         else:
             try:
                 answer = await intents.run(conn, command, row.id, now=now)
-            except commands.Refused as exc:
+            except commands.CommandRefused as exc:
                 failure = exc
                 await refund_approvals.decide(
                     conn,

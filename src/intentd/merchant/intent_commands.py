@@ -30,6 +30,6 @@ class IntentCommands:
         self, conn: Connection, command: commands.Command, intent_id: int, *, now: datetime
     ) -> commands.Answer:
         """Run ``command`` on the intent in ``conn``'s transaction; raises
-        :class:`~intentd.lifecycle.commands.Refused` when its state does not allow it."""
+        :class:`~intentd.lifecycle.commands.CommandRefused` when its state does not allow it."""
         run = commands.cancel if command is commands.Command.CANCEL else commands.refund
         return await run(self.unit_of_work(conn), self.book, intent_id, now=now)

@@ -23,10 +23,9 @@ from uuid import UUID
 
 from intentd.access.actors import Actor
 from intentd.access.approvals import needs_approval, refund_value_usd
-from intentd.adapters import audit_log, intent_store, refund_approvals
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Connection
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres import Connection, audit_log, intent_store, refund_approvals
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import IntentStatus
@@ -110,8 +109,8 @@ async def request(
     now: datetime,
 ) -> Done | Waiting:
     """Run ``command`` on the intent, or record it for approval; raises
-    :class:`~intentd.lifecycle.commands.Refused` (recorded in the audit log first)."""
-    refused: commands.Refused | None = None
+    :class:`~intentd.lifecycle.commands.CommandRefused` (recorded in the audit log first)."""
+    refused: commands.CommandRefused | None = None
     outcome: Done | Waiting | None = None
     action = _ACTION[command]
     async with conn.transaction():
@@ -153,7 +152,7 @@ async def request(
             return Waiting(approval, created=True)
         try:
             answer = await intents.run(conn, command, row.id, now=now)
-        except commands.Refused as exc:
+        except commands.CommandRefused as exc:
             refused = exc
             detail = {**amounts_detail(row, amount), "why": exc.why, "status": exc.status.value}
             entry = AuditEntry(action, "intent", str(row.id), "refused", mode, detail)

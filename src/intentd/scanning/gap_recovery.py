@@ -63,7 +63,7 @@ from intentd.lifecycle.crediting import SEEN_BEFORE
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
 from intentd.lifecycle.outcomes import Unappliable
-from intentd.lifecycle.ports import LogPositions, Publisher, Rates, Store, VerifierChains
+from intentd.lifecycle.ports import DeadLetters, LogPositions, Rates, Store, VerifierChains
 from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
 from intentd.scanning.service import ScanCredits
 from intentd.settings import Settings
@@ -85,7 +85,7 @@ class LogGapRecovery:
         store: Store,
         positions: LogPositions,
         chains: VerifierChains,
-        dead_letters: Publisher,
+        dead_letters: DeadLetters,
         *,
         book: ChainBook,
         reorg_window: int,

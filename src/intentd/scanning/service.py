@@ -97,7 +97,7 @@ class Swept:
     credited: list[Credited]
 
 
-Refused = Callable[[Deposit, Unappliable], Awaitable[None]]
+OnRefused = Callable[[Deposit, Unappliable], Awaitable[None]]
 
 
 class ScanCredits:
@@ -141,7 +141,7 @@ class ScanCredits:
         *,
         now: Callable[[], datetime],
         attempts: int = 1,
-        refused: Refused | None = None,
+        refused: OnRefused | None = None,
     ) -> AsyncIterator[Swept]:
         """Scan ``blocks`` in the chain's batches for transfers to ``watched`` and credit
         each deposit found (at ``now()``); yields each batch once credited. A deposit

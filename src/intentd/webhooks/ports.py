@@ -1,7 +1,7 @@
 """What the webhooks role needs from the outside world, as small protocols.
 
-The adapters implement them (``adapters.webhook_store.PostgresWebhookStore``,
-``adapters.webhook_http.HttpSender``, ``adapters.webhook_feed.KafkaEventFeed``); the
+The adapters implement them (``adapters.postgres.webhook_store.PostgresWebhookStore``,
+``adapters.http.webhook_sender.HttpSender``, ``adapters.kafka.webhook_feed.KafkaEventFeed``); the
 unit tests use in-memory fakes.
 """
 

@@ -14,9 +14,8 @@ import pytest
 import uvicorn
 from tests.conftest import CHAINS, chain_section
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.clients import Client
-from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres import Connection, Pool, api_keys, clients
+from intentd.adapters.postgres.clients import Client
 from intentd.api.server import Server, bind
 from intentd.composition.api import api_app
 from intentd.credentials import generate_key

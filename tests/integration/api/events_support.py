@@ -13,8 +13,7 @@ import orjson
 from tests.integration.api.conftest import Api
 from tests.lifecycle_calls import Outcome, apply_deposit, expire
 
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
 from intentd.api.events.routes import EventPage
 from intentd.api.models import Problem
 from intentd.messages import DepositMessage, deposit_id

@@ -24,9 +24,9 @@ from tests.integration.api.events_support import (
     until,
 )
 
-from intentd.adapters.event_log import LogPosition
-from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.event_log import LogPosition
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.api.events.params import encode_log_cursor, encode_sequence_cursor
 from intentd.domain.events import is_terminal
 from intentd.lifecycle.chain_book import ChainBook

@@ -11,8 +11,7 @@ from typing import Any
 
 from tests.integration.api.conftest import SESSION_SECRET, Api
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys
 from intentd.api.sessions.tokens import Session, sign_session
 from intentd.credentials import hash_key
 

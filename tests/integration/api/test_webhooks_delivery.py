@@ -25,11 +25,10 @@ from tests.integration.api.webhook_support import (
     run_receiver,
 )
 
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consumer
-from intentd.adapters.postgres import Pool
-from intentd.adapters.webhook_feed import KafkaEventFeed
+from intentd.adapters.kafka.webhook_feed import KafkaEventFeed
+from intentd.adapters.postgres import Pool, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks import signing

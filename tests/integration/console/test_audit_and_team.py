@@ -20,9 +20,14 @@ from tests.support import daemon_env, run_cli
 
 from intentd.access.actors import Actor
 from intentd.access.roles import Role
-from intentd.adapters import audit_log, console_overview, console_sessions, console_users
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import (
+    Pool,
+    audit_log,
+    console_overview,
+    console_sessions,
+    console_users,
+)
+from intentd.adapters.postgres.audit_log import AuditEntry
 
 pytestmark = pytest.mark.integration
 

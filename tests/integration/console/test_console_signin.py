@@ -15,8 +15,7 @@ from yarl import URL
 
 from intentd.access.roles import Role
 from intentd.access.tokens import token_hash
-from intentd.adapters import console_users
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, console_users
 from intentd.merchant import team as team_service
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_progress_fakes import FakeLogProgress
 
 from intentd.adapters.diagnosis import diagnose_for
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.backoff import Backoff
 from intentd.domain.intent import ActionKind
 from intentd.domain.status import IntentStatus

@@ -20,7 +20,7 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
 from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer

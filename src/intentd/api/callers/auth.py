@@ -32,9 +32,8 @@ from uuid import UUID
 from starlette.types import Scope
 
 from intentd.access.scopes import ANY_KEY, required_scope, scope_allows
-from intentd.adapters import api_keys
-from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, api_keys
+from intentd.adapters.postgres.api_keys import ApiKey
 from intentd.api.callers.lru import Lru
 from intentd.api.callers.ratelimit import RateLimiter, retry_after_seconds
 from intentd.api.callers.sources import source_address, source_bucket

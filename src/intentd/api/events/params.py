@@ -4,7 +4,7 @@ Pure: no I/O. ``type`` takes event types given once per value, comma-separated, 
 both (``type=intent_funded&type=intent_completed`` or
 ``type=intent_funded,intent_completed``); an unknown one is 422 ``unknown_event_type``.
 Times and cursors are those of every list (:mod:`intentd.api.paging`): a list
-cursor holds a position in the log (``adapters.event_log.LogPosition``), a timeline
+cursor holds a position in the log (``adapters.postgres.event_log.LogPosition``), a timeline
 cursor an event's ``sequence``; one of the other kind is 400 ``invalid_cursor``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from intentd.adapters.event_log import LogPosition
+from intentd.adapters.postgres.event_log import LogPosition
 from intentd.api.paging import decode_cursor, encode_cursor
 from intentd.api.problems import ApiProblem
 from intentd.contract.events import EventType

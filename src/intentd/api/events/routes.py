@@ -1,7 +1,7 @@
 """``/api/v1/events`` and ``/api/v1/intents/{intent_id}/events``: the event log.
 
 A merchant that missed webhooks (or never had them) catches up here, from the same
-events the lifecycle relays to Kafka (``adapters.event_log``). Both routes take an
+events the lifecycle relays to Kafka (``adapters.postgres.event_log``). Both routes take an
 API key and show only the caller's client's events, of intents on the network
 classes its key may use (the rule of ``GET /intents/{intent_id}``). A page is
 ``{"data": [event, …], "has_more": bool, "next_cursor": str | null}``; every event
@@ -16,8 +16,8 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from intentd.adapters import event_log
-from intentd.adapters.event_log import EventFilter, LogPosition, StoredEvent
+from intentd.adapters.postgres import event_log
+from intentd.adapters.postgres.event_log import EventFilter, LogPosition, StoredEvent
 from intentd.api.callers.auth import Caller
 from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response

@@ -74,7 +74,7 @@ async def _run(
                 mode=mode,
                 now=services.now(),
             )
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             raise refused_problem(command, row.intent_address, refused) from None
     if isinstance(outcome, refunds.Waiting):
         return json_response({"approval": render_approval(outcome.approval)}, 202)
@@ -82,7 +82,7 @@ async def _run(
 
 
 def refused_problem(
-    command: commands.Command, address: str, refused: commands.Refused
+    command: commands.Command, address: str, refused: commands.CommandRefused
 ) -> ApiProblem:
     """The 409 of a command the intent's state does not allow."""
     return ApiProblem(

@@ -10,7 +10,7 @@ that the caller's key may use (else 403 ``network_class_mismatch``, as on create
 
 from __future__ import annotations
 
-from intentd.adapters.intent_list import ListPosition
+from intentd.adapters.postgres.intent_list import ListPosition
 from intentd.api.callers.auth import Caller
 from intentd.api.paging import decode_cursor, encode_cursor
 from intentd.api.problems import ApiProblem

@@ -4,7 +4,7 @@ What a merchant reconciles with. The route takes an API key and shows only the
 caller's client's intents on source chains its key may use (the rule of
 ``GET /intents/{intent_id}``). A page is ``{"data": [intent record, …], "has_more":
 bool, "next_cursor": str | null}``. The order and why a cursor never skips an
-intent that commits late: ``adapters.intent_list``. Parameters and their problems:
+intent that commits late: ``adapters.postgres.intent_list``. Parameters and their problems:
 ``api.intents.list_params``.
 """
 
@@ -16,8 +16,8 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, BeforeValidator, Field
 from starlette.responses import Response
 
-from intentd.adapters import intent_list
-from intentd.adapters.intent_list import IntentFilter, ListPosition
+from intentd.adapters.postgres import intent_list
+from intentd.adapters.postgres.intent_list import IntentFilter, ListPosition
 from intentd.api.callers.auth import Caller
 from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response

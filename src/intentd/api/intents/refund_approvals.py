@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from intentd.access.actors import Actor
-from intentd.adapters import refund_approvals
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres import refund_approvals
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.api.callers.auth import Caller
 from intentd.api.callers.security import ApiCaller, errors
 from intentd.api.context import API_PREFIX, Services, json_response

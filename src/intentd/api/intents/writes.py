@@ -1,6 +1,6 @@
 """The API's intent writes: the intent writer and its store on the API's ``Database``.
 
-:class:`AnsweringStore` is ``adapters.intent_inserts``' statements on connections of
+:class:`AnsweringStore` is ``adapters.postgres.intent_inserts``' statements on connections of
 :class:`~intentd.api.connections.Database` (every wait and every answer bounded, a
 database away a 503 ``database_unavailable``). :class:`AnsweringWriter` answers the
 writer's refusals as problems. A create that failed because the database went away
@@ -16,8 +16,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from uuid import UUID
 
-from intentd.adapters import intent_inserts
-from intentd.adapters.intent_inserts import AddressIndexes, ConnectionSession, PostgresIntentStore
+from intentd.adapters.postgres import intent_inserts
+from intentd.adapters.postgres.intent_inserts import (
+    AddressIndexes,
+    ConnectionSession,
+    PostgresIntentStore,
+)
 from intentd.api.connections import Database, database_away
 from intentd.api.problems import ApiProblem
 from intentd.contract.record import IntentRow

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from intentd.adapters.report_queries import snapshot
+from intentd.adapters.postgres.report_queries import snapshot
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.reports.ports import ReportReader

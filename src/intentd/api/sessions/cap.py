@@ -8,7 +8,7 @@ their number, which the session's own rate limit (``api.session_rate_limit``) bo
 
 from __future__ import annotations
 
-from intentd.adapters import intent_inserts, intent_store
+from intentd.adapters.postgres import intent_inserts, intent_store
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.api.sessions.tokens import Session

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from intentd.adapters import webhook_endpoints as store
+from intentd.adapters.postgres import webhook_endpoints as store
 from intentd.api.callers.security import ApiCaller
 from intentd.api.context import API_PREFIX, Services, json_response, read_body
 from intentd.api.intents.refund_approvals import key_actor

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from intentd.adapters import webhook_endpoints as store
-from intentd.adapters.webhook_endpoints import AttemptRow, Endpoint
-from intentd.adapters.webhook_send_budgets import take_send_call
+from intentd.adapters.postgres import webhook_endpoints as store
+from intentd.adapters.postgres.webhook_endpoints import AttemptRow, Endpoint
+from intentd.adapters.postgres.webhook_send_budgets import take_send_call
 from intentd.api.callers.auth import Caller
 from intentd.api.callers.security import errors
 from intentd.api.context import Services
