@@ -78,7 +78,7 @@ bench: infra-up
 
 # docs/openapi.json: the served OpenAPI document (a test keeps them equal).
 openapi: $(STAMP)
-	PYTHONPATH=src $(PY) -m intentd.api.openapi_dump docs/openapi.json
+	PYTHONPATH=src $(PY) -m intentd.api.openapi.dump docs/openapi.json
 
 # docs/asyncapi.json: the Kafka topics' messages, from intentd.contract (a test keeps them equal).
 asyncapi: $(STAMP)

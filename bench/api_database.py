@@ -7,7 +7,7 @@
   release) and through ``api.connections.Database.connection`` (its bounds and error
   mapping); microseconds per use each way, and the difference;
 - **trigger admission**: ``N`` calls admitted and given back
-  (``adapters.trigger_runs``: the one round trip trigger-processing now makes before
+  (``adapters.postgres.trigger_runs``: the one round trip trigger-processing now makes before
   reading the chain, and the delete after it), milliseconds per call (p50, p99);
 - **outages**: the database behind a ``TcpFaultProxy`` and a process's
   ``supervision.Health`` probing it as the API needs (every second,
@@ -31,9 +31,8 @@ from pydantic import SecretStr
 
 from bench.poller_env import bench_database, infra_env
 from bench.scratch import CONFIG
-from intentd.adapters import trigger_runs
 from intentd.adapters.library_logs import QuietLibraryLogs
-from intentd.adapters.postgres import create_pool
+from intentd.adapters.postgres import create_pool, trigger_runs
 from intentd.adapters.probes import PostgresProbe
 from intentd.api.connections import Database, database_cadence
 from intentd.settings import load_settings

@@ -53,8 +53,7 @@ from typing import Any
 import asyncpg
 from prometheus_client.parser import text_string_to_metric_families
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.postgres import create_pool, migrate
+from intentd.adapters.postgres import api_keys, clients, create_pool, migrate
 from intentd.credentials import generate_key
 from intentd.settings import load_settings
 from intentd.settings.sections import IntentsConfig

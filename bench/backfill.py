@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.poller_env import bench_database, bench_topic, infra_env, watched_address
-from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.evm.chain_reader import open_chain
 from intentd.adapters.evm.state_reader import EvmChainState
 from intentd.adapters.kafka import KafkaPublisher
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import create_pool
+from intentd.adapters.postgres.cursor_store import PostgresPollerStore
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents

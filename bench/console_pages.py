@@ -40,11 +40,10 @@ from bench.scratch import CONFIG, scratch_pool
 from bench.timing import figures
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters import console_users
-from intentd.adapters.intent_list import ListPosition
-from intentd.adapters.postgres import Connection
-from intentd.api.app import create_app
-from intentd.api.list_params import encode_list_cursor
+from intentd.adapters.postgres import Connection, console_users
+from intentd.adapters.postgres.intent_list import ListPosition
+from intentd.api.intents.list_params import encode_list_cursor
+from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions
 from intentd.settings import load_settings
 from intentd_dev.asgi_server import served
@@ -172,7 +171,7 @@ async def main_async(intents: int, clients: int, rounds: int) -> dict[str, Any]:
         os.environ["INTENTD__DATABASE__URL"] = url
         os.environ["INTENTD__CONSOLE__SECURE_COOKIES"] = "false"
         settings = load_settings(CONFIG)
-        SERVER.app = create_app(settings, pool=pool, extensions=console_extensions(settings))
+        SERVER.app = api_app(settings, pool=pool, extensions=console_extensions(settings))
         async with served(SERVER) as api:
             result.update(await measure(api, rounds, cursor))
     return result

@@ -4,7 +4,7 @@
 database of its own (on the local infrastructure's PostgreSQL), migrates it, and:
 
 1. **write**: R lifecycle-like transactions (lock an intent row, write its outbox row),
-   then R more that also write the event log row (``adapters.event_log.record``), one
+   then R more that also write the event log row (``adapters.postgres.event_log.record``), one
    connection, one after the other: the mean and p99 of each, and the difference;
 2. fills the log with N events (about 1.4 KiB envelopes) in transactions of 50, half
    of them one client's, the rest spread over C - 1 others;
@@ -31,9 +31,8 @@ import orjson
 from bench.cli import options, print_report
 from bench.scratch import scratch_pool
 from bench.timing import figures, timed
-from intentd.adapters import event_log
-from intentd.adapters.event_log import EventFilter, LogPosition
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, event_log
+from intentd.adapters.postgres.event_log import EventFilter, LogPosition
 from intentd.contract.events import event_id
 
 BUSY = uuid.UUID(int=1)

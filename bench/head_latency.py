@@ -30,8 +30,8 @@ from eth_account import Account
 from eth_account.hdaccount import Language, generate_mnemonic
 from web3 import Web3
 
-from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent

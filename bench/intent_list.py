@@ -1,4 +1,5 @@
-"""Benchmark: ``GET /api/v1/intents``'s query (``adapters.intent_list.page``) on 10^6 intents.
+"""Benchmark: ``GET /api/v1/intents``'s query (``adapters.postgres.intent_list.page``) on
+10^6 intents.
 
 ``python -m bench intent-list [--intents N] [--clients C] [--rounds R] [--plans]``
 creates a database of its own (on the local infrastructure's PostgreSQL), migrates it
@@ -30,9 +31,8 @@ from typing import Any
 from bench.cli import options, print_report
 from bench.scratch import scratch_pool
 from bench.timing import figures
-from intentd.adapters import intent_list
-from intentd.adapters.intent_list import IntentFilter, ListPosition
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, intent_list
+from intentd.adapters.postgres.intent_list import IntentFilter, ListPosition
 
 BUSY = uuid.UUID(int=1)
 START = datetime(2026, 10, 1, tzinfo=UTC)

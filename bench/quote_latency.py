@@ -49,7 +49,7 @@ from bench.api_throughput import (
     wait_ready,
     wrk_path,
 )
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.pricing import PriceSource, StaticPrices
 from intentd.pricing.cache import FeedPrices
 from intentd.pricing.rounds import ChainReading, ChainView, FeedReading, Round
@@ -113,7 +113,7 @@ def in_process(iterations: int) -> dict[str, Any]:
         fed.record(name, ChainReading(ChainView(1, int(now), now), {address.lower(): price}, up))
 
     def per_quote(settings: Settings, source: PriceSource) -> dict[str, float]:
-        path = quotes.route(settings, CHAIN, NATIVE_TOKEN, CHAIN, None)
+        path = routing.route(settings, CHAIN, NATIVE_TOKEN, CHAIN, None)
         samples = []
         for _ in range(iterations):
             started = time.perf_counter_ns()

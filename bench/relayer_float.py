@@ -28,8 +28,7 @@ from bench.cli import options, print_report
 from bench.intent_list import CHAINS, load
 from bench.scratch import scratch_pool
 from bench.timing import timed
-from intentd.adapters import relayer_float
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, relayer_float
 from intentd.domain.actions import SignerKind
 from intentd.execution.float_figures import FloatRow
 

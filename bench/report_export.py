@@ -41,9 +41,8 @@ import rlp
 
 from bench.poller_env import ROOT, infra_env
 from bench.poller_memory import rss_kib
-from intentd.adapters import api_keys
-from intentd.adapters.clients import Client
-from intentd.adapters.postgres import create_pool, migrate
+from intentd.adapters.postgres import api_keys, create_pool, migrate
+from intentd.adapters.postgres.clients import Client
 from intentd.credentials import generate_key
 
 BUSY = uuid.UUID(int=1)

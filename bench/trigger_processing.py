@@ -28,13 +28,13 @@ from uuid import UUID
 import orjson
 
 from bench.poller_env import RELAYER, bench_database, bench_settings, infra_env, on_every_post
-from intentd.adapters import intent_store
-from intentd.adapters.intent_store import PostgresIntentStore
-from intentd.adapters.postgres import create_pool
+from intentd.adapters.postgres import create_pool, intent_store
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.api.processing import Processor
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd.settings.sections import ApiConfig
 from intentd_dev.devchain import MINT, DevChain, call_data
@@ -170,7 +170,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 result["chain_build_seconds"] = round(time.perf_counter() - began, 1)
                 result["head"] = await rpc.block_number()
                 counted.reset()
-                processor = Processor(settings, _database(settings, pool))
+                processor = Processor(
+                    settings, _database(settings, pool), book=ChainBook.of_settings(settings)
+                )
                 try:
                     calls = 0
                     began = time.perf_counter()

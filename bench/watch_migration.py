@@ -9,7 +9,7 @@ the running version would), it times:
   both indexes), then rolls it back: the longest probe is how long the table was locked;
 - each index built alone (plain ``CREATE INDEX``, rolled back);
 - the new way: migration 0013 (outside a transaction, indexes built concurrently) and
-  the batched backfill of ``terminal_at`` (``intentd.adapters.backfills``).
+  the batched backfill of ``terminal_at`` (``intentd.adapters.postgres.backfills``).
 
 The database is dropped at the end.
 """
@@ -27,8 +27,8 @@ import asyncpg
 
 from bench.intent_list import load
 from bench.scratch import scratch_database
-from intentd.adapters.backfills import BATCH, backfill
 from intentd.adapters.postgres import create_pool, migrate
+from intentd.adapters.postgres.backfills import BATCH, backfill
 
 _TERMINAL = "('COMPLETED', 'EXPIRED', 'REFUNDED', 'CANCELLED')"
 _OLD = [

@@ -23,8 +23,8 @@ from typing import Any
 
 from bench.intent_list import START, load
 from bench.scratch import scratch_database
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.indexer.watched import REORG_MARGIN, SWEEP_STEP
 

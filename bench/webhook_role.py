@@ -24,10 +24,9 @@ from aiohttp import web
 
 from bench.poller_env import ROOT, infra_env
 from bench.scratch import CONFIG
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
-from intentd.adapters.postgres import create_pool, migrate
+from intentd.adapters.postgres import create_pool, migrate, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.messages import events_topic
 from intentd.settings import load_settings
 from intentd.webhooks.secret_box import SecretBox, parse_key

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from intentd import wire
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres.lifecycle_uow import PostgresUnitOfWork
 from intentd.lifecycle import crediting, handlers, retractions
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable

@@ -17,8 +17,8 @@ import aiohttp
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, create_intent

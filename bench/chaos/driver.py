@@ -57,8 +57,8 @@ from bench.chaos.scenarios import (
 from bench.chaos.watch import Watch
 from bench.head_latency import bench_stack, read_env
 from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.intent_store import PostgresIntentStore
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.intents.service import IntentRequest, IntentRequestError, create_intent

@@ -18,10 +18,9 @@ from uuid import UUID
 
 from intentd.access.actors import Actor
 from intentd.access.scopes import parse_scopes
-from intentd.adapters import api_keys, clients
-from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.clients import Client, ClientExists
-from intentd.adapters.postgres import create_pool
+from intentd.adapters.postgres import api_keys, clients, create_pool
+from intentd.adapters.postgres.api_keys import ApiKey
+from intentd.adapters.postgres.clients import Client, ClientExists
 from intentd.merchant.keys import create_key, revoke_key
 from intentd.settings import Settings
 

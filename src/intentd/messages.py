@@ -94,7 +94,7 @@ class DepositMessage(_Message):
     """With ``chain``, ``tx_hash`` and ``token``, the transfer's identity on every fork: its
     position among the transaction's ``Transfer`` logs of ``token`` (-1 native). None only
     in messages of pollers older than this field (identity by content, see
-    ``adapters.lifecycle_store.find_deposit``)."""
+    ``adapters.postgres.lifecycle_store.find_deposit``)."""
     block_number: int = Field(ge=0)
     block_hash: Hash
     block_time: int = Field(ge=0)

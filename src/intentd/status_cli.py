@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intentd.adapters.postgres import create_pool
-from intentd.adapters.relayer_float import StoredFloat, load_float
+from intentd.adapters.postgres.relayer_float import StoredFloat, load_float
 from intentd.domain.actions import SignerKind
 from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import cover

@@ -23,9 +23,8 @@ from uuid import UUID
 
 from intentd.access.actors import Actor
 from intentd.access.roles import Role
-from intentd.adapters import clients, console_users
-from intentd.adapters.console_users import User, UserExists
-from intentd.adapters.postgres import Connection, create_pool
+from intentd.adapters.postgres import Connection, clients, console_users, create_pool
+from intentd.adapters.postgres.console_users import User, UserExists
 from intentd.merchant import team
 from intentd.settings import Settings
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import json
 import os
 import signal
@@ -41,7 +40,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,106 +49,10 @@ from aiokafka import AIOKafkaConsumer
 from intentd.domain.amounts import format_amount, parse_amount
 from intentd.messages import events_topic
 from intentd.settings import NATIVE_TOKEN, load_settings
+from intentd_dev.demo_merchant import all_signed, create_intent, create_key, show_console
+from intentd_dev.demo_output import BOLD, GREEN, color, describe, label, say, stamp
 from intentd_dev.demo_payer import Payer
-from intentd_dev.webhook_receiver import Receiver, describe_delivery, wait_signed
-
-BOLD, DIM, GREEN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[32m", "\033[33m", "\033[0m"
-DEMO_OWNER = "owner@demo.example"
-
-
-def say(text: str) -> None:
-    print(text, flush=True)
-
-
-def color(text: str, code: str) -> str:
-    return f"{code}{text}{RESET}" if sys.stdout.isatty() else text
-
-
-def stamp() -> str:
-    return color(datetime.now().strftime("%H:%M:%S"), DIM)
-
-
-def describe(event: dict[str, Any]) -> str:
-    intent, data = event["intent"], event["data"]
-    funding = data.get("funding", {})
-    symbol = intent["asset_token_symbol"]
-    line = f"{color(event['type'], BOLD)} intent #{intent['id']} [{intent['intent_status']}] "
-    kind = event["type"]
-    if kind == "intent_funded":
-        line += (
-            f"{funding.get('status')}: received {funding.get('received')} of "
-            f"{funding.get('total')} {symbol}"
-        )
-        if funding.get("shortfall") not in (None, "0"):
-            line += color(f", short {funding['shortfall']}", YELLOW)
-        if funding.get("excess") not in (None, "0"):
-            line += color(f", excess {funding['excess']} (refunded at initiation)", YELLOW)
-        deposit = data.get("deposit")
-        if deposit:
-            line += color(f"  tx {deposit['tx_hash'][:14]}… on {deposit['chain']}", DIM)
-    elif kind == "intent_initiated":
-        line += f"prefill sent: {intent['destination_chain']} pays the recipient" + color(
-            f"  tx {data['prefill']['tx_hash'][:14]}…", DIM
-        )
-    elif kind == "intent_completed":
-        line += "prefill confirmed: the recipient has the funds; relayer repaid from the deposit"
-    elif kind == "intent_expired":
-        line += f"expired with nothing to refund (received {funding.get('received')} {symbol})"
-    elif kind == "intent_refunded":
-        refund = data["refund"]
-        line += (
-            f"refund ({refund['reason']}): {refund['amount_sent']} of {refund['amount']} sent back"
-            f" on {refund['chain']}" + color(f"  tx {refund['tx_hash'][:14]}…", DIM)
-        )
-    return line
-
-
-def label(event: dict[str, Any]) -> str:
-    """What an event means for the demo's checklist."""
-    if event["type"] == "intent_funded":
-        return f"funded {event['data']['funding']['status']}"
-    if event["type"] == "intent_refunded":
-        return f"refunded {event['data']['refund']['reason']}"
-    return str(event["type"]).removeprefix("intent_")
-
-
-def create_key(config: str) -> str:
-    """A test API key of the client ``demo`` (recorded first if new) from ``intentd keys
-    create`` (printed once, kept in memory only)."""
-    intentd = [sys.executable, "-m", "intentd", "--config", config]
-    for args in (
-        [*intentd, "clients", "create", "demo", "--exist-ok"],
-        [*intentd, "keys", "create", "--client", "demo", "--mode", "test"],
-    ):
-        result = subprocess.run(args, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise SystemExit(f"key creation failed: {result.stderr.strip()}")
-    key: str = json.loads(result.stdout)["api_key"]
-    return key
-
-
-def create_intent(api: str, key: str, body: dict[str, Any]) -> dict[str, Any]:
-    """``POST /api/v1/intents``; the intent record, or exit with the problem document."""
-    request = urllib.request.Request(
-        f"{api}/api/v1/intents",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
-    deadline = time.monotonic() + 60  # a deadline, not 5 tries: a loaded machine is slow
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                record: dict[str, Any] = json.loads(response.read())
-                return record
-        except urllib.error.HTTPError as exc:
-            wait = exc.headers.get("Retry-After")
-            if exc.code != 503 or wait is None:  # e.g. the API's view of the float is loading
-                raise SystemExit(
-                    f"intent creation failed: {exc.code} {exc.read().decode()}"
-                ) from None
-            time.sleep(min(float(wait), max(0.0, deadline - time.monotonic())))
-    raise SystemExit("intent creation failed: the API stayed unavailable for 60 s")
+from intentd_dev.webhook_receiver import Receiver, describe_delivery
 
 
 async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> None:
@@ -160,46 +62,6 @@ async def wait_until(check: Callable[[], Any], what: str, timeout: float) -> Non
             return
         await asyncio.sleep(0.2)
     raise SystemExit(f"timed out waiting for {what}")
-
-
-def console_link(config: str, env: dict[str, str]) -> str:
-    """A one-time sign-in link of the demo's owner (made on the first run, renewed later)."""
-    intentd = [sys.executable, "-m", "intentd", "--config", config, "users"]
-    create = [*intentd, "create", "--client", "demo", "--email", DEMO_OWNER, "--role", "owner"]
-    result = subprocess.run(create, capture_output=True, text=True, check=False, env=env)
-    if result.returncode == 4 and "exists already" in result.stderr:
-        result = subprocess.run(
-            [*intentd, "link", DEMO_OWNER], capture_output=True, text=True, check=False, env=env
-        )
-    if result.returncode != 0:
-        raise SystemExit(f"the console's sign-in link failed: {result.stderr.strip()}")
-    link: str = json.loads(result.stdout)["signin_link"]
-    return link
-
-
-async def show_console(
-    config: str, env: dict[str, str], api: str, daemon: subprocess.Popen[bytes], *, stay: bool
-) -> int:
-    """Print the console's address and the demo owner's link; with ``stay``, keep the
-    daemon running until Ctrl-C. The demo's exit code: 0."""
-    link = console_link(config, env)
-    say(color(f"merchant console: {api}/console", BOLD))
-    say(f"sign in as the demo owner {DEMO_OWNER} (once, choose a password): {link}")
-    if stay:
-        say(color("the daemon keeps running for the console; Ctrl-C stops it", DIM))
-        await stay_up(daemon)
-    return 0
-
-
-async def stay_up(daemon: subprocess.Popen[bytes]) -> None:
-    """Keep the daemon running until Ctrl-C (or SIGTERM), or until it exits."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    while not stop.is_set() and daemon.poll() is None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 1.0)
 
 
 async def demo(config: str, timeout: float, log_path: Path, *, stay: bool = False) -> int:
@@ -382,22 +244,6 @@ async def demo(config: str, timeout: float, log_path: Path, *, stay: bool = Fals
         except subprocess.TimeoutExpired:
             daemon.kill()
         say(f"daemon stopped (exit code {daemon.returncode})")
-
-
-async def all_signed(receiver: Receiver, event_ids: set[str]) -> bool:
-    """Whether every event of the demo's intents reached the merchant, signed; says so."""
-    missing = await wait_signed(receiver, event_ids, 30)
-    if missing or receiver.refused:
-        say(f"webhooks missing: {sorted(missing)}; refused signatures: {receiver.refused}")
-        return False
-    say(
-        color(
-            f"the merchant received all {len(event_ids)} events of its intents as webhooks,"
-            f" every signature valid ({receiver.library}; {receiver.duplicates} redeliveries)",
-            GREEN,
-        )
-    )
-    return True
 
 
 def main() -> None:

@@ -34,8 +34,7 @@ from tests.support import run_cli as cli
 
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters import api_keys, clients, console_users
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys, clients, console_users
 from intentd.credentials import generate_key
 from intentd.settings import Settings
 from intentd_dev.devinfra.anvil import free_port

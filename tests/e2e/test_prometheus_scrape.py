@@ -28,8 +28,7 @@ from eth_account import Account
 from tests.operator_kit import DEPLOY, tool
 from tests.support import daemon_env, send_payments, start_daemon, wait_exit
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys, clients
 from intentd.credentials import generate_key
 from intentd.settings import Settings
 from intentd_dev.devinfra.anvil import free_port

@@ -27,9 +27,8 @@ from tests.integration.api.webhook_support import (
 )
 from tests.scale_out import Flow, Group, Message, on_tansu, tansu_env
 
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks.secret_box import SecretBox, parse_key

@@ -11,9 +11,8 @@ from uuid import UUID
 
 import pytest
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.api_keys import client_id_of
-from intentd.adapters.postgres import Connection, Pool, available_migrations
+from intentd.adapters.postgres import Connection, Pool, api_keys, available_migrations, clients
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.keys_cli import clients_command, keys_command
 from intentd.settings import Settings
 

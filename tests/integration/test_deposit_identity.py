@@ -22,9 +22,8 @@ from tests.lifecycle_calls import (
 )
 from tests.support import new_intent
 
-from intentd.adapters import intent_store
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.contract.record import IntentRow
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.holds import HoldWatch

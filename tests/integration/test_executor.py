@@ -30,8 +30,7 @@ from tests.conftest import chain_section
 from tests.integration.api.conftest import serve
 from tests.support import new_intent
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys, clients
 from intentd.composition.roles import executor_role
 from intentd.credentials import generate_key
 from intentd.execution.executor import Executor

@@ -16,9 +16,9 @@ from tests.lifecycle_calls import Outcome, apply_action_result, apply_deposit
 from tests.support import new_intent
 
 from intentd.adapters.kafka import KafkaPublisher
-from intentd.adapters.lifecycle_store import enqueue
-from intentd.adapters.outbox import _RELAY_LOCK, OutboxRelay
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.lifecycle_store import enqueue
+from intentd.adapters.postgres.outbox import _RELAY_LOCK, OutboxRelay
 from intentd.messages import ActionResultMessage, DepositMessage, action_result_id, deposit_id
 from intentd.settings import Settings
 

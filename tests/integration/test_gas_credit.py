@@ -16,8 +16,8 @@ from tests.integration import test_executor
 from tests.integration.test_executor import RECIPIENT, Chain, seed_action, transactions, wait_status
 from tests.support import new_intent
 
-from intentd.adapters.execution_store import PostgresExecutionTransaction
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.execution_store import PostgresExecutionTransaction
 from intentd.domain.actions import NATIVE, Action, ActionStatus
 from intentd.execution.gas import Fees, topup_value
 from intentd.settings import Settings

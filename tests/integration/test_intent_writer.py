@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 from tests.support import PAYEE
 
-from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.intent_inserts import AddressIndexes, PostgresIntentStore
 from intentd.custody import IntentKeys
 from intentd.intents.ports import NewIntent
 from intentd.intents.service import IdempotencyConflict, IntentRequest, create_intent, plan_intent

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from intentd.adapters.cursor_store import ChainLock
-from intentd.adapters.lease import LeaseLost
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres.cursor_store import ChainLock
+from intentd.adapters.postgres.lease import LeaseLost
 from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 LOST = (asyncpg.PostgresConnectionError, ConnectionError, OSError)

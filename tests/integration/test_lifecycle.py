@@ -25,14 +25,14 @@ from tests.support import (
     wait_exit,
 )
 
-from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.outbox import OutboxRelay
-from intentd.adapters.postgres import Pool
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.outbox import OutboxRelay
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.faults import CRASH_EXIT_CODE
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.messages import (
     DepositMessage,
@@ -270,7 +270,12 @@ async def test_consumer_applies_topic_and_dead_letters_malformed(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
+    lifecycle = LifecycleConsumer(
+        settings,
+        PostgresStore(pool),
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+    )
     from intentd.adapters.kafka import make_consumer
 
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")

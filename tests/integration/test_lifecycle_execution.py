@@ -12,10 +12,10 @@ import pytest
 from tests.lifecycle_calls import Outcome, apply_action_result, apply_deposit, expire
 from tests.support import new_intent
 
-from intentd.adapters import intent_store
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.expiry import Expiry
 from intentd.messages import ActionResultMessage, DepositMessage, action_result_id, deposit_id
 from intentd.settings import Settings
@@ -226,7 +226,9 @@ async def test_expiry_loop_acts_within_seconds_of_the_grace(pool: Pool, settings
         "UPDATE intents SET expires_at = now() + interval '1 second' WHERE id = $1", row.id
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(Expiry(settings, PostgresStore(pool)).run(stop))
+    task = asyncio.create_task(
+        Expiry(settings, PostgresStore(pool), book=ChainBook.of_settings(settings)).run(stop)
+    )
     try:
         deadline = asyncio.get_running_loop().time() + 5 + grace
         while True:

@@ -18,11 +18,10 @@ from tests.integration.test_lifecycle import CHAIN, deposit
 from tests.lifecycle_calls import Outcome, apply_deposit
 from tests.support import TopicReader, json_values, new_intent, produce, unexpected_gap
 
-from intentd.adapters import intent_store
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.domain.status import IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
@@ -132,7 +131,12 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
     )
     publisher = KafkaPublisher(settings.kafka)
     await publisher.start()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), KafkaDeadLetters(publisher))
+    lifecycle = LifecycleConsumer(
+        settings,
+        PostgresStore(pool),
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+    )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=f"g-{secrets.token_hex(4)}")
     await consumer.start()
     stop = asyncio.Event()
@@ -174,8 +178,10 @@ async def test_poison_messages_go_to_the_dlq_and_the_next_one_is_applied(
 class _Flaky(LifecycleConsumer):
     """Fails the first ``failures`` applications with ``error``."""
 
-    def __init__(self, *args: Any, error: Callable[[], Exception], failures: int) -> None:
-        super().__init__(*args, retry_base=0.001)
+    def __init__(
+        self, settings: Settings, *args: Any, error: Callable[[], Exception], failures: int
+    ) -> None:
+        super().__init__(settings, *args, book=ChainBook.of_settings(settings), retry_base=0.001)
         self._error = error
         self.failures = failures
         self.attempts = 0
@@ -280,7 +286,9 @@ async def test_an_intent_that_cannot_expire_does_not_stop_the_others(
         return await real(uow, book, intent_id, **kw)
 
     monkeypatch.setattr(expiry, "expire", expire)
-    loop = expiry.Expiry(settings, PostgresStore(pool), max_sleep=0.05)
+    loop = expiry.Expiry(
+        settings, PostgresStore(pool), book=ChainBook.of_settings(settings), max_sleep=0.05
+    )
     rounds = 0
     expire_due = loop.expire_due
 
@@ -343,7 +351,9 @@ async def test_action_results_are_checked_against_what_the_executor_recorded(
     intent_id, prefill = await prefill_of(pool, settings)
     other_id, _ = await prefill_of(pool, settings)
     out = _Capture()
-    lifecycle = LifecycleConsumer(settings, PostgresStore(pool), out)
+    lifecycle = LifecycleConsumer(
+        settings, PostgresStore(pool), out, book=ChainBook.of_settings(settings)
+    )
     tx = "0x" + secrets.token_hex(32)
 
     def result(event: str, **fields: Any) -> ActionResultMessage:

@@ -1,5 +1,5 @@
 """The expiry's view of the lifecycle's progress on the local broker
-(:class:`~intentd.adapters.lifecycle_kafka.KafkaLogProgress`): the end offsets of every
+(:class:`~intentd.adapters.kafka.lifecycle_inbox.KafkaLogProgress`): the end offsets of every
 partition, and whether the group committed up to them (any member's commit counts)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.conftest import CHAINS, new_topic_prefix
 from tests.support import unexpected_gap
 
 from intentd.adapters.kafka import commit_positions, fetch_batches, make_consumer
-from intentd.adapters.lifecycle_kafka import KafkaLogProgress
+from intentd.adapters.kafka.lifecycle_inbox import KafkaLogProgress
 from intentd.messages import deposits_topic
 from intentd.settings import Settings
 

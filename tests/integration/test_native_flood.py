@@ -23,8 +23,8 @@ from tests.integration.test_reconciled_deposits import (
 )
 from tests.support import new_intent
 
-from intentd.adapters.native_intents import ENDS_EVERY, PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.native_intents import ENDS_EVERY, PostgresOpenNativeIntents
 from intentd.contract.record import IntentRow
 from intentd.indexer.open_native import AFTER_END
 from intentd.indexer.watch_refresh import WatchedIntents

@@ -15,8 +15,8 @@ import pytest
 from tests.integration.api.test_api_trigger_sessions import PAYEE
 from tests.support import ROOT, daemon_env
 
-from intentd.adapters.intent_store import AddressIndexes, PostgresIntentStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.intent_inserts import AddressIndexes, PostgresIntentStore
 from intentd.contract.record import IntentRow
 from intentd.custody import IntentKeys
 from intentd.intents.open_limit import OpenIntentLimit

@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from intentd.adapters.kafka import KafkaPublisher
-from intentd.adapters.lifecycle_store import enqueue
-from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.lifecycle_store import enqueue
+from intentd.adapters.postgres.outbox import OutboxRelay
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration

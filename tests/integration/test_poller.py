@@ -27,8 +27,8 @@ from prometheus_client import REGISTRY
 from tests.integration.poller_chain import Chain, chain_fixture, served_rpc
 from tests.support import new_intent
 
-from intentd.adapters.cursor_store import CursorConflict, PostgresPollerStore
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.cursor_store import CursorConflict, PostgresPollerStore
 from intentd.chain.blocks import BlockHeader
 from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role

@@ -24,9 +24,8 @@ from eth_utils import keccak
 from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import TopicReader, new_intent
 
-from intentd.adapters import intent_scans, intent_store
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_scans, intent_store
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.chain.evm.balances import AFTER_EXPIRY, BEFORE_CREATION, Reconciled
@@ -34,6 +33,7 @@ from intentd.chain.evm.decoding import NATIVE
 from intentd.composition.roles import poller_role
 from intentd.contract.record import IntentRow
 from intentd.indexer.watch_refresh import WatchedIntents
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.messages import (
     ActionResultMessage,
     DepositMessage,
@@ -181,7 +181,11 @@ async def recorded(pool: Pool, row: IntentRow) -> tuple[int, list[tuple[int, str
 
 
 async def trigger(pool: Pool, chain: Chain, row: IntentRow) -> Any:
-    processor = Processor(chain.settings, Database.of(chain.settings, pool))
+    processor = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     try:
         return await processor.trigger(row, now=datetime.now(UTC))
     finally:

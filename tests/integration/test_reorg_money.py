@@ -30,11 +30,11 @@ from tests.integration.poller_chain import section
 from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import new_intent
 
-from intentd.adapters.cursor_store import PostgresPollerStore
 from intentd.adapters.evm.chain_reader import EvmChainReader
 from intentd.adapters.evm.json_rpc import JsonRpcClient
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.cursor_store import PostgresPollerStore
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.contract.record import IntentRow
 from intentd.indexer.poller import Poller
 from intentd.indexer.watch_refresh import WatchedIntents

@@ -26,18 +26,19 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from prometheus_client import REGISTRY
 from tests.support import new_intent
 
-from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.evm.chain_reader import open_chain
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lifecycle_kafka import KafkaDeadLetters, KafkaInbox
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.log_positions import PostgresLogPositions
+from intentd.adapters.kafka.lifecycle_inbox import KafkaDeadLetters, KafkaInbox
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.cursor_store import WINDOW
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.log_positions import PostgresLogPositions
 from intentd.chain.blocks import BlockRange
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.range_deposits import scan_range
 from intentd.indexer.publishing import deposit_payload
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.messages import DepositMessage, deposits_topic, encode
 from intentd.scanning.gap_recovery import LogGapRecovery
@@ -86,10 +87,22 @@ async def lifecycle_running(settings: Settings, pool: Pool, group: str) -> Async
     await publisher.start()
     store = PostgresStore(pool)
     positions = PostgresLogPositions(pool)
-    lifecycle = LifecycleConsumer(settings, store, KafkaDeadLetters(publisher), positions=positions)
+    lifecycle = LifecycleConsumer(
+        settings,
+        store,
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+        positions=positions,
+    )
     chains = EvmVerifierChains()
     recovery = LogGapRecovery(
-        settings, store, positions, chains, KafkaDeadLetters(publisher), reorg_window=WINDOW
+        settings,
+        store,
+        positions,
+        chains,
+        KafkaDeadLetters(publisher),
+        book=ChainBook.of_settings(settings),
+        reorg_window=WINDOW,
     )
     consumer = make_consumer(settings.kafka, lifecycle.topics, group_id=group)
     await consumer.start()

@@ -27,10 +27,9 @@ from tests.integration.poller_chain import section
 from tests.lifecycle_calls import Outcome, expire
 from tests.support import PAYEE
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.intent_store import PostgresIntentStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
@@ -38,6 +37,7 @@ from intentd.custody import IntentKeys
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.intents.service import IntentRequest, create_intent
 from intentd.intents.writer import IntentWriter
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.pricing.cache import FeedPrices
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import DevChain
@@ -120,7 +120,12 @@ async def chain(
                 api={"trigger_cooldown": 0},
             )  # fmt: skip
             prices = await stack.enter_async_context(running_prices(settings))
-            processor = Processor(settings, Database.of(settings, pool), prices=prices)
+            processor = Processor(
+                settings,
+                Database.of(settings, pool),
+                prices=prices,
+                book=ChainBook.of_settings(settings),
+            )
             stack.push_async_callback(processor.close)
             yield Chain(name, anvil, rpc, payer, settings, prices, processor)
     finally:

@@ -17,9 +17,8 @@ import orjson
 import pytest
 from tests.support import PAYEE, daemon_env, produce, start_daemon, wait_exit
 
-from intentd.adapters import intent_store
-from intentd.adapters.intent_store import PostgresIntentStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.custody import IntentKeys
 from intentd.domain.valuation import Rate, revalue
 from intentd.faults import CRASH_EXIT_CODE

@@ -29,6 +29,7 @@ from intentd.api.processing import Processor
 from intentd.api.trigger_gate import TriggerRefused
 from intentd.chain.errors import ChainUnavailable
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import MINT, DevChain, call_data, disperse_data
 from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
@@ -97,7 +98,11 @@ async def chain(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, Database.of(chain.settings, pool))
+    found = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     yield found
     await found.close()
 
@@ -212,7 +217,9 @@ async def test_a_call_whose_node_does_not_answer_ends_at_the_deadline(
         api={"trigger_timeout": 1},
     )
     row = await new_intent(pool, settings, chain=NAME)
-    processor = Processor(settings, Database.of(settings, pool))
+    processor = Processor(
+        settings, Database.of(settings, pool), book=ChainBook.of_settings(settings)
+    )
     started = time.monotonic()
     try:
         with pytest.raises(ChainUnavailable):

@@ -21,6 +21,7 @@ from tests.support import new_intent
 from intentd.adapters.postgres import Pool
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devchain import DevChain, tx
 from intentd_dev.devinfra.anvil import start_anvil
@@ -76,7 +77,9 @@ async def test_trigger_processing_records_native_value_only_with_a_successful_re
     assert status == 1
     await rpc.mine(1)
 
-    processor = Processor(settings, Database.of(settings, pool))
+    processor = Processor(
+        settings, Database.of(settings, pool), book=ChainBook.of_settings(settings)
+    )
     try:
         outcome = await processor.trigger(row, now=datetime.now(UTC))
     finally:

@@ -20,14 +20,14 @@ from tests.conftest import chain_section
 from tests.integration.poller_chain import Chain, chain_fixture
 from tests.support import new_intent
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.api.connections import Database
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.trigger_verifier import TriggerVerifier
 from intentd_dev.devchain import MINT, call_data
 
@@ -51,7 +51,11 @@ chain = chain_fixture(
 
 @pytest.fixture
 async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
-    found = Processor(chain.settings, Database.of(chain.settings, pool))
+    found = Processor(
+        chain.settings,
+        Database.of(chain.settings, pool),
+        book=ChainBook.of_settings(chain.settings),
+    )
     yield found
     await found.close()
 
@@ -59,7 +63,11 @@ async def processor(chain: Chain, pool: Pool) -> AsyncIterator[Processor]:
 @pytest.fixture
 async def verifier(chain: Chain, pool: Pool) -> AsyncIterator[TriggerVerifier]:
     found = TriggerVerifier(
-        chain.settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH
+        chain.settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
+        final_depth=FINAL_DEPTH,
     )
     yield found
     await found.close()
@@ -242,6 +250,7 @@ async def test_the_verifier_loop_of_the_lifecycle_retracts_on_its_own(
         chain.settings,
         PostgresStore(pool),
         EvmVerifierChains(),
+        book=ChainBook.of_settings(chain.settings),
         final_depth=FINAL_DEPTH,
         interval=0.05,
     )
@@ -276,7 +285,12 @@ async def test_an_unreachable_rpc_skips_the_round_and_stops_nothing(
         update={"chains": {**chain.settings.chains, chain.name: dead}}
     )
     verifier = TriggerVerifier(
-        settings, PostgresStore(pool), EvmVerifierChains(), final_depth=FINAL_DEPTH, interval=0.05
+        settings,
+        PostgresStore(pool),
+        EvmVerifierChains(),
+        book=ChainBook.of_settings(settings),
+        final_depth=FINAL_DEPTH,
+        interval=0.05,
     )
     rounds = counted_rounds(verifier, chain.name)
     stop = asyncio.Event()

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from intentd.adapters.backfills import backfill, stamp_terminal_at
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool, create_pool, migrate
+from intentd.adapters.postgres.backfills import backfill, stamp_terminal_at
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.indexer.watch_refresh import WatchedIntents
 
 INTENTS = 50_000

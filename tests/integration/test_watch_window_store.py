@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from tests.support import new_intent
 
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
 from intentd.contract.record import IntentRow
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.indexer.watched import REORG_MARGIN, SWEEP_STEP

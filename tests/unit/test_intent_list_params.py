@@ -1,14 +1,14 @@
-"""``api.list_params``: cursors round-trip and refuse what the route did not give out;
+"""``api.intents.list_params``: cursors round-trip and refuse what the route did not give out;
 the metadata filter needs both halves."""
 
 from __future__ import annotations
 
 import pytest
 
-from intentd.adapters.event_log import LogPosition
-from intentd.adapters.intent_list import ListPosition
-from intentd.api.event_params import encode_log_cursor
-from intentd.api.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
+from intentd.adapters.postgres.event_log import LogPosition
+from intentd.adapters.postgres.intent_list import ListPosition
+from intentd.api.events.params import encode_log_cursor
+from intentd.api.intents.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
 from intentd.api.problems import ApiProblem
 
 

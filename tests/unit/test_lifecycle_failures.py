@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from intentd.adapters.db_failures import classify
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.db_failures import classify
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.lifecycle.admission import chain_of_topic, refusal, result_refusal
 from intentd.lifecycle.failures import Failure, backoff, reason, reason_code
 from intentd.lifecycle.ports import ActionFacts

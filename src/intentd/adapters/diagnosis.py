@@ -1,6 +1,6 @@
 """What the libraries' exceptions mean to a role: :func:`diagnose`, for ``supervision``.
 
-- **outage of PostgreSQL**: what ``adapters.db_failures`` calls unavailable (refused,
+- **outage of PostgreSQL**: what ``adapters.postgres.db_failures`` calls unavailable (refused,
   reset, closed, too many connections, starting up or shutting down, no answer in
   time), and a lost lease (its connection failed);
 - **outage of Kafka**: any ``aiokafka`` error but an authorization or authentication
@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncpg
 from aiokafka import errors as kafka_errors
 
-from intentd.adapters.cursor_store import CursorConflict
-from intentd.adapters.db_failures import classify as classify_database
-from intentd.adapters.lease import LeaseLost
+from intentd.adapters.postgres.cursor_store import CursorConflict
+from intentd.adapters.postgres.db_failures import classify as classify_database
+from intentd.adapters.postgres.lease import LeaseLost
 from intentd.chain.errors import ChainUnavailable
 from intentd.lifecycle.failures import Failure
 from intentd.settings import ConfigError

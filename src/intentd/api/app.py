@@ -5,16 +5,17 @@ exception no handler expects is a bug, logged with its traceback and answered 50
 with code ``internal`` (never with its message). A database away is not one: every
 use of it goes through ``api.connections.Database``, which answers 503 problems
 while the process's :class:`~intentd.supervision.Health` knows PostgreSQL is down (the
-one watch of every role of the process; an app given none watches it itself).
+one watch of every role of the process).
+
+The app builds no service or adapter: the composition root (``composition.api``)
+does, and the app's lifespan opens them (``create_app``'s ``services``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import traceback
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import structlog
@@ -26,120 +27,57 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from intentd import __version__
-from intentd.adapters import intent_store
-from intentd.adapters.evm.price_feeds import running_prices
-from intentd.adapters.library_logs import QuietLibraryLogs
-from intentd.adapters.postgres import Pool, create_pool
-from intentd.adapters.probes import PostgresProbe
-from intentd.adapters.relayer_float import PostgresFloatSource
-from intentd.api import (
-    refund_approvals,
-    routes_chains,
-    routes_events,
-    routes_intent_commands,
-    routes_intent_list,
-    routes_intents,
-    routes_quotes,
-    routes_reports,
-    routes_sessions,
-    routes_webhooks,
-    sdk_routes,
-)
-from intentd.api.auth import Authenticator
-from intentd.api.batched_reads import BatchedReads
+from intentd.api import sdk_routes
 from intentd.api.capacity import InFlightLimit
-from intentd.api.connections import Database, database_cadence
+from intentd.api.chains import routes as chains
 from intentd.api.context import API_PREFIX, Services
+from intentd.api.events import routes as events
 from intentd.api.hot_path import HotPath
-from intentd.api.intent_writes import AnsweringWriter
+from intentd.api.intents import commands as intent_commands
+from intentd.api.intents import listing as intent_list
+from intentd.api.intents import refund_approvals
+from intentd.api.intents import routes as intents
 from intentd.api.metrics import RequestMetrics
 from intentd.api.models import IntentCreate, SessionCreate, SessionIntentCreate
-from intentd.api.openapi_links import add_links
+from intentd.api.openapi.links import add_links
 from intentd.api.problems import PROBLEM_JSON, ApiProblem, from_request_error
-from intentd.api.processing import Processor
 from intentd.api.query import single_valued_query
-from intentd.intents.admission import LiquidityGate
+from intentd.api.quotes import routes as quotes
+from intentd.api.reports import routes as reports
+from intentd.api.sessions import routes as sessions
+from intentd.api.webhooks import routes as webhooks
 from intentd.intents.validation import IntentRequestError
 from intentd.pay.routes import PayHeaders, pay_router
-from intentd.pricing import PriceSource
 from intentd.settings import Settings
-from intentd.supervision import POSTGRESQL, Health
 
-__all__ = ["API_PREFIX", "create_app"]
+__all__ = ["API_PREFIX", "ServicesFactory", "create_app"]
 
 log = structlog.get_logger()
 _REQUEST_MODELS = (IntentCreate, SessionCreate, SessionIntentCreate)
 
+ServicesFactory = Callable[[], AbstractAsyncContextManager[Services]]
+"""Opens the app's services for as long as it serves (``composition.api.api_services``)."""
+
 
 def create_app(
     settings: Settings,
+    services: ServicesFactory | None = None,
     *,
-    pool: Pool | None = None,
-    prices: PriceSource | None = None,
-    health: Health | None = None,
-    on_readiness: Callable[[bool], None] | None = None,
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> FastAPI:
-    """The API; ``pool`` may be given (tests) and is then not closed, so may ``prices``
-    (else the config's feeds are read in the background, ``adapters.evm.price_feeds``).
-    ``health`` is the process's, which runs it and probes PostgreSQL at least as
-    closely as the API needs (``api.connections.database_cadence``); without one the
-    app watches PostgreSQL itself while it serves (tests). ``on_readiness`` hears
-    True once the services are up, then False while the database is down and True
-    again once it answers. ``extensions`` add their routes and middleware to the app
-    before the API's own middleware (the console, ``console.mount``)."""
+    """The API's routes, middleware and problem answers. Its lifespan opens
+    ``services`` (built by the composition root, ``composition.api``) and holds them in
+    ``app.state.services`` while it serves; without any, the app only describes itself
+    (routes, the OpenAPI document) and its lifespan refuses to start. ``extensions``
+    add their routes and middleware to the app before the API's own middleware (the
+    console, ``console.mount``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            db = pool
-            if db is None:
-                db = await create_pool(
-                    settings.database.url.get_secret_value(),
-                    min_size=settings.database.min_pool,
-                    max_size=settings.database.max_pool,
-                    session_reset=False,  # the API leaves no session state behind
-                )
-                stack.push_async_callback(db.close)
-            watching = health
-            if watching is None:
-                watching = await stack.enter_async_context(_watching_alone(settings))
-            database = Database.of(settings, db, health=watching)
-            if prices is None:  # feeds refreshed in the background (docs/pricing.md)
-                quoting: PriceSource = await stack.enter_async_context(running_prices(settings))
-            else:
-                quoting = prices
-            processor = Processor(settings, database, prices=quoting)
-            stack.push_async_callback(processor.close)
-            gate = LiquidityGate(settings)
-            if gate.enabled:
-                source = PostgresFloatSource(database.pool, timeout=settings.api.db_acquire_timeout)
-                following = asyncio.create_task(gate.follow(source), name="liquidity view")
-                following.add_done_callback(_view_stopped)
-                stack.push_async_callback(_cancelled, following)
-            app.state.services = Services(
-                settings=settings,
-                database=database,
-                auth=Authenticator(settings, database),
-                processor=processor,
-                prices=quoting,
-                writer=AnsweringWriter(
-                    database,
-                    settings.intent_addresses(),
-                    gate=gate if gate.enabled else None,
-                    max_waiting=settings.api.max_waiting_creates,
-                    max_pending=settings.intents.max_open_per_client,
-                ),
-                intents_by_id=BatchedReads(database.connection, intent_store.get_many_by_id),
-                intents_by_address=BatchedReads(
-                    database.connection, intent_store.get_many_by_address
-                ),
-                liquidity=gate,
-            )
-            if on_readiness is not None:
-                watching.listen(POSTGRESQL, on_readiness)
-                stack.callback(watching.unlisten, POSTGRESQL, on_readiness)
-                on_readiness(not watching.is_down(POSTGRESQL))
+        if services is None:
+            raise RuntimeError("an app without services describes the API; it cannot serve")
+        async with services() as built:
+            app.state.services = built
             yield
 
     app = FastAPI(
@@ -153,16 +91,16 @@ def create_app(
         dependencies=[Depends(single_valued_query)],
     )
     for router in (
-        routes_quotes.router,
-        routes_intent_list.router,
-        routes_intents.router,
-        routes_intent_commands.router,
+        quotes.router,
+        intent_list.router,
+        intents.router,
+        intent_commands.router,
         refund_approvals.router,
-        routes_sessions.router,
-        routes_events.router,
-        routes_webhooks.router,
-        routes_reports.router,
-        routes_chains.router,
+        sessions.router,
+        events.router,
+        webhooks.router,
+        reports.router,
+        chains.router,
         sdk_routes.router,  # the Chainrails SDK's paths for the operations above
     ):
         app.include_router(router)
@@ -183,42 +121,6 @@ def create_app(
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
-
-
-@asynccontextmanager
-async def _watching_alone(settings: Settings) -> AsyncIterator[Health]:
-    """A health of the app's own, probing PostgreSQL as the API needs, while it serves;
-    the libraries' lines kept to a few (an app outside a process of roles: tests)."""
-    health = Health()
-    probe = PostgresProbe(settings.database.url.get_secret_value(), timeout=settings.api.db_timeout)
-    health.watch(POSTGRESQL, probe, cadence=database_cadence(settings))
-    quiet = QuietLibraryLogs(health)
-    quiet.install()
-    stop = asyncio.Event()
-    running = asyncio.create_task(health.run(stop), name="database watch")
-    try:
-        yield health
-    finally:
-        stop.set()
-        await running
-        quiet.remove()
-        await probe.close()
-
-
-def _view_stopped(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error(
-            "the view of the relayer's float stopped; creates and quotes will be refused"
-            " (liquidity_unknown) until the API restarts",
-            error=repr(task.exception()),
-        )
-
-
-async def _cancelled(task: asyncio.Task[None]) -> None:
-    """Stop the task; a failure of its own was logged when it ended."""
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
 
 
 def _install_handlers(app: FastAPI) -> None:

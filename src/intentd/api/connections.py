@@ -22,9 +22,9 @@ The API needs PostgreSQL watched closely (:func:`database_cadence`): probed ever
 second, each probe bounded by ``api.db_timeout``, so it is answered 503 at once, and
 not ready, from a failed probe until an answered one (about a second after the
 database is back). Which errors mean "the database is away" is
-``adapters.db_failures``'s classification (``UNAVAILABLE``). Any other error passes
+``adapters.postgres.db_failures``'s classification (``UNAVAILABLE``). Any other error passes
 unchanged. A write that failed this way may have been committed all the same; a
-create is safe to retry with its ``Idempotency-Key`` (``api.intent_writes``). No API
+create is safe to retry with its ``Idempotency-Key`` (``api.intents.writes``). No API
 path waits for a connection or an answer without a bound.
 """
 
@@ -34,8 +34,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from intentd.adapters import db_failures
-from intentd.adapters.postgres import Connection, Pool
+from intentd.adapters.postgres import Connection, Pool, db_failures
 from intentd.api.problems import ApiProblem, database_busy, database_unavailable
 from intentd.backoff import Backoff
 from intentd.settings import Settings

@@ -1,5 +1,9 @@
 """What every handler needs: the services of the process, and request-reading helpers.
 
+:class:`Services` is built once per app by the composition root (``composition.api``),
+which the app's lifespan runs; a handler takes what it needs from it
+(:meth:`Services.of`) and builds no adapter or service of its own.
+
 A JSON body is never held beyond ``MAX_BODY_BYTES``: a ``Content-Length`` over it is
 refused before any of the body is read, and a body without one (chunked) is read
 only until it passes the limit. Either way the answer is a 413 ``body_too_large``
@@ -10,7 +14,7 @@ server as it comes (never held).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,15 +26,17 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
 from intentd.adapters.postgres import Connection
-from intentd.api.auth import Authenticator
 from intentd.api.batched_reads import BatchedReads
+from intentd.api.callers.auth import Authenticator
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.processing import Processor
 from intentd.contract.record import IntentRow
 from intentd.intents.admission import LiquidityGate
 from intentd.intents.writer import IntentWriter
+from intentd.merchant.intent_commands import IntentCommands
 from intentd.pricing import PriceSource
+from intentd.reports.ports import ReportReader
 from intentd.settings import Settings
 
 __all__ = [
@@ -67,6 +73,10 @@ class Services:
     """Intent reads of concurrent requests, one statement per batch (by lower-case address)."""
     liquidity: LiquidityGate
     """The relayer's float as last loaded from PostgreSQL (never read from RPC here)."""
+    intent_commands: IntentCommands
+    """The lifecycle's cancel and refund, on the process's chain book."""
+    reports: Callable[[Connection], ReportReader]
+    """The reports' reads over a connection, inside a snapshot the caller holds."""
 
     @staticmethod
     def of(request: Request) -> Services:

@@ -2,7 +2,7 @@
 
 ``POST /api/v1/intents``, ``GET /api/v1/intents/{intent_id}`` and
 ``GET /api/v1/intents/by-address/{intent_address}`` stay declared in
-``routes_intents``: they make the OpenAPI document, and FastAPI serves every request
+``api.intents.routes``: they make the OpenAPI document, and FastAPI serves every request
 this middleware leaves alone. The middleware takes a request only when FastAPI's
 own parameter checks would surely pass, so that it never has to imitate them:
 
@@ -13,8 +13,8 @@ own parameter checks would surely pass, so that it never has to imitate them:
 
 It then does what the FastAPI route does, in the same order: authenticate (the
 same ``Authenticator`` call, so the rate limit counts the request once) and check
-the key's scopes (``Caller.require_scope``, as ``api.security`` does), then the
-handler code of ``routes_intents``; it answers the same status, headers and body,
+the key's scopes (``Caller.require_scope``, as ``api.callers.security`` does), then the
+handler code of ``api.intents.routes``; it answers the same status, headers and body,
 and names the route template for ``api.metrics`` as FastAPI's routing would.
 ``ApiProblem`` and ``IntentRequestError`` become problem answers here, as the
 app's handlers would make them; any other exception goes up to the app's
@@ -32,9 +32,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from intentd.api.context import Services, json_response
+from intentd.api.intents.routes import create_record, read_by_address, read_by_id
 from intentd.api.metrics import ROUTE_KEY
 from intentd.api.problems import ApiProblem, from_request_error
-from intentd.api.routes_intents import create_record, read_by_address, read_by_id
 from intentd.intents.validation import IntentRequestError
 
 __all__ = ["HotPath"]

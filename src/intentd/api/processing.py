@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from intentd.adapters.cursor_store import WINDOW
 from intentd.adapters.evm.scan_chains import EvmScanChains
-from intentd.adapters.trigger_store import PostgresTriggerStore
+from intentd.adapters.postgres.cursor_store import WINDOW
+from intentd.adapters.postgres.trigger_store import PostgresTriggerStore
 from intentd.api.connections import Database
 from intentd.api.trigger_gate import TriggerGate, caller_of
 from intentd.contract.record import IntentRow
 from intentd.domain.status import ALLOWED_MOVES
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.valuation import Valuer
 from intentd.pricing import PriceSource
 from intentd.scanning.trigger import TriggerOutcome, TriggerScanner
@@ -33,7 +34,12 @@ class Processor:
     """Holds one RPC client per chain (the scanner's); close it with :meth:`close`."""
 
     def __init__(
-        self, settings: Settings, database: Database, *, prices: PriceSource | None = None
+        self,
+        settings: Settings,
+        database: Database,
+        *,
+        prices: PriceSource | None = None,
+        book: ChainBook,
     ) -> None:
         # a revalued intent's payment is valued at the API's prices (none: it awaits one)
         self._scanner = TriggerScanner(
@@ -42,6 +48,7 @@ class Processor:
             EvmScanChains(),
             reorg_window=WINDOW,
             valuer=Valuer(settings, prices) if prices is not None else None,
+            book=book,
         )
         self._gate = TriggerGate(settings, database)
 

@@ -28,11 +28,12 @@ from fastapi import APIRouter, Path, Request
 from fastapi.routing import APIRoute
 from starlette.responses import Response
 
-from intentd.adapters.intent_list import IntentFilter
-from intentd.api import routes_intents, routes_sessions
+from intentd.adapters.postgres.intent_list import IntentFilter
+from intentd.api.callers.security import ApiCaller
 from intentd.api.context import API_PREFIX, BODY_NAMES, Services, json_response
-from intentd.api.routes_intent_list import MAX_LIMIT, read_page, usable_chains
-from intentd.api.security import ApiCaller
+from intentd.api.intents import routes as routes_intents
+from intentd.api.intents.listing import MAX_LIMIT, read_page, usable_chains
+from intentd.api.sessions import routes as routes_sessions
 from intentd.intents.validation import check_address
 
 __all__ = ["SdkRoute", "router"]

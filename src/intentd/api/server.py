@@ -19,21 +19,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator
 
 import structlog
 import uvicorn
 from fastapi import FastAPI
 
-from intentd.adapters.postgres import Pool
-from intentd.api.app import create_app
 from intentd.api.capacity import guarded_protocol
 from intentd.api.workers import report_readiness
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
-from intentd.supervision import Health
 
-__all__ = ["Server", "api_role", "bind"]
+__all__ = ["Server", "api_role", "bind", "tell_readiness"]
 
 log = structlog.get_logger()
 READY_NAME = "api"
@@ -78,31 +75,23 @@ async def _abandon_requests(server: Server) -> None:
             await asyncio.wait_for(server.lifespan.shutdown(), _LIFESPAN_SHUTDOWN_SECONDS)
 
 
-def _readiness(ready: bool) -> None:
+def tell_readiness(ready: bool) -> None:
     """Ready once serving (the database down is the health's to say, in ``/readyz``);
     each change told to the parent of ``intentd api --workers N``, if any."""
     READINESS.ready(READY_NAME)
     report_readiness(ready)
 
 
-def api_role(
-    settings: Settings,
-    *,
-    pool: Pool | None = None,
-    sock: socket.socket | None = None,
-    health: Health | None = None,
-    extensions: Sequence[Callable[[FastAPI], None]] = (),
-) -> Role:
-    """Serve the API on ``sock`` (or ``api.host``:``api.port``) until stop, with the
-    process's ``health`` and ``extensions`` (``api.app.create_app``)."""
+def api_role(settings: Settings, app: FastAPI, *, sock: socket.socket | None = None) -> Role:
+    """Serve ``app`` (built by the composition root, ``composition.api.api_app``, with
+    :func:`tell_readiness` as its ``on_readiness``) on ``sock`` (or
+    ``api.host``:``api.port``) until stop."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect(READY_NAME)
         listener = sock if sock is not None else bind(settings.api.host, settings.api.port)
         config = uvicorn.Config(
-            create_app(
-                settings, pool=pool, health=health, on_readiness=_readiness, extensions=extensions
-            ),
+            app,
             http=guarded_protocol(settings.api.header_timeout, settings.api.max_connections),
             timeout_keep_alive=settings.api.keep_alive_timeout,
             lifespan="on",

@@ -13,7 +13,7 @@ admits a call for intent ``i`` by caller ``c`` only if
 A caller (:func:`caller_of`) is an API key's client, or a payment-modal session: a
 payer pressing "I have made payment" spends the session's slots, never its
 merchant's. The cooldown also refuses a second call for an intent while its first
-runs. The admission is one round trip (``adapters.trigger_runs``) on the API's
+runs. The admission is one round trip (``adapters.postgres.trigger_runs``) on the API's
 ``Database``: with the database away it is a 503 ``database_unavailable``, never
 admitted unchecked. The slot is given back when the call ends; a slot whose process
 died lapses ``LEASE_MARGIN`` seconds after the call's deadline (``api.trigger_timeout``).
@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from uuid import UUID
 
-from intentd.adapters import trigger_runs
+from intentd.adapters.postgres import trigger_runs
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.settings import Settings

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from intentd.adapters.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.evm.signer import Keyring
 from intentd.adapters.kafka import KafkaPublisher
+from intentd.adapters.kafka.consumer_stop import CLOSE_SECONDS
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.probes import KafkaProbe, PostgresProbe, RpcProbe
@@ -47,6 +47,7 @@ from intentd.composition.roles import (
     lifecycle_role,
     poller_role,
 )
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.runtime import READINESS, Role, exit_within, run_roles, serve_health
 from intentd.settings import DatabaseConfig, Settings
 from intentd.stopping import Stopping, StopRequest
@@ -268,6 +269,7 @@ async def _open_then_run(
         except Stopped:
             return
         READINESS.ready(OPENING)
+        book = ChainBook.of_settings(settings)  # the one of the process, for every role
         built: list[Role] = [
             poller_role(settings, chain, pool=pool, publisher=publisher, health=health)
             for chain in roles.pollers
@@ -278,15 +280,19 @@ async def _open_then_run(
         ]
         if roles.lifecycle:
             assert publisher is not None
-            built.append(lifecycle_role(settings, pool=pool, publisher=publisher, health=health))
+            built.append(
+                lifecycle_role(settings, pool=pool, publisher=publisher, health=health, book=book)
+            )
         if roles.api:
-            from intentd.api.server import api_role  # FastAPI only where the API runs
+            from intentd.api.server import api_role, tell_readiness  # FastAPI only where it runs
+            from intentd.composition.api import api_app
             from intentd.console.mount import console_extensions
 
-            extensions = console_extensions(settings)  # the console, if enabled
-            built.append(
-                api_role(settings, pool=pool, sock=api_socket, health=health, extensions=extensions)
-            )
+            app = api_app(
+                settings, pool=pool, health=health, book=book, on_readiness=tell_readiness,
+                extensions=console_extensions(settings),  # the console, if enabled
+            )  # fmt: skip
+            built.append(api_role(settings, app, sock=api_socket))
         if roles.webhooks:
             from intentd.composition.webhooks import webhooks_role
 

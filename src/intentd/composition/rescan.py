@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from intentd.adapters import intent_store
 from intentd.adapters.evm.chain_reader import open_chain
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
 from intentd.chain.blocks import BlockRange
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.rescan import READ_ATTEMPTS, Rescanned, RescanRefused, rescan_range
 from intentd.settings import Settings
 
@@ -33,7 +33,14 @@ async def rescan(
     _, reader = open_chain(config, attempts=READ_ATTEMPTS)
     try:
         return await rescan_range(
-            settings, PostgresStore(pool), reader, config, row, blocks=blocks, now=now
+            settings,
+            PostgresStore(pool),
+            reader,
+            config,
+            row,
+            blocks=blocks,
+            now=now,
+            book=ChainBook.of_settings(settings),  # the one of this command's process
         )
     finally:
         await reader.close()

@@ -27,8 +27,6 @@ from typing import TypeVar
 import structlog
 
 from intentd import observability as metrics
-from intentd.adapters.consumer_stop import close_consumer, start_until_stopped
-from intentd.adapters.cursor_store import WINDOW, ChainLock, PostgresPollerStore
 from intentd.adapters.diagnosis import diagnose_for
 from intentd.adapters.evm.chain_reader import open_chain
 from intentd.adapters.evm.chain_writer import EvmChainWriter
@@ -39,29 +37,32 @@ from intentd.adapters.evm.second_provider import RpcSecondProvider
 from intentd.adapters.evm.signer import Keyring
 from intentd.adapters.evm.state_reader import open_chain_state
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
-from intentd.adapters.execution_store import PostgresExecutionStore
-from intentd.adapters.executor_lease import ExecutorLease
 from intentd.adapters.kafka import KafkaPublisher, make_consumer
-from intentd.adapters.lease import Lease
-from intentd.adapters.lifecycle_kafka import (
+from intentd.adapters.kafka.consumer_stop import close_consumer, start_until_stopped
+from intentd.adapters.kafka.lifecycle_inbox import (
     CurrentConsumer,
     KafkaDeadLetters,
     KafkaInbox,
     KafkaLogProgress,
 )
-from intentd.adapters.lifecycle_uow import PostgresStore
-from intentd.adapters.log_positions import PostgresLogPositions
-from intentd.adapters.native_intents import PostgresOpenNativeIntents
-from intentd.adapters.outbox import OutboxRelay
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres.cursor_store import WINDOW, ChainLock, PostgresPollerStore
+from intentd.adapters.postgres.execution_store import PostgresExecutionStore
+from intentd.adapters.postgres.executor_lease import ExecutorLease
+from intentd.adapters.postgres.lease import Lease
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.adapters.postgres.log_positions import PostgresLogPositions
+from intentd.adapters.postgres.native_intents import PostgresOpenNativeIntents
+from intentd.adapters.postgres.outbox import OutboxRelay
 from intentd.chain.evm.ports import ChainReader
 from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.execution.deposit_verifier import DepositVerifier
 from intentd.execution.executor import Executor
 from intentd.indexer.poller import Poller
-from intentd.indexer.ports import Publisher
+from intentd.indexer.ports import DepositPublisher
 from intentd.indexer.watch_refresh import WatchedIntents
 from intentd.lifecycle.awaiting import AwaitingPrices
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.holds import HoldWatch
@@ -117,7 +118,7 @@ def poller_role(
     chain: str,
     *,
     pool: Pool | None = None,
-    publisher: Publisher | None = None,
+    publisher: DepositPublisher | None = None,
     reader: ChainReader | None = None,
     reconciliation: Reconciliation | None = None,
     health: Health | None = None,
@@ -252,19 +253,24 @@ def executor_role(
 
 
 def lifecycle_role(
-    settings: Settings, *, pool: Pool, publisher: KafkaPublisher, health: Health | None = None
+    settings: Settings,
+    *,
+    pool: Pool,
+    publisher: KafkaPublisher,
+    book: ChainBook,
+    health: Health | None = None,
 ) -> Role:
     """The lifecycle consumer, the outbox relay, the expiry, the verifier of
     trigger-credited deposits, the watch of reorg holds and the valuing of intents
-    awaiting a price, on the process's pool and producer, with a price refresher of its
-    own (``running_prices``: the prices a revalued intent's payment is valued at); each
-    supervised on its own (see the module)."""
+    awaiting a price, on the process's pool, producer and chain ``book``, with a price
+    refresher of its own (``running_prices``: the prices a revalued intent's payment is
+    valued at); each supervised on its own (see the module)."""
 
     async def role(stop: asyncio.Event) -> None:
         READINESS.expect("lifecycle")
         async with running_prices(settings) as prices:  # docs/pricing.md, Slippage
             rates = Valuer(settings, prices)
-            await _lifecycle(settings, pool, publisher, stop, health=health, rates=rates)
+            await _lifecycle(settings, pool, publisher, stop, health=health, rates=rates, book=book)
 
     return role
 
@@ -277,6 +283,7 @@ async def _lifecycle(
     *,
     health: Health | None,
     rates: Valuer,
+    book: ChainBook,
 ) -> None:
     """The lifecycle's tasks, each supervised, until ``stop``; ``rates``: the prices a
     revalued intent's payment is valued at (a cache the role refreshes in the background)."""
@@ -284,13 +291,13 @@ async def _lifecycle(
     store = PostgresStore(pool)
     positions = PostgresLogPositions(pool)
     lifecycle = LifecycleConsumer(
-        settings, store, KafkaDeadLetters(publisher), positions=positions, rates=rates
+        settings, store, KafkaDeadLetters(publisher), book=book, positions=positions, rates=rates
     )
-    verifier = TriggerVerifier(settings, store, EvmVerifierChains(), final_depth=WINDOW)
+    verifier = TriggerVerifier(settings, store, EvmVerifierChains(), book=book, final_depth=WINDOW)
     gap_chains = EvmVerifierChains()
     gaps = LogGapRecovery(
         settings, store, positions, gap_chains, KafkaDeadLetters(publisher),
-        reorg_window=WINDOW, rates=rates,
+        book=book, reorg_window=WINDOW, rates=rates,
     )  # fmt: skip
     current = CurrentConsumer()
 
@@ -311,14 +318,14 @@ async def _lifecycle(
             await close_consumer(consumer)
 
     deposit_logs = [deposits_topic(settings.kafka.topic_prefix, c) for c in settings.chains]
-    expiry = Expiry(settings, store, progress=KafkaLogProgress(current, deposit_logs))
+    expiry = Expiry(settings, store, book=book, progress=KafkaLogProgress(current, deposit_logs))
     tasks = {
         "outbox relay": OutboxRelay(pool, publisher).run,
         "expiry": expiry.run,
         "trigger verifier": verifier.run,
         "reorg hold watch": HoldWatch(store).run,
         "awaiting prices": AwaitingPrices(
-            store, lifecycle.book, rates, interval=settings.pricing.refresh_interval
+            store, book, rates, interval=settings.pricing.refresh_interval
         ).run,
     }
     diagnose = diagnose_for(None)

@@ -1,147 +1,52 @@
-"""The ``intentd webhooks`` role: Kafka intake, the dispatcher, and the health gauges.
+"""The ``intentd webhooks`` role, wired: intake, dispatcher and upkeep on their ports.
 
-Intake (delivery contract of DESIGN.md §3): the consumer (group ``webhooks.group``)
-reads ``<prefix>.intent-events`` and records every matching delivery in PostgreSQL
-(``PostgresWebhookStore.record_events``, one transaction per batch) before it commits
-the batch's offsets; a crash replays the uncommitted tail, which records nothing new.
-An event that cannot be parsed is logged and skipped (it could never be delivered).
+The loops live in ``webhooks/``: the intake (``webhooks.intake.consume_events``, on a
+:class:`~intentd.adapters.kafka.webhook_feed.KafkaEventFeed` of group ``webhooks.group`` on
+``<prefix>.intent-events``), the dispatcher (``webhooks.dispatcher``, with its
+``LISTEN`` connection) and the upkeep (``webhooks.upkeep``: health gauges, pruning);
+this module builds their adapters and supervises each (``intentd.supervision``).
 Replicas share the partitions through the consumer group, and the dispatchers of every
 replica share the deliveries through their leases.
 
-Three tasks, each supervised (``intentd.supervision``): the intake, the dispatcher
-(with its ``LISTEN`` connection) and the upkeep (health gauges, pruning). An outage of
-PostgreSQL or Kafka makes the task that met it wait for the dependency and start over:
-the intake with a new consumer, so it resumes from the committed offsets and never
-goes past a batch it could not record; the dispatcher with the deliveries whose leases
-expire in the meantime (delivery is at least once). The process stays up.
+An outage of PostgreSQL or Kafka makes the task that met it wait for the dependency and
+start over: the intake with a new consumer, so it resumes from the committed offsets and
+never goes past a batch it could not record; the dispatcher with the deliveries whose
+leases expire in the meantime (delivery is at least once). The process stays up.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 
 import structlog
-from aiokafka import AIOKafkaConsumer
 
-from intentd import observability as metrics
-from intentd.adapters.consumer_stop import (
-    close_consumer,
-    fetch_until_stopped,
-    start_until_stopped,
-)
 from intentd.adapters.diagnosis import diagnose_for
-from intentd.adapters.held_connections import give_back, unlisten
-from intentd.adapters.kafka import TopicPartition, commit_positions, make_consumer
+from intentd.adapters.http.webhook_sender import HttpSender
+from intentd.adapters.kafka import make_consumer
+from intentd.adapters.kafka.consumer_stop import close_consumer, start_until_stopped
+from intentd.adapters.kafka.webhook_feed import KafkaEventFeed
 from intentd.adapters.postgres import Pool
-from intentd.adapters.webhook_http import HttpSender
-from intentd.adapters.webhook_store import CHANNEL, PostgresWebhookStore
+from intentd.adapters.postgres.held_connections import give_back, unlisten
+from intentd.adapters.postgres.webhook_store import CHANNEL, PostgresWebhookStore
 from intentd.composition.roles import STALL_SECONDS
-from intentd.faults import crash_point
-from intentd.lifecycle.log_gaps import LogGap
 from intentd.messages import events_topic
 from intentd.runtime import READINESS, Role
 from intentd.settings import Settings
-from intentd.supervision import Diagnose, Health, Kind, progress, supervise
+from intentd.supervision import Health, supervise
 from intentd.webhooks.dispatcher import Dispatcher
-from intentd.webhooks.intake import MalformedEvent, parse_event
-from intentd.webhooks.ports import EventToRecord, WebhookStore
+from intentd.webhooks.intake import consume_events
 from intentd.webhooks.secret_box import secret_box
+from intentd.webhooks.upkeep import maintain
 
-__all__ = ["consume_events", "webhooks_role"]
+__all__ = ["webhooks_role"]
 
 log = structlog.get_logger()
-_HEALTH_EVERY = 15.0
-_PRUNE_EVERY = 3600.0
 
 
 def networks_of(settings: Settings) -> dict[str, str]:
     return {name: chain.network for name, chain in settings.chains.items()}
-
-
-async def _events_gap(gap: LogGap) -> None:
-    """Events deleted unread are not re-derived here: they stay in the event log
-    (``intent_events``, docs/runbook.md, KafkaPositionOutsideLog); the gap is alerted on.
-    A partition with no committed position is taken for a new group's."""
-    if gap.uncommitted:
-        return
-    log.error(
-        "webhook events deleted before they were read; their deliveries are missing",
-        topic=gap.topic,
-        partition=gap.partition,
-        skipped=gap.skipped,
-    )
-
-
-async def consume_events(
-    consumer: AIOKafkaConsumer,
-    store: WebhookStore,
-    networks: dict[str, str],
-    stop: asyncio.Event,
-    on_recorded: Callable[[], None] = lambda: None,
-) -> None:
-    """Record the deliveries of each batch, then commit its offsets; until ``stop``."""
-    while not stop.is_set():
-        batches = await fetch_until_stopped(
-            consumer, stop, timeout_ms=200, max_records=1000, recover=_events_gap
-        )
-        progress()
-        if not batches:
-            continue
-        events: list[EventToRecord] = []
-        positions: dict[TopicPartition, int] = {}
-        for partition, records in batches.items():
-            for record in records:
-                try:
-                    events.append(parse_event(record.value or b"", networks))
-                except MalformedEvent as exc:
-                    log.warning(
-                        "event skipped: not a webhook event",
-                        topic=record.topic,
-                        partition=record.partition,
-                        offset=record.offset,
-                        reason=str(exc),
-                    )
-            positions[partition] = records[-1].offset + 1
-        added = await store.record_events(events)
-        crash_point("webhooks.after_record")
-        if added:
-            metrics.WEBHOOK_RECORDED.inc(added)
-            on_recorded()
-        await commit_positions(consumer, positions)
-
-
-async def _maintain(
-    store: PostgresWebhookStore, retention: timedelta, stop: asyncio.Event, diagnose: Diagnose
-) -> None:
-    """Every 15 s the health gauges; every hour, forget what is older than ``retention``.
-    An outage ends it (its supervisor waits and starts it again); any other failure is
-    logged and tried at the next round (gauges and pruning must not stop the role)."""
-    last_prune = 0.0
-    while not stop.is_set():
-        try:
-            now = datetime.now(UTC)
-            health = await store.health(now)
-            if time.monotonic() - last_prune > _PRUNE_EVERY:
-                pruned = await store.prune(now - retention)
-                last_prune = time.monotonic()
-                if pruned:
-                    log.info("webhook deliveries pruned", count=pruned)
-        except Exception as exc:
-            if diagnose(exc).kind is Kind.OUTAGE:
-                raise
-            log.exception("webhook maintenance failed")
-        else:
-            metrics.WEBHOOK_PENDING.set(health.pending)
-            metrics.WEBHOOK_OLDEST_PENDING.set(health.oldest_seconds)
-            metrics.WEBHOOK_DISABLED_ENDPOINTS.set(health.disabled_endpoints)
-            progress()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), _HEALTH_EVERY)
 
 
 def webhooks_role(settings: Settings, *, pool: Pool, health: Health | None = None) -> Role:
@@ -189,7 +94,8 @@ def webhooks_role(settings: Settings, *, pool: Pool, health: Health | None = Non
                     return
                 READINESS.ready("webhooks")
                 log.info("webhooks started", group=config.group)
-                await consume_events(consumer, store, networks, stop, dispatcher.wakeup.set)
+                feed = KafkaEventFeed(consumer, stop)
+                await consume_events(feed, store, networks, stop, dispatcher.wakeup.set)
             finally:
                 await close_consumer(consumer)
 
@@ -206,7 +112,7 @@ def webhooks_role(settings: Settings, *, pool: Pool, health: Health | None = Non
                 await give_back(pool, listener)
 
         async def upkeep(stop: asyncio.Event) -> None:
-            await _maintain(store, retention, stop, diagnose)
+            await maintain(store, retention, stop, diagnose)
 
         async with AsyncExitStack() as closing:  # each step runs, even if one is cancelled
             closing.callback(log.info, "webhooks stopped")

@@ -32,9 +32,9 @@ from intentd.access.actors import Actor
 from intentd.access.roles import Permission, Role, allowed
 from intentd.access.session_policy import SessionState, session_state, should_touch
 from intentd.access.tokens import same_token, token_hash
-from intentd.adapters import audit_log, console_sessions
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.console_sessions import SessionRow
+from intentd.adapters.postgres import audit_log, console_sessions
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.console_sessions import SessionRow
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.console.web import cookies_of, source

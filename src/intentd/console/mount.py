@@ -20,11 +20,18 @@ from datetime import UTC, datetime
 import structlog
 from fastapi import FastAPI
 
-from intentd.adapters import audit_log, console_reads, console_sessions, refund_approvals
+from intentd.adapters.postgres import (
+    audit_log,
+    console_overview,
+    console_sessions,
+    refund_approvals,
+)
 from intentd.api.context import Services
 from intentd.console import (
+    routes_approvals,
     routes_audit,
     routes_developers,
+    routes_overview,
     routes_payments,
     routes_reports,
     routes_signin,
@@ -53,7 +60,9 @@ def console_extensions(settings: Settings) -> tuple[Callable[[FastAPI], None], .
 def install(app: FastAPI, state: ConsoleState) -> None:
     for module in (
         routes_signin,
+        routes_overview,
         routes_payments,
+        routes_approvals,
         routes_webhooks,
         routes_developers,
         routes_team,
@@ -92,7 +101,7 @@ async def prune_once(services: Services) -> int:
             if pruned < 1_000:
                 break
         total += await console_sessions.prune(conn)
-        total += await console_reads.prune_day_totals(conn)
+        total += await console_overview.prune_day_totals(conn)
         total += await refund_approvals.expire_stale(conn, datetime.now(UTC))
     return total
 

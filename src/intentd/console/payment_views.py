@@ -15,11 +15,13 @@ from typing import Any
 
 from eth_utils import to_checksum_address
 
-from intentd.adapters.console_reads import ActionRow, ChainState, DayTotal, DeliveryRow, DepositRow
-from intentd.adapters.refund_approvals import Approval
+from intentd.adapters.postgres.console_overview import DayTotal
+from intentd.adapters.postgres.console_reads import ActionRow, ChainState, DeliveryRow, DepositRow
+from intentd.adapters.postgres.refund_approvals import Approval
 from intentd.console.waiting import ActionFact, ChainFact, Facts, TxFact, Why
 from intentd.contract.record import IntentRow
 from intentd.domain.amounts import format_amount
+from intentd.domain.wait_codes import wait_text
 from intentd.settings import NATIVE_TOKEN, Settings
 
 __all__ = [
@@ -95,7 +97,7 @@ def render_actions(settings: Settings, actions: Sequence[ActionRow]) -> list[dic
             "reason": a.reason,
             "status": a.status,
             "attempts": a.attempts,
-            "last_error": a.last_error,
+            "last_error": wait_text(a.last_error) if a.last_error else a.last_error,
             "tx_hash": a.tx_hash,
             "explorer": explorer(settings, a.chain, "tx", a.tx_hash) if a.tx_hash else None,
             "sent": _money(settings, a.chain, a.token, a.amount_sent)["amount"],

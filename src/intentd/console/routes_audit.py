@@ -3,7 +3,7 @@ export (streamed from one snapshot: memory stays bounded whatever the log's size
 
 Pages go newest first by cursor (``next_cursor``, passed back as ``cursor``); a record
 whose transaction commits after a page was read is never skipped by the cursor: it
-sorts above that page (``adapters.audit_log``)."""
+sorts above that page (``adapters.postgres.audit_log``)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
 from intentd.access.roles import Permission
-from intentd.adapters import audit_log
-from intentd.adapters.audit_log import AuditFilter, AuditPosition, AuditRow
+from intentd.adapters.postgres import audit_log
+from intentd.adapters.postgres.audit_log import AuditFilter, AuditPosition, AuditRow
 from intentd.api.context import Services, json_response
 from intentd.api.paging import decode_cursor, encode_cursor, parse_time
 from intentd.console.auth import ConsoleUser, Require

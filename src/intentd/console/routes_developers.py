@@ -17,11 +17,11 @@ from starlette.responses import Response
 
 from intentd.access.roles import Permission
 from intentd.access.scopes import Scope, parse_scopes
-from intentd.adapters import api_keys, clients, event_log
-from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.event_log import EventFilter
+from intentd.adapters.postgres import api_keys, clients, event_log
+from intentd.adapters.postgres.api_keys import ApiKey
+from intentd.adapters.postgres.event_log import EventFilter
 from intentd.api.context import Services, json_response, read_body
-from intentd.api.event_params import decode_log_cursor, encode_log_cursor, parse_types
+from intentd.api.events.params import decode_log_cursor, encode_log_cursor, parse_types
 from intentd.api.problems import ApiProblem
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.web import CONSOLE_API, ModeParam

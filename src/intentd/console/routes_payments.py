@@ -1,36 +1,40 @@
-"""``/console/api`` overview, payments, a payment's detail, cancel and refund, approvals.
+"""``/console/api/payments``: the list, a payment's detail, cancel and refund.
 
-Lists and reads show the signed-in user's client, in the screen's mode only. Cancel
-and refund run :func:`intentd.merchant.refunds.request` as the user, so a refund above
-the client's threshold waits for approval exactly as a key's does; the body names
-the amount the user was shown, and a different amount held now is a 409
-``amount_changed`` (nothing done). Approvals are decided by a user with
-``refunds.approve`` other than the one who asked (:func:`~intentd.merchant.refunds.approve`).
+Lists and reads show the signed-in user's client, in the screen's mode only (another
+client's intent, or one of the other mode, is a 404). Cancel and refund run
+:func:`intentd.merchant.refunds.request` as the user, so a refund above the client's
+threshold waits for approval exactly as a key's does (``routes_approvals``); the body
+names the amount the user was shown, and a different amount held now is a 409
+``amount_changed`` (nothing done).
 """
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any
-from uuid import UUID
 
 from eth_utils import to_checksum_address
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from intentd.access.approvals import ApprovalStatus, needs_approval, refund_value_usd
+from intentd.access.approvals import needs_approval, refund_value_usd
 from intentd.access.roles import Permission
-from intentd.adapters import console_reads, event_log, intent_list, intent_store, refund_approvals
-from intentd.adapters.intent_list import IntentFilter
+from intentd.adapters.postgres import (
+    console_reads,
+    event_log,
+    intent_list,
+    intent_store,
+    refund_approvals,
+)
+from intentd.adapters.postgres.intent_list import IntentFilter
 from intentd.api.context import Services, json_response, read_body
-from intentd.api.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
+from intentd.api.intents.commands import refused_problem
+from intentd.api.intents.list_params import decode_list_cursor, encode_list_cursor, metadata_filter
+from intentd.api.intents.refund_approvals import refund_policy, render_approval
 from intentd.api.paging import parse_time
 from intentd.api.problems import ApiProblem
-from intentd.api.refund_approvals import refund_policy, render_approval
-from intentd.api.routes_intent_commands import book_of, refused_problem
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.payment_views import (
     explorer,
@@ -38,10 +42,8 @@ from intentd.console.payment_views import (
     render_actions,
     render_deliveries,
     render_deposits,
-    render_overview,
     render_whys,
 )
-from intentd.console.pool_share import overview_connection
 from intentd.console.waiting import why_waiting
 from intentd.console.web import CONSOLE_API, ModeParam, mode_chains
 from intentd.contract.record import IntentRow, render_record
@@ -57,10 +59,7 @@ router = APIRouter(prefix=CONSOLE_API, include_in_schema=False)
 Reader = Annotated[ConsoleUser, Depends(Require(Permission.PAYMENTS_READ))]
 Canceller = Annotated[ConsoleUser, Depends(Require(Permission.PAYMENTS_CANCEL))]
 Refunder = Annotated[ConsoleUser, Depends(Require(Permission.PAYMENTS_REFUND))]
-Approver = Annotated[ConsoleUser, Depends(Require(Permission.REFUNDS_APPROVE))]
 IntentId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-STUCK_AFTER = timedelta(minutes=5)
-ATTENTION_LIMIT = 20
 _Text = Annotated[str | None, Query(min_length=1, max_length=200)]
 
 
@@ -90,89 +89,6 @@ async def _intent(services: Services, user: ConsoleUser, mode: str, intent_id: i
     ):
         raise ApiProblem(404, "intent_not_found", f"no {mode} intent {intent_id} for this client")
     return row
-
-
-@router.get("/overview")
-async def overview(request: Request, user: Reader, mode: ModeParam = "test") -> Response:
-    """Its three reads (the day totals, the live counts, the payments needing attention)
-    run at once, each on a connection of its own, within the overview's share of the
-    pool (``console.pool_share``)."""
-    services = Services.of(request)
-    settings = services.settings
-    now = _now()
-    chains = mode_chains(settings, mode)
-    client = user.session.client_id
-
-    async def days() -> list[console_reads.DayTotal]:
-        async with overview_connection(request) as conn:
-            return await console_reads.day_totals(
-                conn, client, chains, since=now.date() - timedelta(days=29), now=now
-            )
-
-    async def live() -> dict[str, int]:
-        async with overview_connection(request) as conn:
-            return await console_reads.live_counts(conn, client, chains)
-
-    async def attention() -> list[dict[str, Any]]:
-        grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
-        async with overview_connection(request) as conn:
-            stuck = await console_reads.attention(
-                conn,
-                client,
-                chains,
-                now=now,
-                stuck_after=STUCK_AFTER,
-                grace=grace,
-                limit=ATTENTION_LIMIT,
-            )
-            return await _with_reasons(services, conn, stuck, now)
-
-    async def attention_and_approvals() -> tuple[list[dict[str, Any]], int]:
-        found = await attention()
-        async with overview_connection(request) as conn:
-            return found, await refund_approvals.pending_count(conn, client, mode, now)
-
-    totals, counts, (stuck, pending) = await asyncio.gather(
-        days(), live(), attention_and_approvals()
-    )
-    body = render_overview(totals, counts, now.date())
-    body["attention"] = stuck
-    body["approvals_pending"] = pending
-    return json_response(body)
-
-
-async def _with_reasons(
-    services: Services, conn: Any, rows: list[IntentRow], now: datetime
-) -> list[dict[str, Any]]:
-    ids = [r.id for r in rows]
-    actions = await console_reads.actions_of(conn, ids)
-    deposits = await console_reads.deposits_of(conn, ids)
-    chains = await console_reads.chain_states(conn, list(services.settings.chains))
-    approvals = await refund_approvals.pending_for_intents(conn, ids)
-    out = []
-    for row in rows:
-        facts = facts_of(
-            services.settings,
-            row,
-            actions[row.id],
-            deposits[row.id],
-            chains,
-            approval=approvals.get(row.id),
-            now=now,
-        )
-        out.append(
-            {
-                "id": row.id,
-                "intent_address": to_checksum_address(row.intent_address),
-                "status": row.status.value,
-                "amount": format_amount(row.total_due, row.asset_token_decimals),
-                "symbol": row.asset_token_symbol,
-                "source_chain": row.source_chain,
-                "updated_at": row.updated_at.isoformat().replace("+00:00", "Z"),
-                "reasons": render_whys(why_waiting(facts)),
-            }
-        )
-    return out
 
 
 @router.get("/payments")
@@ -341,7 +257,7 @@ async def _command(
         try:
             outcome = await refunds.request(
                 conn,
-                book_of(request),
+                services.intent_commands,
                 refund_policy(services),
                 user.actor(),
                 row.id,
@@ -349,7 +265,7 @@ async def _command(
                 mode=mode,
                 now=_now(),
             )
-        except commands.Refused as refused:
+        except commands.CommandRefused as refused:
             raise refused_problem(command, row.intent_address, refused) from None
     if isinstance(outcome, refunds.Waiting):
         return json_response({"approval": render_approval(outcome.approval)}, 202)
@@ -368,58 +284,3 @@ async def refund(
     request: Request, user: Refunder, intent_id: IntentId, mode: ModeParam = "test"
 ) -> Response:
     return await _command(request, user, mode, intent_id, commands.Command.REFUND)
-
-
-@router.get("/approvals")
-async def approvals(
-    request: Request,
-    user: Reader,
-    mode: ModeParam = "test",
-    status: Annotated[ApprovalStatus | None, Query()] = None,
-) -> Response:
-    services = Services.of(request)
-    async with services.connection() as conn:
-        await refund_approvals.expire_stale(conn, _now(), client_id=user.session.client_id)
-        found = await refund_approvals.list_approvals(
-            conn, user.session.client_id, [mode], status=status, limit=200
-        )
-    return json_response({"data": [render_approval(a) for a in found]})
-
-
-def _denied(exc: refunds.ApprovalDenied) -> ApiProblem:
-    status = 404 if exc.code == "approval_not_found" else 409
-    if exc.code == "approval_own_request":
-        status = 403
-    return ApiProblem(status, exc.code, exc.detail)
-
-
-@router.post("/approvals/{approval_id}/approve")
-async def approve(request: Request, user: Approver, approval_id: UUID) -> Response:
-    services = Services.of(request)
-    async with services.connection() as conn:
-        try:
-            done = await refunds.approve(
-                conn, book_of(request), user.actor(), approval_id, now=_now()
-            )
-        except refunds.ApprovalDenied as exc:
-            raise _denied(exc) from None
-        except commands.Refused as refused:
-            found = await refund_approvals.get(conn, approval_id, user.session.client_id)
-            command = commands.Command(found.command if found else "refund")
-            address = found.intent_address if found else "?"
-            raise refused_problem(command, address, refused) from None
-    assert done.approval is not None
-    return json_response(
-        {"approval": render_approval(done.approval), "record": render_record(done.answer.row)}
-    )
-
-
-@router.post("/approvals/{approval_id}/reject")
-async def reject(request: Request, user: Approver, approval_id: UUID) -> Response:
-    services = Services.of(request)
-    async with services.connection() as conn:
-        try:
-            rejected = await refunds.reject(conn, user.actor(), approval_id, now=_now())
-        except refunds.ApprovalDenied as exc:
-            raise _denied(exc) from None
-    return json_response({"approval": render_approval(rejected)})

@@ -2,7 +2,7 @@
 
 The page downloads the same exports and reconciliation as ``GET /api/v1/reports/...``
 (docs/api.md, Reports), computed by the same code (``reports.streams`` through
-``api.report_responses.open_stream``: one snapshot, bounded memory, a refusal or a
+``api.reports.responses.open_stream``: one snapshot, bounded memory, a refusal or a
 failure of the first query answered as a problem, never as a broken 200), for the
 signed-in user's client and the screen's mode: a :class:`~intentd.reports.ports.ReportScope`
 of the source chains of that network class, as a key of that mode sees them. Every role
@@ -30,7 +30,7 @@ from starlette.responses import Response
 from intentd.access.roles import Permission
 from intentd.api.context import Services, json_response
 from intentd.api.problems import ApiProblem
-from intentd.api.report_responses import ReportStream, open_stream
+from intentd.api.reports.responses import ReportStream, open_stream
 from intentd.console.auth import ConsoleUser, Require
 from intentd.console.web import CONSOLE_API, ModeParam, mode_chains
 from intentd.reports.movements import Export, TokenBook

@@ -25,14 +25,15 @@ from intentd.access.second_factor import (
     otpauth_uri,
     totp_step,
 )
-from intentd.adapters import audit_log, console_sessions, console_users
-from intentd.adapters.audit_log import AuditEntry
+from intentd.adapters.postgres import audit_log, console_sessions, console_users
+from intentd.adapters.postgres.audit_log import AuditEntry
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.problems import ApiProblem
 from intentd.console import signin
 from intentd.console.auth import SignedIn, check_origin
 from intentd.console.state import ConsoleState
 from intentd.console.web import CHALLENGE_SECONDS, CONSOLE_API, DEVICE_DAYS, source
+from intentd.contract.events import EventType
 from intentd.contract.mode import mode_of
 
 __all__ = ["router"]
@@ -178,6 +179,8 @@ async def session(request: Request, user: SignedIn) -> Response:
         "chains": chains,
         "totp_available": ConsoleState.of(request).totp_box is not None,
         "idle_minutes": settings.console.session_idle_minutes,
+        # the pages' event type choices (webhook subscriptions, the event log's filter)
+        "event_types": [event_type.value for event_type in EventType],
     }
     return json_response(body)
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from intentd.access.roles import Permission, Role
-from intentd.adapters import console_users, refund_approvals
-from intentd.adapters.console_users import User, UserExists
+from intentd.adapters.postgres import console_users, refund_approvals
+from intentd.adapters.postgres.console_users import User, UserExists
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.problems import ApiProblem
 from intentd.console.auth import ConsoleUser, Require

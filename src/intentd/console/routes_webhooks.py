@@ -12,12 +12,12 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from intentd.access.roles import Permission
-from intentd.adapters import webhook_endpoints as store
-from intentd.adapters.webhook_endpoints import Endpoint
+from intentd.adapters.postgres import webhook_endpoints as store
+from intentd.adapters.postgres.webhook_endpoints import Endpoint
 from intentd.api.context import Services, json_response, read_body
 from intentd.api.problems import ApiProblem
-from intentd.api.webhook_models import RecoverRequest, WebhookCreate, WebhookUpdate
-from intentd.api.webhook_views import (
+from intentd.api.webhooks.models import RecoverRequest, WebhookCreate, WebhookUpdate
+from intentd.api.webhooks.views import (
     checked_url_of_mode,
     not_found,
     render,

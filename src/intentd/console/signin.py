@@ -24,10 +24,9 @@ from intentd.access import passwords
 from intentd.access.actors import Actor
 from intentd.access.second_factor import code_hash, totp_step
 from intentd.access.tokens import random_token, token_hash
-from intentd.adapters import audit_log, console_sessions, console_users
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.console_users import User
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, audit_log, console_sessions, console_users
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.console_users import User
 from intentd.api.context import Services
 from intentd.api.problems import ApiProblem
 from intentd.console.signin_gate import Gate, gate_for

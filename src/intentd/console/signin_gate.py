@@ -4,7 +4,7 @@ A sign-in is held by its source address's counter and by its account's (keyed by
 email typed, so an unknown email behaves as a known one), or, from a browser the
 account signed in from before, by that device's; a one-time link by its source's
 link counter. :meth:`Gate.admit` counts the attempt as a failure before anything is
-checked, under a lock of the counters' rows (``adapters.console_sessions.
+checked, under a lock of the counters' rows (``adapters.postgres.console_sessions.
 hold_counters``), and answers 429 while one is locked; :meth:`Gate.succeed` gives it
 back. So attempts arriving together are counted one after the other, and however many
 arrive at once, no more than a limit's worth is ever checked.
@@ -17,9 +17,8 @@ from datetime import datetime, timedelta
 
 from intentd.access.throttle import Counter, after_failure, given_back, remaining_lock
 from intentd.access.tokens import token_hash
-from intentd.adapters import console_sessions
-from intentd.adapters.console_users import User
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, console_sessions
+from intentd.adapters.postgres.console_users import User
 from intentd.api.problems import ApiProblem
 from intentd.console.state import ConsoleState
 

@@ -8,8 +8,9 @@ ended. Each reason carries the figures its sentence needs (the console's strings
 table words them): confirmations as *k of n*, what is missing, until when.
 
 An action's ``last_error`` is the executor's word for why it waits
-(``execution.starting``: the second provider, the fee cap, the relayer's balance);
-:func:`classify_error` reads it. A chain whose poller has not advanced for
+(``execution.starting``: the second provider, the fee cap, the relayer's balance), with
+a stable code (``domain.wait_codes``); :func:`classify_error` matches the code exactly,
+never words of the text, and the text is shown without it. A chain whose poller has not advanced for
 :data:`STALE_AFTER` (or 50 poll intervals, if longer) is taken as unreachable.
 """
 
@@ -22,6 +23,7 @@ from enum import StrEnum
 
 from intentd.domain.amounts import format_amount
 from intentd.domain.status import IntentStatus
+from intentd.domain.wait_codes import WaitCode, wait_code, wait_text
 
 __all__ = [
     "ActionFact",
@@ -139,22 +141,22 @@ class Why:
     params: Mapping[str, str | int] = field(default_factory=dict)
 
 
+_KINDS = {
+    WaitCode.SECOND_PROVIDER: ErrorKind.SECOND_PROVIDER,
+    WaitCode.LIQUIDITY_SHORT: ErrorKind.RELAYER_SHORT,
+    WaitCode.FEE_CAP: ErrorKind.FEE_CAP,
+    WaitCode.NODE_LAGS: ErrorKind.RPC,
+}
+"""The wait codes the console has a reason for; any other error is shown as it is."""
+
+
 def classify_error(error: str | None) -> ErrorKind | None:
-    """What kind of wait an action's ``last_error`` reports (None: no error)."""
+    """What kind of wait an action's ``last_error`` reports (None: no error), by its
+    code (``domain.wait_codes``), matched exactly; free text is :attr:`ErrorKind.OTHER`."""
     if not error:
         return None
-    text = error.lower()
-    if "second provider" in text:
-        return ErrorKind.SECOND_PROVIDER
-    if "relayer" in text and any(w in text for w in ("short", "liquidity", "balance", "funds")):
-        return ErrorKind.RELAYER_SHORT
-    if "insufficient funds" in text:
-        return ErrorKind.RELAYER_SHORT
-    if "max_fee_per_gas" in text or "above the cap" in text or "fee cap" in text:
-        return ErrorKind.FEE_CAP
-    if any(w in text for w in ("rpc", "timed out", "timeout", "connection", "unavailable")):
-        return ErrorKind.RPC
-    return ErrorKind.OTHER
+    code = wait_code(error)
+    return _KINDS.get(code, ErrorKind.OTHER) if code is not None else ErrorKind.OTHER
 
 
 def _stale(chain: ChainFact | None, now: datetime) -> bool:
@@ -176,7 +178,7 @@ def _action_reasons(action: ActionFact, facts: Facts) -> list[Why]:
     chain = facts.chains.get(action.chain)
     where = {"chain": action.chain, "kind": action.kind}
     if action.status == "failed":
-        return [Why(Reason.ACTION_FAILED, {**where, "error": action.last_error or ""})]
+        return [Why(Reason.ACTION_FAILED, {**where, "error": wait_text(action.last_error or "")})]
     if action.status == "held":
         return [Why(Reason.HELD_BY_REORG, {"chain": action.chain})]
     if action.status == "submitted":
@@ -199,7 +201,7 @@ def _action_reasons(action: ActionFact, facts: Facts) -> list[Why]:
     if chain is not None and chain.executor_running is False:
         return [Why(Reason.NO_EXECUTOR, {"chain": action.chain})]
     if kind is ErrorKind.OTHER:
-        error = action.last_error or ""
+        error = wait_text(action.last_error or "")
         return [Why(Reason.RETRYING, {**where, "error": error, "attempts": action.attempts})]
     return [Why(Reason.AWAITING_EXECUTOR, where)]
 

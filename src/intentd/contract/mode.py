@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["MODES", "Mode", "mode_of"]
+__all__ = ["MODES", "Mode", "mode_named", "mode_of"]
 
 Mode = Literal["test", "live"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -21,3 +21,8 @@ def mode_of(network: str) -> Mode:
     """The mode of an intent whose source chain is of network class ``network``: ``live``
     for ``main``, ``test`` for anything else (never live by mistake)."""
     return "live" if network == "main" else "test"
+
+
+def mode_named(text: object) -> Mode | None:
+    """``text`` as a :data:`Mode` if it names one, else None."""
+    return "live" if text == "live" else "test" if text == "test" else None

@@ -13,7 +13,7 @@ One value type per concept, used wherever a deposit's identity is compared or st
 
 The wire forms (``messages.DepositMessage``, ``messages.RetractionMessage``) are
 converted to and from these in :mod:`intentd.wire`; the rows in
-:mod:`intentd.adapters.deposit_rows`. Pure: no I/O.
+:mod:`intentd.adapters.postgres.deposit_rows`. Pure: no I/O.
 """
 
 from __future__ import annotations

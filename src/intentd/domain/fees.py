@@ -51,10 +51,6 @@ class FeeSchedule:
         if self.fixed_usd < 0 or not 0 <= self.bps <= BPS:
             raise ValueError(f"invalid fee schedule {self.fixed_usd} USD + {self.bps} bps")
 
-    @property
-    def is_zero(self) -> bool:
-        return self.fixed_usd == 0 and self.bps == 0
-
 
 @dataclass(frozen=True, slots=True)
 class FeeBreakdown:

@@ -62,7 +62,7 @@ relayer and the fee account.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -74,91 +74,21 @@ from intentd.domain.actions import PendingAction as PendingAction  # noqa: PLC04
 from intentd.domain.actions import RefundReason as RefundReason  # noqa: PLC0414
 from intentd.domain.actions import SignerKind as SignerKind  # noqa: PLC0414
 from intentd.domain.deposits import Deposit, Disposition
-from intentd.domain.events import ENDING_REFUND_REASONS, EventType, PendingEvent
-from intentd.domain.status import (
-    FundingStatus,
-    IllegalTransition,
-    IntentStatus,
-    check_move,
-    funding_status,
-)
-from intentd.domain.valuation import Owed, Rate, Revaluation, revalue
+from intentd.domain.events import ENDING_REFUND_REASONS, EventType
+from intentd.domain.intent_state import DepositDecision, IntentState, Retained, Terms
+from intentd.domain.status import IllegalTransition, IntentStatus, funding_status
+from intentd.domain.valuation import Rate, Revaluation, revalue
+
+__all__ = ["ENDING_REASONS", "DepositDecision", "Intent", "Retained", "Terms"]
 
 ENDING_REASONS = ENDING_REFUND_REASONS
 """Refunds whose confirmation ends the intent as REFUNDED (``expired``, ``failed``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class DepositDecision:
-    disposition: Disposition
-    reason: RefundReason | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Retained:
-    """An amount the intent decided not to move: below the token's ``min_sweep``."""
-
-    kind: ActionKind
-    """What moving it would have been (``user_refund`` or ``fee_sweep``)."""
-    chain: str
-    token: str
-    amount: int
-    reason: RefundReason | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """What the intent promises; fixed at creation (addresses lowercase)."""
-
-    source_chain: str
-    destination_chain: str
-    token_in: str
-    token_out: str
-    total_due: int
-    """Base units of ``tokenIn`` the user must send (amount plus fees)."""
-    fees: int
-    """Base units of ``tokenIn`` that go to the fee account (route fee + app fee)."""
-    amount_out: int
-    """Base units of ``tokenOut`` the recipient gets."""
-    recipient: str
-    refund_address: str
-    expires_at: datetime
-    min_sweep: int = 0
-    """Base units of ``tokenIn`` below which a refund or a fee sweep is not made (the
-    source chain's token config; not stored, read from the configuration)."""
-    owed: Owed | None = None
-    """What the recipient is owed when ``amount`` was converted at a price: the intent
-    is then revalued at each credit (:mod:`intentd.domain.valuation`); ``total_due``
-    and ``amount_out`` are the figures of the last revaluation."""
-    decimals_in: int = 0
-    """``tokenIn``'s decimals (needed to revalue)."""
-    decimals_out: int = 0
-    """``tokenOut``'s decimals (needed to revalue)."""
-
-
-@dataclass(slots=True)
-class Intent:
+class Intent(IntentState):
     """An intent's changing state; methods apply one fact and record what follows."""
 
-    id: int
-    terms: Terms
-    received: int
-    status: IntentStatus
-    funding: FundingStatus
-    event_sequence: int
-    tx_hash: str | None = None
-    relayer: str = ""
-    refunded: int = 0
-    """Base units of credited ``tokenIn`` already decided to go back to the user."""
-    awaiting_price: bool = False
-    """A payment of a revalued intent was credited while no price could be trusted: the
-    intent stays PENDING, whatever it received, until :meth:`value_awaiting`."""
-    valuation: dict[str, Any] | None = None
-    """What the revaluation of this step decided, if any (base units; stored with the
-    intent and carried by its event as ``data.valuation``)."""
-    events: list[PendingEvent] = field(default_factory=list)
-    actions: list[PendingAction] = field(default_factory=list)
-    retained: list[Retained] = field(default_factory=list)
+    __slots__ = ()
 
     # --- deposits -------------------------------------------------------------------
     def apply_deposit(
@@ -248,6 +178,17 @@ class Intent:
             "destination": self.terms.destination_chain,
             "token_out": self.terms.token_out,
         }
+
+    def _owe(self, deposit: Deposit, reason: RefundReason, min_sweep: int) -> DepositDecision:
+        if deposit.amount < min_sweep:
+            self.retained.append(
+                Retained(
+                    ActionKind.USER_REFUND, deposit.chain, deposit.token, deposit.amount, reason
+                )
+            )
+            return DepositDecision(Disposition.RETAINED, reason)
+        self._refund(deposit.amount, reason, deposit.chain, deposit.token)
+        return DepositDecision(Disposition.REFUND_OWED, reason)
 
     def retract(self, deposit: Deposit) -> bool:
         """Un-credit a credited deposit; False if something irreversible happened (alert).
@@ -400,78 +341,6 @@ class Intent:
                 }
             },
         )
-
-    # --- helpers ----------------------------------------------------------------------
-    def _owe(self, deposit: Deposit, reason: RefundReason, min_sweep: int) -> DepositDecision:
-        if deposit.amount < min_sweep:
-            self.retained.append(
-                Retained(
-                    ActionKind.USER_REFUND, deposit.chain, deposit.token, deposit.amount, reason
-                )
-            )
-            return DepositDecision(Disposition.RETAINED, reason)
-        self._refund(deposit.amount, reason, deposit.chain, deposit.token)
-        return DepositDecision(Disposition.REFUND_OWED, reason)
-
-    def _retain(self, kind: ActionKind, amount: int, reason: RefundReason | None = None) -> None:
-        terms = self.terms
-        self.retained.append(Retained(kind, terms.source_chain, terms.token_in, amount, reason))
-
-    def _refund_credit(self, amount: int, reason: RefundReason) -> None:
-        """Refund ``amount`` of the credited ``tokenIn``; never more than is held."""
-        if not 0 < amount <= self.held():
-            raise ValueError(
-                f"intent {self.id}: refunding {amount} of the {self.held()} still held"
-            )
-        self.refunded += amount
-        self._refund(amount, reason, self.terms.source_chain, self.terms.token_in)
-
-    def _refund(self, amount: int, reason: RefundReason, chain: str, token: str) -> None:
-        self.actions.append(
-            PendingAction(
-                ActionKind.USER_REFUND,
-                chain,
-                token,
-                amount,
-                self.terms.refund_address,
-                SignerKind.INTENT,
-                reason,
-            )
-        )
-
-    def _move(self, target: IntentStatus) -> None:
-        check_move(self.status, target)
-        self.status = target
-
-    def _record(
-        self,
-        kind: EventType,
-        *,
-        deposit: Deposit | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self.event_sequence += 1
-        self.events.append(
-            PendingEvent(
-                type=kind,
-                sequence=self.event_sequence,
-                funding_status=self.funding,
-                received=self.received,
-                total=self.terms.total_due,
-                deposit=deposit,
-                extra=extra or {},
-            )
-        )
-
-    def held(self) -> int:
-        """Credited ``tokenIn`` still held for the user (received less refunds decided)."""
-        return self.received - self.refunded
-
-    def shortfall(self) -> int:
-        return max(self.terms.total_due - self.received, 0)
-
-    def excess(self) -> int:
-        return max(self.received - self.terms.total_due, 0)
 
 
 def _plain(value: Decimal) -> str:

@@ -5,7 +5,7 @@ capability ports: state, fees, broadcasts; the store as a unit of work with the
 repositories of ``execution.repositories``); the steps live in
 ``execution.starting`` (new work), ``execution.sending`` (record, then broadcast),
 ``execution.settling`` (receipts and verdicts) and ``execution.unsticking``
-(re-broadcast or replace), the decisions in pure modules (``planning``, ``gas``,
+(re-broadcast or replace), the decisions in pure modules (``tx_plans``, ``gas``,
 ``tracking``, ``replacement``, ``policy``). Guarantees (see ``docs/execution.md``):
 
 - A transaction is signed and recorded (nonce allocated, action ``submitted``) in
@@ -59,7 +59,7 @@ from intentd.execution.ports import (
     NodeReader,
 )
 from intentd.execution.prefill_funds import PrefillFunds
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.settling import Settler
 from intentd.execution.starting import Starter
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
@@ -93,7 +93,9 @@ class Executor:
         self._rpc = rpc(chain.name)
         liquidity = liquidity if liquidity is not None else LiquidityConfig()
         relayer = keyring.address(SignerKind.RELAYER)
-        sender = Sender(chain, store=store, reader=reader, broadcaster=broadcaster, keyring=keyring)
+        sender = TransactionSender(
+            chain, store=store, reader=reader, broadcaster=broadcaster, keyring=keyring
+        )
         transfers = TransferPlanner(l1_fees, l1_fee_margin_bps=config.l1_fee_margin_bps)
         self._starter = Starter(
             chain,

@@ -31,8 +31,9 @@ class Commitments:
     """Per token: the amounts of ``submitted`` prefills (a transfer of them may not be
     in a balance read now; a mined one not yet at depth is counted anyway)."""
     newest_paid: int
-    """The newest block holding a confirmed transfer of the relayer (0: none): a balance
-    read at a lower block misses money we know was paid, and is not believed."""
+    """The newest block holding a final transfer of the relayer, confirmed or reverted (0:
+    none): a balance read at a lower block misses money we know was paid (or gas a
+    reverted one spent), and is not believed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """What the executor needs from the outside world, as small protocols.
 
 The adapters implement them (``adapters.evm.chain_writer.EvmChainWriter`` the three
-chain ports, ``adapters.execution_store.PostgresExecutionStore`` the store,
-``adapters.executor_lease.ExecutorLease``, ``adapters.evm.signer.Keyring``,
+chain ports, ``adapters.postgres.execution_store.PostgresExecutionStore`` the store,
+``adapters.postgres.executor_lease.ExecutorLease``, ``adapters.evm.signer.Keyring``,
 ``adapters.evm.l1_fee``); the unit tests use the fakes of
 ``tests/unit/execution/execution_fakes.py``.
 
@@ -52,7 +52,6 @@ from typing import Protocol
 from intentd.domain.actions import SignerKind
 from intentd.execution.evidence import ChainView
 from intentd.execution.float_figures import Balances
-from intentd.execution.planning import TxPlan
 from intentd.execution.repositories import (
     ActionQueue,
     ChainTransactions,
@@ -62,6 +61,7 @@ from intentd.execution.repositories import (
     Results,
 )
 from intentd.execution.tracking import NonceUse
+from intentd.execution.tx_plans import TxPlan
 
 __all__ = [
     "Balances",
@@ -113,7 +113,17 @@ class NodeReader(Protocol):
     balance reconciliation's reads are ``chain.evm.ports.StateReader``.)"""
 
     async def head(self) -> int: ...
-    async def has_code(self, address: str) -> bool: ...
+
+    @property
+    def seen_head(self) -> int:
+        """The highest head any of the chain's nodes answered this reader (0: none yet):
+        a read pinned to it is answered only by a node at or past it."""
+        ...
+
+    async def has_code(self, address: str) -> bool:
+        """Whether ``address`` holds code at :attr:`seen_head` (or newer), as a node at
+        or past it answers (a node below it is asked again)."""
+        ...
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
         """Transaction counts at ``block`` (``latest``, ``pending`` or a hex number)."""
@@ -192,7 +202,8 @@ class ExecutionStore(Protocol):
 
 
 class Lease(Protocol):
-    """The chain's leadership, held by the caller (``adapters.executor_lease.ExecutorLease``)."""
+    """The chain's leadership, held by the caller
+    (``adapters.postgres.executor_lease.ExecutorLease``)."""
 
     async def listen(self, wakeup: asyncio.Event) -> None:
         """Set ``wakeup`` whenever an action of the chain becomes ready."""

@@ -32,7 +32,8 @@ from intentd import observability as metrics
 from intentd.domain.actions import NATIVE, Action
 from intentd.domain.amounts import format_amount
 from intentd.domain.liquidity import shortfall
-from intentd.execution.outcomes import failed_attempt
+from intentd.domain.wait_codes import WaitCode, wait_error
+from intentd.execution.endings import failed_attempt
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import NodeReader, StoreTransaction
 from intentd.faults import crash_point
@@ -102,7 +103,10 @@ class PrefillFunds:
                 node_head=read.block,
                 newest_paid=committed.newest_paid,
             )
-            error = f"balance read at block {read.block} < {committed.newest_paid} (node lags)"
+            error = wait_error(
+                WaitCode.NODE_LAGS,
+                f"balance read at block {read.block} < {committed.newest_paid} (node lags)",
+            )
             await work.actions.postpone(action.id, delay=STALE_WAIT, error=error)
             return None
         balances = {token: read.amounts.get((self._relayer, token), 0) for token in tokens}
@@ -142,7 +146,10 @@ class PrefillFunds:
             )
         else:
             log.warning("prefill still waits for the relayer's funds", lacking=lacking)
-        error = f"the relayer lacks {lacking}; waiting up to {round(self._bound)} s for a refill"
+        error = wait_error(
+            WaitCode.LIQUIDITY_SHORT,
+            f"the relayer lacks {lacking}; waiting up to {round(self._bound)} s for a refill",
+        )
         await work.actions.postpone(action.id, delay=decision.delay, error=error)
         return False
 

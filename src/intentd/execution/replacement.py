@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from intentd.domain.actions import Action, SignerKind
 from intentd.execution.gas import AmountBelowGas, affordable_fee, bumped_fees
-from intentd.execution.planning import Purpose, TxPlan, needs_topup, plan_transfer
 from intentd.execution.tracking import Tx, TxStatus
+from intentd.execution.tx_plans import Purpose, TxPlan, needs_topup, transfer_tx
 
 __all__ = ["needs_budget", "replacement_cap", "replacement_plan", "signer_of", "topup_budget"]
 
@@ -63,6 +63,6 @@ def replacement_plan(
     if stale.purpose is Purpose.GAS_TOPUP:
         return TxPlan(Purpose.GAS_TOPUP, stale.to, stale.value, b"", stale.gas_limit, fees)
     try:
-        return plan_transfer(action, stale.gas_limit, fees)
+        return transfer_tx(action, stale.gas_limit, fees)
     except AmountBelowGas:
         return None

@@ -4,8 +4,8 @@ A :class:`~intentd.execution.ports.StoreTransaction` is one database transaction
 one chain; its repositories are attributes (``work.actions``, ``work.transactions``,
 ``work.nonces``, ``work.funds``, ``work.deposits``, ``work.results``), each a few
 methods that take and answer domain values (the rows are mapped inside the adapter,
-``adapters.execution_store`` and ``adapters.transaction_rows``); the unit tests use
-the fakes of ``tests/unit/execution/execution_store_fake.py``.
+``adapters.postgres.execution_store`` and ``adapters.postgres.transaction_rows``); the unit
+tests use the fakes of ``tests/unit/execution/execution_store_fake.py``.
 
 Contracts the executor relies on:
 
@@ -30,8 +30,8 @@ from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.deposit_check import Credited
 from intentd.execution.float_figures import Commitments, Exposure, FloatRow
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import OPEN_STATUSES, Receipt, Tx, TxStatus
+from intentd.execution.tx_plans import Purpose
 from intentd.messages import ActionResultMessage
 
 __all__ = [

@@ -4,10 +4,12 @@ Guarantees:
 
 - A transaction is signed with a nonce allocated in the store transaction that records
   it (status ``signed``, with its raw bytes); nothing is broadcast before that
-  transaction commits. The caller commits, then calls :meth:`Sender.after_record`.
+  transaction commits. The caller commits, then calls :meth:`TransactionSender.after_record`.
 - The first time this process uses a signer, its stored next nonce is lined up with
   the chain (pending count, and past every nonce recorded), and nonces below it with
-  no open transaction of ours are reported as gaps.
+  no open transaction of ours are reported as gaps: counted from the signer's count at
+  the highest head seen, read from a node at or past it (a lagging node's low count is
+  no gap; a node below it decides nothing, and the check is made at the next nonce).
 - A broadcast the node accepts, or already knows, marks the row ``sent`` and, with
   the action's first transfer, puts the ``sent`` result in the outbox in the same
   store transaction (under the action's row lock: once per action). A refusal or no
@@ -26,10 +28,10 @@ from dataclasses import dataclass
 import structlog
 
 from intentd import observability as metrics
-from intentd.chain.errors import NoAnswer
+from intentd.chain.errors import ChainUnavailable, NoAnswer
 from intentd.domain.actions import Action, ResultEvent, SignerKind
-from intentd.execution.outcomes import result_message
-from intentd.execution.planning import Purpose, TxPlan
+from intentd.execution.endings import result_message
+from intentd.execution.evidence import view_problem
 from intentd.execution.ports import (
     Broadcaster,
     ExecutionStore,
@@ -39,10 +41,11 @@ from intentd.execution.ports import (
     StoreTransaction,
 )
 from intentd.execution.repositories import NewTx
+from intentd.execution.tx_plans import Purpose, TxPlan
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig
 
-__all__ = ["Recorded", "Sender"]
+__all__ = ["Recorded", "TransactionSender"]
 
 log = structlog.get_logger()
 
@@ -58,7 +61,7 @@ class Recorded:
     raw: bytes
 
 
-class Sender:
+class TransactionSender:
     """Signs, records and broadcasts the transactions of one chain's actions."""
 
     def __init__(
@@ -77,6 +80,7 @@ class Sender:
         self._broadcaster = broadcaster
         self._keys = keyring
         self._reconciled: set[str] = set()
+        self._gaps_checked: set[str] = set()
 
     async def record(
         self,
@@ -123,21 +127,42 @@ class Sender:
     def forget(self, signer: str) -> None:
         """Reconcile ``signer`` again before its next nonce (another transaction used one)."""
         self._reconciled.discard(signer)
+        self._gaps_checked.discard(signer)
 
     async def _reconcile(self, signer: str) -> None:
-        """First use of a signer by this process: line its stored nonce up with the chain."""
-        if signer in self._reconciled:
+        """First use of a signer by this process: line its stored nonce up with the chain
+        (and, until done, look for nonce gaps)."""
+        if signer not in self._reconciled:
+            pending = (await self._reader.nonces([signer], "pending"))[signer]
+            async with self._store.transaction() as work:
+                next_nonce = await work.nonces.reconcile(signer, pending)
+            log.info(
+                "signer reconciled", signer=signer, next_nonce=next_nonce, chain_pending=pending
+            )
+            self._reconciled.add(signer)
+        if signer not in self._gaps_checked:
+            await self._check_gaps(signer)
+
+    async def _check_gaps(self, signer: str) -> None:
+        """Nonces below the next one with no transaction of ours, counted from the
+        signer's count at the highest head seen, as a node at or past it answers; a node
+        below it (or no answer) decides nothing: looked at again at the next nonce."""
+        height = self._reader.seen_head or await self._reader.head()
+        try:
+            view = await self._reader.view([signer], [], height)
+        except ChainUnavailable as exc:
+            log.info("nonce gaps not checked; later", signer=signer, error=str(exc))
             return
-        pending = (await self._reader.nonces([signer], "pending"))[signer]
-        latest = (await self._reader.nonces([signer], "latest"))[signer]
+        problem = view_problem(view, asked=height)
+        if problem is not None:
+            log.info("nonce gaps not checked; later", signer=signer, problem=problem)
+            return
         async with self._store.transaction() as work:
-            next_nonce = await work.nonces.reconcile(signer, pending)
-            holes = await work.nonces.open_holes(signer, latest)
+            holes = await work.nonces.open_holes(signer, view.nonces[signer])
         if holes:
             metrics.NONCE_GAPS.labels(self._name).inc(holes)
             log.error("nonce gap: nonces with no transaction of ours", signer=signer, holes=holes)
-        log.info("signer reconciled", signer=signer, next_nonce=next_nonce, chain_pending=pending)
-        self._reconciled.add(signer)
+        self._gaps_checked.add(signer)
 
     async def after_record(self, recorded: Recorded) -> None:
         crash_point("executor.after_record")

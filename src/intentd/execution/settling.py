@@ -22,6 +22,9 @@ Guarantees:
   answers disagree: nothing is decided, signed, replaced or re-broadcast for the
   group (``intentd_settle_undecided_total``, each tick); the next tick looks again. A
   foreign transaction above depth may still be reorged out for ours: not acted on.
+- A proof read (a view, the search for a nonce's use) that takes longer than
+  ``execution.proof_timeout`` (a hung provider) decides nothing: the group waits, as
+  for an unproven nonce; it is never taken as consumed.
 - A group waiting for proof, and views that disagree with themselves, are logged in a
   few lines however many ticks they last (``supervision.episodes``): one when the wait
   starts, a summary every 30 s, one when the group is decided (or leaves the flight).
@@ -31,6 +34,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import structlog
@@ -38,12 +42,11 @@ import structlog
 from intentd import observability as metrics
 from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import Action, ActionStatus, ResultEvent
+from intentd.execution.endings import failed_attempt, result_message, transfer_figures
 from intentd.execution.evidence import ChainView, pack_groups, view_problem
-from intentd.execution.outcomes import failed_attempt, result_message, transfer_figures
-from intentd.execution.planning import Purpose
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, NodeReader
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.starting import Starter
 from intentd.execution.tracking import (
     Consumed,
@@ -64,6 +67,7 @@ from intentd.execution.tracking import (
     nonce_groups,
 )
 from intentd.execution.transfer_planner import TransferPlanner
+from intentd.execution.tx_plans import Purpose
 from intentd.execution.unsticking import Unsticker
 from intentd.faults import crash_point
 from intentd.settings import ChainConfig, ExecutionConfig
@@ -86,6 +90,7 @@ TORN_VIEWS = Wording(
     ended="chain views consistent again",
 )
 """The lines of the node's views disagreeing with themselves, tick after tick."""
+_TIMED_OUT = "no answer within execution.proof_timeout"
 
 
 class Settler:
@@ -100,7 +105,7 @@ class Settler:
         reader: NodeReader,
         fees: FeeOracle,
         broadcaster: Broadcaster,
-        sender: Sender,
+        sender: TransactionSender,
         starter: Starter,
         transfers: TransferPlanner,
     ) -> None:
@@ -146,9 +151,9 @@ class Settler:
         for pack in pack_groups(grouped, self._reader.view_size):
             signers = sorted({group[0].signer for _, group in pack})
             hashes = [tx.tx_hash for _, group in pack for tx in group]
-            view = await self._reader.view(signers, hashes, deep)
-            problem = view_problem(view, asked=deep)
-            if problem is not None:
+            view = await self._view(signers, hashes, deep)
+            problem = _TIMED_OUT if view is None else view_problem(view, asked=deep)
+            if view is None or problem is not None:
                 metrics.SETTLE_UNDECIDED.labels(self._name, "view").inc()
                 emit(self._torn.seen(self._name, problem=problem))
                 continue
@@ -172,6 +177,14 @@ class Settler:
                         emit(self._waits.ended(key, verdict=type(verdict).__name__.lower()))
                     await self._apply(action, verdict)
 
+    async def _view(self, signers: list[str], hashes: list[str], deep: int) -> ChainView | None:
+        """One node's view, or None when none came within ``execution.proof_timeout``."""
+        try:
+            async with asyncio.timeout(self._config.proof_timeout):
+                return await self._reader.view(signers, hashes, deep)
+        except TimeoutError:
+            return None
+
     def _forget_gone(self, inflight: Sequence[tuple[Action, Sequence[Tx]]]) -> None:
         """End the waits of groups no longer in flight (decided elsewhere: another
         executor, or the action moved on)."""
@@ -186,9 +199,13 @@ class Settler:
         first = unexplained.txs[0]
         ours = [tx.tx_hash for tx in unexplained.txs]
         try:
-            use = await self._reader.nonce_use(first.signer, first.nonce, deep, ours)
+            async with asyncio.timeout(self._config.proof_timeout):
+                use = await self._reader.nonce_use(first.signer, first.nonce, deep, ours)
         except ChainUnavailable as exc:
             return Unexplained(unexplained.txs, f"looking for the nonce's transaction: {exc}")
+        except TimeoutError:
+            waited = f"no answer within {self._config.proof_timeout} s (execution.proof_timeout)"
+            return Unexplained(unexplained.txs, waited)
         return judge_use(
             unexplained.txs, use, head=view.head, confirmations=self._chain.confirmations
         )

@@ -12,7 +12,7 @@ Guarantees:
   operator alert per process is raised once it waited ``unconfirmed_alert_after``.
 - A fee market above the chain's cap, or a native sweep whose amount does not cover
   its gas at today's fees, postpones the action without counting an attempt; a gas
-  estimate that reverts is a failed attempt (``execution.outcomes``).
+  estimate that reverts is a failed attempt (``execution.endings``).
 - A native sweep on an ``op_stack`` chain leaves the oracle's L1 data fee bound plus
   ``l1_fee_margin_bps`` at the address (``execution.transfer_planner``); without a
   bound it is not signed and waits, postponed without counting an attempt
@@ -31,8 +31,10 @@ import structlog
 
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionKind, ActionStatus, SignerKind
+from intentd.domain.wait_codes import WaitCode, wait_error
 from intentd.execution.deposit_check import retry_delay
 from intentd.execution.deposit_verifier import DepositVerifier
+from intentd.execution.endings import failed_attempt
 from intentd.execution.gas import (
     NATIVE_TRANSFER_GAS,
     AmountBelowGas,
@@ -42,8 +44,6 @@ from intentd.execution.gas import (
     gas_limit_with_margin,
     initial_fees,
 )
-from intentd.execution.outcomes import failed_attempt
-from intentd.execution.planning import needs_topup, plan_transfer
 from intentd.execution.policy import RetryPolicy
 from intentd.execution.ports import (
     EstimateReverted,
@@ -57,9 +57,10 @@ from intentd.execution.ports import (
 )
 from intentd.execution.prefill_funds import PrefillFunds
 from intentd.execution.replacement import topup_budget
-from intentd.execution.sending import Recorded, Sender
+from intentd.execution.sending import Recorded, TransactionSender
 from intentd.execution.tracking import next_transfer_due
 from intentd.execution.transfer_planner import TransferPlanner
+from intentd.execution.tx_plans import needs_topup, transfer_tx
 from intentd.settings import ChainConfig, ExecutionConfig
 
 __all__ = ["BELOW_GAS_WAIT", "FEE_WAIT", "L1_FEE_WAIT", "Starter"]
@@ -85,7 +86,7 @@ class Starter:
         reader: NodeReader,
         fees: FeeOracle,
         keyring: Keyring,
-        sender: Sender,
+        sender: TransactionSender,
         transfers: TransferPlanner,
         funds: PrefillFunds,
         verifier: DepositVerifier | None = None,
@@ -135,7 +136,10 @@ class Starter:
             return True
         waited = await work.actions.age(action.id)
         metrics.PREFILLS_UNCONFIRMED.labels(self._name).inc()
-        error = "deposits not confirmed by the second provider: " + "; ".join(reasons)
+        error = wait_error(
+            WaitCode.SECOND_PROVIDER,
+            "deposits not confirmed by the second provider: " + "; ".join(reasons),
+        )
         if waited >= self._config.unconfirmed_alert_after and action.id not in self._alerted:
             self._alerted.add(action.id)
             metrics.PREFILLS_UNCONFIRMED_OVERDUE.labels(self._name).inc()
@@ -170,7 +174,7 @@ class Starter:
                     credit=credit,
                 )
                 if plan is None:  # gas left there by earlier sweeps covers this one
-                    transfer = plan_transfer(action, gas, price)
+                    transfer = transfer_tx(action, gas, price)
                     kind, index = action.signer_kind, action.signer_index
                     recorded = await record(work, action, transfer, kind, index)
                 else:
@@ -191,19 +195,22 @@ class Starter:
                 recorded = await record(work, action, plan, kind, index)
         except FeeCapExceeded as exc:
             log.warning("fees above the cap; action waits", error=str(exc))
-            await work.actions.postpone(action.id, delay=FEE_WAIT, error=str(exc))
+            error = wait_error(WaitCode.FEE_CAP, str(exc))
+            await work.actions.postpone(action.id, delay=FEE_WAIT, error=error)
             return None
         except AmountBelowGas as exc:
             # Not a failure of the action (no alert): fees fell below the amount before
             # and will again; the lifecycle only creates sweeps above the token's min_sweep.
             log.warning("amount does not cover its gas at today's fees; waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "below_gas").inc()
-            await work.actions.postpone(action.id, delay=BELOW_GAS_WAIT, error=str(exc))
+            error = wait_error(WaitCode.BELOW_GAS, str(exc))
+            await work.actions.postpone(action.id, delay=BELOW_GAS_WAIT, error=error)
             return None
         except L1FeeUnavailable as exc:  # never sign what op-geth would refuse forever
             log.warning("L1 data fee unknown; the sweep waits", error=str(exc))
             metrics.ACTION_OUTCOMES.labels(self._name, action.kind, "l1_fee_unknown").inc()
-            await work.actions.postpone(action.id, delay=L1_FEE_WAIT, error=str(exc))
+            error = wait_error(WaitCode.L1_FEE_UNKNOWN, str(exc))
+            await work.actions.postpone(action.id, delay=L1_FEE_WAIT, error=error)
             return None
         except EstimateReverted as exc:
             await self._failed(work, action, f"gas estimate reverted: {exc}")
@@ -222,7 +229,7 @@ class Starter:
         return gas_limit_with_margin(estimate)
 
     async def _token_gas(self, action: Action, sender: str) -> int:
-        plan = plan_transfer(action, 0, Fees(1, 0))
+        plan = transfer_tx(action, 0, Fees(1, 0))
         return gas_limit_with_margin(
             await self._fees.estimate_gas(sender, plan.to, plan.value, plan.data)
         )
@@ -245,13 +252,13 @@ class Starter:
                 held = await work.funds.gas_credit(locked, sender)
                 budget = topup_budget(txs) if held is None else held
                 chain_cap = self._chain.max_fee_per_gas
-                probe = plan_transfer(
+                probe = transfer_tx(
                     locked, gas, initial_fees(market.base_fee, market.tip, chain_cap)
                 )
                 budget -= await self._transfers.l1_reserve(probe)  # the L1 fee is paid on top
                 cap = min(chain_cap, affordable_fee(max(budget, 0), gas))
                 price = initial_fees(market.base_fee, market.tip, max(cap, 1))
-                plan = plan_transfer(locked, gas, price)
+                plan = transfer_tx(locked, gas, price)
             except FeeCapExceeded as exc:
                 log.warning("fees above what the top-up covers; transfer waits", error=str(exc))
                 return

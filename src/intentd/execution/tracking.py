@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
+from intentd.execution.tx_plans import Purpose
 
 __all__ = [
     "OPEN_STATUSES",

@@ -1,16 +1,16 @@
-"""The transfer of an action as it will be signed: ``planning.plan_transfer``, plus what
+"""The transfer of an action as it will be signed: ``tx_plans.transfer_tx``, plus what
 the chain charges on top of gas.
 
 Guarantees:
 
-- :meth:`TransferPlanner.transfer_plan` answers ``plan_transfer`` unchanged for every
+- :meth:`TransferPlanner.transfer_plan` answers ``transfer_tx`` unchanged for every
   transfer but a native sweep (native coin, gas from its amount); only a native sweep
   asks the chain (``ports.L1Fees``).
 - A native sweep also leaves the chain's L1 data fee bound, asked for the sweep as
   planned without it, plus ``execution.l1_fee_margin_bps`` at the address
   (``gas.l1_fee_reserve``; the bound is 0 unless the chain's ``l1_fee`` is
   ``op_stack``). Leaving less only shortens the transaction, so the bound still holds.
-- :meth:`TransferPlanner.topup_plan` answers ``plan_topup`` for a token transfer an
+- :meth:`TransferPlanner.topup_plan` answers ``topup_tx`` for a token transfer an
   intent address signs, with the chain's L1 data fee bound for that transfer plus the
   margin added to what the gas tank sends (the address pays that fee on top of gas);
   :meth:`TransferPlanner.l1_reserve` is that reserve, which the token transfer's fees
@@ -28,8 +28,8 @@ from typing import Final
 
 from intentd.domain.actions import Action
 from intentd.execution.gas import Fees, l1_fee_reserve
-from intentd.execution.planning import TxPlan, plan_topup, plan_transfer
 from intentd.execution.ports import L1Fees
+from intentd.execution.tx_plans import TxPlan, topup_tx, transfer_tx
 
 __all__ = ["NO_L1_FEE", "TransferPlanner"]
 
@@ -51,12 +51,12 @@ class TransferPlanner:
         self._margin_bps = l1_fee_margin_bps
 
     async def transfer_plan(self, action: Action, gas_limit: int, fees: Fees) -> TxPlan:
-        """``plan_transfer``; a native sweep (gas from its amount) also leaves the chain's
+        """``transfer_tx``; a native sweep (gas from its amount) also leaves the chain's
         L1 data fee bound plus the margin (0 unless ``l1_fee = "op_stack"``)."""
-        plan = plan_transfer(action, gas_limit, fees)
+        plan = transfer_tx(action, gas_limit, fees)
         if not (action.native and action.gas_from_amount):
             return plan
-        return plan_transfer(action, gas_limit, fees, l1_reserve=await self.l1_reserve(plan))
+        return transfer_tx(action, gas_limit, fees, l1_reserve=await self.l1_reserve(plan))
 
     async def topup_plan(
         self,
@@ -71,13 +71,13 @@ class TransferPlanner:
         """The gas tank's top-up of ``sender`` (an intent address) for the token transfer
         of ``action``: its gas with headroom, and the chain's L1 data fee bound for that
         transfer plus the margin (0 unless ``l1_fee = "op_stack"``), less ``credit``."""
-        return plan_topup(
+        return topup_tx(
             sender,
             gas_limit,
             fees,
             headroom_bps=headroom_bps,
             credit=credit,
-            l1_reserve=await self.l1_reserve(plan_transfer(action, gas_limit, fees)),
+            l1_reserve=await self.l1_reserve(transfer_tx(action, gas_limit, fees)),
         )
 
     async def l1_reserve(self, plan: TxPlan) -> int:

@@ -25,7 +25,6 @@ import structlog
 from intentd import observability as metrics
 from intentd.domain.actions import Action, ActionStatus
 from intentd.execution.gas import AmountBelowGas
-from intentd.execution.planning import Purpose, TxPlan, plan_transfer
 from intentd.execution.ports import Broadcaster, ExecutionStore, FeeOracle, L1FeeUnavailable
 from intentd.execution.replacement import (
     needs_budget,
@@ -34,9 +33,10 @@ from intentd.execution.replacement import (
     signer_of,
     topup_budget,
 )
-from intentd.execution.sending import Sender
+from intentd.execution.sending import TransactionSender
 from intentd.execution.tracking import Tx, TxStatus
 from intentd.execution.transfer_planner import TransferPlanner
+from intentd.execution.tx_plans import Purpose, TxPlan, transfer_tx
 from intentd.settings import ChainConfig
 
 __all__ = ["Unsticker"]
@@ -54,7 +54,7 @@ class Unsticker:
         store: ExecutionStore,
         fees: FeeOracle,
         broadcaster: Broadcaster,
-        sender: Sender,
+        sender: TransactionSender,
         transfers: TransferPlanner,
     ) -> None:
         self._chain = chain
@@ -90,7 +90,7 @@ class Unsticker:
                 )
             try:  # the address pays the transfer's L1 data fee on top of its gas
                 budget -= await self._transfers.l1_reserve(
-                    plan_transfer(action, stale.gas_limit, stale.fees)
+                    transfer_tx(action, stale.gas_limit, stale.fees)
                 )
             except L1FeeUnavailable:
                 budget = 0  # no bound: no replacement is signed (below)

@@ -12,9 +12,8 @@ Guarantees (see ``docs/indexer.md``):
   published (acknowledged by Kafka) before the cursor moves past it, and the cursor
   move, the remembered blocks and the published deposits are one database transaction.
   A crash in between publishes the batch again; consumers dedupe by message id.
-- ETH that reaches an open native-coin intent's address through a contract is found by
-  balance reconciliation (``chain.evm.reconciliation``) and published with the batch, with an
-  id of its block, so a republished batch republishes it under the same id.
+- ETH reaching an open native-coin intent's address through a contract is found by balance
+  reconciliation (``chain.evm.reconciliation``), published with the batch under one id.
 - A batch that does not extend the cursor makes the poller walk back to the common
   ancestor, rewind, and retract the published deposits the new chain lacks (before
   publishing the new chain's deposits). A reorg deeper than the remembered window
@@ -25,9 +24,8 @@ Guarantees (see ``docs/indexer.md``):
   logs not proven whole, see ``chain.evm.coverage``) is read again after a backoff, for
   as long as it takes (``indexer.read_failures``): the cursor neither moves past blocks
   not proven nor back on a lagging node's word, and the poller does not exit for it.
-- Any other failure (the database or the brokers not answering) ends
-  :meth:`Poller.run` with the error; its supervisor (``composition.roles``) starts a
-  new poller from the stored cursor once the dependency is back.
+- Any other failure (the database or the brokers away) ends :meth:`Poller.run` with the
+  error; its supervisor starts a new poller from the stored cursor once they are back.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer
 from intentd.faults import crash_point
 from intentd.indexer.planning import first_block, next_range
-from intentd.indexer.ports import PollerStore, Publisher
+from intentd.indexer.ports import DepositPublisher, PollerStore
 from intentd.indexer.publishing import deposit_payload, published, retraction_message
 from intentd.indexer.read_failures import ReadFailures
 from intentd.indexer.reorg import Cursor, Linkage, check_linkage, common_ancestor, retractions
@@ -82,7 +80,7 @@ class Poller:
         *,
         reader: ChainReader,
         store: PollerStore,
-        publisher: Publisher,
+        publisher: DepositPublisher,
         watched: WatchedIntents,
         topic: str,
         reconciliation: Reconciliation | None = None,

@@ -1,7 +1,7 @@
 """What the poll loop needs from the outside world besides the chain, as small protocols.
 
-The adapters implement them (``adapters.cursor_store.PostgresPollerStore``,
-``adapters.native_intents.PostgresOpenNativeIntents``,
+The adapters implement them (``adapters.postgres.cursor_store.PostgresPollerStore``,
+``adapters.postgres.native_intents.PostgresOpenNativeIntents``,
 ``adapters.kafka.KafkaPublisher``); the unit tests use in-memory fakes. The chain's
 ports are ``intentd.chain`` (the poller's reader: ``chain.evm.ports.ChainReader``,
 implemented by ``adapters.evm.chain_reader.EvmChainReader``), and so are the errors
@@ -20,9 +20,9 @@ from intentd.messages import OutgoingMessage
 
 __all__ = [
     "AddressSource",
+    "DepositPublisher",
     "IntentAddress",
     "PollerStore",
-    "Publisher",
 ]
 
 
@@ -101,7 +101,7 @@ class AddressSource(Protocol):
         ...
 
 
-class Publisher(Protocol):
+class DepositPublisher(Protocol):
     async def publish_all(self, messages: Iterable[OutgoingMessage]) -> int:
         """Send in order; return once every message is acknowledged, or raise."""
         ...

@@ -1,6 +1,6 @@
 """What creating intents needs from the outside world: the intent store, as protocols.
 
-``adapters.intent_store.PostgresIntentStore`` implements them on PostgreSQL; the unit
+``adapters.postgres.intent_inserts.PostgresIntentStore`` implements them on PostgreSQL; the unit
 tests use an in-memory fake (``tests/unit/intents/intent_store_fakes.py``).
 
 The writer (``intents.writer``) decides how creates are grouped and what a failure

@@ -6,11 +6,12 @@ quote's figures reappear unchanged in the intent created with the same inputs
 app_fee_in_asset_token``).
 
 - A route is (source chain, ``tokenIn``) to (destination chain, ``tokenOut``): the
-  same symbol, or stablecoin to stablecoin (1:1); both chains of one network class.
+  same symbol, or stablecoin to stablecoin (1:1); both chains of one network class
+  (:mod:`intentd.intents.routing`).
 - ``amount`` is denominated in ``amountSymbol``: ``tokenIn``'s symbol (exact), a
   stablecoin symbol or ``USD`` (1:1 for a stablecoin ``tokenIn``, else at its USD
   price), or another priced symbol. Conversions round up (the payer owes at least
-  the value asked for).
+  the value asked for; :mod:`intentd.intents.denomination`).
 - Route fees come from the bridge options serving the route (cheapest by default),
   the application fee from ``[fees]``; see :mod:`intentd.domain.fees`.
 - The recipient gets exactly what the payer's amount is worth in ``tokenOut``: on a
@@ -36,56 +37,18 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from fractions import Fraction
 
-from intentd.domain.amounts import (
-    MAX_BASE_UNITS,
-    AmountError,
-    format_amount,
-    parse_amount,
-    rescale,
-)
-from intentd.domain.fees import FeeBreakdown, FeeSchedule, MissingPrice, charge, convert_units
+from intentd.domain.amounts import MAX_BASE_UNITS, format_amount, rescale
+from intentd.domain.fees import FeeBreakdown, FeeSchedule, MissingPrice, charge
 from intentd.domain.fees import to_usd as units_to_usd
 from intentd.domain.valuation import Owed, slippage_of_bps
-from intentd.intents.validation import (
-    IntentRequestError,
-    Token,
-    check_address,
-    known_chain,
-    supported_token,
-)
+from intentd.intents.denomination import Denominated, check_amount_shape, denominate
+from intentd.intents.routing import Route, route
+from intentd.intents.validation import IntentRequestError, Token, check_address, known_chain
 from intentd.pricing import Price, PriceRefused, PriceSource, token_price
 from intentd.settings import NATIVE_TOKEN, BridgeOption, ChainConfig, Settings
 
-__all__ = [
-    "USD_SYMBOLS",
-    "Quote",
-    "Route",
-    "denomination_price",
-    "multi_source",
-    "quote",
-    "quotes_per_bridge",
-    "route",
-]
-
-USD_SYMBOLS = frozenset({"USD", "USDC"})
-USD_DECIMALS = 6
-"""Most decimals a USD amount may have when it is converted at a price."""
-OTHER_DECIMALS = 18
-"""Decimals of a priced symbol no configured token has."""
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """A validated (source chain, ``tokenIn``) to (destination chain, ``tokenOut``)."""
-
-    source: ChainConfig
-    destination: ChainConfig
-    token_in_address: str
-    token_in: Token
-    token_out_address: str
-    token_out: Token
+__all__ = ["Quote", "multi_source", "quote", "quotes_per_bridge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,48 +116,6 @@ class Quote:
         return format_amount(units, self.decimals)
 
 
-def route(
-    settings: Settings,
-    source_chain: str,
-    token_in: str,
-    destination_chain: str,
-    token_out: str | None,
-) -> Route:
-    """Validate the chains and tokens of a route; ``token_out`` defaults to ``tokenIn``'s
-    symbol on the destination chain."""
-    source = known_chain(settings, source_chain, "source_chain")
-    destination = known_chain(settings, destination_chain, "destination_chain")
-    in_address, in_token = supported_token(source, token_in, "tokenIn")
-    if token_out:
-        out_address, out_token = supported_token(destination, token_out, "tokenOut")
-    else:
-        found = destination.token_by_symbol(in_token.symbol)
-        if found is None:
-            raise IntentRequestError(
-                "unknown_token",
-                "tokenOut",
-                f"{destination.name} has no {in_token.symbol}; name tokenOut explicitly",
-            )
-        out_address, out_token = found[0].lower(), found[1]
-    if out_token.symbol != in_token.symbol and not (
-        in_token.category == "stablecoin" and out_token.category == "stablecoin"
-    ):
-        raise IntentRequestError(
-            "unsupported_route",
-            "tokenOut",
-            f"{in_token.symbol} -> {out_token.symbol}: only the same token, or stablecoin to"
-            " stablecoin, can be bridged",
-        )
-    if source.network != destination.network:
-        raise IntentRequestError(
-            "unsupported_route",
-            "destination_chain",
-            f"{source.name} is a {source.network} network and {destination.name} a"
-            f" {destination.network} network; a route stays within one class",
-        )
-    return Route(source, destination, in_address, in_token, out_address, out_token)
-
-
 def quote(
     settings: Settings,
     prices: PriceSource,
@@ -209,7 +130,7 @@ def quote(
     symbol) over ``path`` with the named bridge option, or the cheapest one."""
     options = _options(settings, path, bridge)
     price_in = _route_price(settings, prices, path)
-    found = _denominate(
+    found = denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
     return min(
@@ -229,7 +150,7 @@ def quotes_per_bridge(
 ) -> list[Quote]:
     """One quote per bridge option serving ``path``, cheapest first."""
     price_in = _route_price(settings, prices, path)
-    denominated = _denominate(
+    denominated = denominate(
         settings, prices, path, amount, symbol=amount_symbol or default_symbol, price_in=price_in
     )
     found = [
@@ -267,7 +188,7 @@ def multi_source(
             "tokenOut",
             f"tokenOut {token_out} is not supported on {destination_chain}",
         )
-    _check_amount_shape(amount)
+    check_amount_shape(amount)
     found: list[Quote] = []
     first_error: IntentRequestError | None = None
     for source in settings.chains.values():
@@ -289,14 +210,6 @@ def multi_source(
         found,
         key=lambda q: (q.total_in_usd is None, q.total_in_usd or Decimal(0), q.route.source.name),
     )
-
-
-def _check_amount_shape(amount: str) -> None:
-    try:
-        parse_amount(amount, OTHER_DECIMALS)
-    except AmountError as exc:
-        if exc.code != "amount_too_precise":
-            raise IntentRequestError(exc.code, "amount", str(exc)) from None
 
 
 def _options(settings: Settings, path: Route, bridge: str | None) -> list[BridgeOption]:
@@ -344,130 +257,11 @@ def _token_price(
         raise IntentRequestError(exc.code, field, exc.detail) from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Denominated:
-    units: int
-    """Base units of ``tokenIn``."""
-    denomination: tuple[str, Price] | None = None
-    """The symbol and its price, when a price source gave it."""
-    owed: tuple[Decimal, str, Decimal] | None = None
-    """(amount, symbol, the symbol's USD price) when converted at a price."""
-
-
-def denomination_price(
-    settings: Settings, prices: PriceSource, symbol: str, network: str
-) -> Price | None:
-    """The USD price of one whole ``symbol`` as an amount is converted from it: exactly 1
-    (``peg``) for USD and a stablecoin symbol, else the price source's (None: none;
-    raises :class:`~intentd.pricing.PriceRefused`)."""
-    if symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol):
-        return Price(Decimal(1), "peg")
-    return prices.usd_price(symbol, network)
-
-
-def owed_symbol(symbol: str) -> str:
-    """How an owed symbol is stored: ``USD`` for the USD symbols, else as given."""
-    return "USD" if symbol.upper() in USD_SYMBOLS else symbol
-
-
-def _denominate(
-    settings: Settings,
-    prices: PriceSource,
-    path: Route,
-    amount: str,
-    *,
-    symbol: str | None,
-    price_in: Price | None,
-) -> _Denominated:
-    """Base units of ``tokenIn`` worth ``amount`` of ``symbol`` (rounded up), the
-    symbol's price if the amount was converted at one the price source gave, and what is
-    owed if it was converted at all."""
-    token_in = path.token_in
-    symbol = symbol or token_in.symbol
-    stable_alias = token_in.category == "stablecoin" and (
-        symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol)
-    )
-    if symbol == token_in.symbol or stable_alias:
-        units = _carried(path, _parse(amount, token_in.decimals), amount, exact=True)
-        return _Denominated(units)
-    quoted = not (symbol.upper() in USD_SYMBOLS or _is_stablecoin_symbol(settings, symbol))
-    decimals = USD_DECIMALS if symbol.upper() in USD_SYMBOLS else _decimals_of(settings, symbol)
-    try:
-        symbol_price = denomination_price(settings, prices, symbol, path.source.network)
-    except PriceRefused as exc:
-        raise IntentRequestError(exc.code, "amountSymbol", exc.detail) from None
-    if symbol_price is None or price_in is None:
-        raise IntentRequestError(
-            "unsupported_amount_symbol",
-            "amountSymbol",
-            f"amountSymbol {symbol!r} needs USD prices of {symbol} and {token_in.symbol};"
-            f" use {token_in.symbol!r} or a priced symbol",
-        )
-    parsed = _parse(amount, decimals)
-    value = Fraction(parsed, 10**decimals)
-    units = convert_units(value, symbol_price.usd, price_in.usd, token_in.decimals, round_up=True)
-    if units == 0:
-        raise IntentRequestError(
-            "amount_too_small", "amount", f"amount {amount} is worth less than 1 base unit"
-        )
-    denomination = (symbol, symbol_price) if quoted else None  # USD is 1 by definition
-    owed = (Decimal(parsed).scaleb(-decimals), owed_symbol(symbol), symbol_price.usd)
-    return _Denominated(_carried(path, units, amount, exact=False), denomination, owed)
-
-
-def _carried(path: Route, units: int, amount: str, *, exact: bool) -> int:
-    """``units`` of ``tokenIn`` made a whole number of ``tokenOut`` units: an exact
-    amount that ``tokenOut`` cannot carry is refused, a converted one rounded up."""
-    step: int = 10 ** max(path.token_in.decimals - path.token_out.decimals, 0)
-    remainder = units % step
-    if remainder == 0:
-        return units
-    out = path.token_out
-    if exact and units < step:
-        raise IntentRequestError(
-            "amount_rounds_to_zero",
-            "amount",
-            f"amount {amount} is less than one base unit of {out.symbol} ({out.decimals}"
-            " decimals): the recipient would get nothing",
-        )
-    if exact:
-        raise IntentRequestError(
-            "amount_too_precise_for_route",
-            "amount",
-            f"amount {amount} has more precision than {out.symbol} ({out.decimals} decimals)"
-            " can carry; the rest would be lost",
-        )
-    return units + step - remainder
-
-
-def _parse(amount: str, decimals: int) -> int:
-    try:
-        return parse_amount(amount, decimals)
-    except AmountError as exc:
-        raise IntentRequestError(exc.code, "amount", str(exc)) from None
-
-
-def _is_stablecoin_symbol(settings: Settings, symbol: str) -> bool:
-    for chain in settings.chains.values():
-        tokens: list[Token] = [chain.native, *chain.tokens]
-        if any(t.symbol == symbol and t.category == "stablecoin" for t in tokens):
-            return True
-    return False
-
-
-def _decimals_of(settings: Settings, symbol: str) -> int:
-    for chain in settings.chains.values():
-        found = chain.token_by_symbol(symbol)
-        if found is not None:
-            return found[1].decimals
-    return OTHER_DECIMALS
-
-
 def _priced(
     settings: Settings,
     path: Route,
     option: BridgeOption,
-    denominated: _Denominated,
+    denominated: Denominated,
     price_in: Price | None,
 ) -> Quote:
     units = denominated.units

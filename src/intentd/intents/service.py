@@ -11,7 +11,7 @@ Decisions the spec leaves open (see docs/intents.md):
   ``amountSymbol`` (default: ``tokenIn``'s symbol, ``"12.5"`` USDC), with no more
   decimals than that token has. ``amountSymbol`` may also be ``USD``/``USDC`` or a
   stablecoin symbol (1:1 for a stablecoin ``tokenIn``) or any priced symbol
-  (converted at the price source's prices, rounded up); see ``intents.quotes``.
+  (converted at the price source's prices, rounded up); see ``intents.denomination``.
 - Fees come from ``intents.quotes.quote`` (the same code as the quote endpoints):
   the payer owes ``total = amount + route fee + application fee`` in ``tokenIn``.
 - ``tokenOut`` defaults to the destination chain's token with ``tokenIn``'s symbol.
@@ -38,7 +38,7 @@ from uuid import UUID
 import orjson
 
 from intentd.contract.record import IntentRow
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.open_limit import OpenIntentLimit
 from intentd.intents.ports import IntentStore, NewIntent
 from intentd.intents.slippage import requested_slippage
@@ -64,7 +64,6 @@ __all__ = [
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_NUMBER = 2**63
-USD_SYMBOLS = quotes.USD_SYMBOLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +116,7 @@ def plan_intent(
     ``prices`` defaults to the config's prices with no feed read: a symbol with feeds
     is then refused (``price_unavailable``), never priced from the static table.
     """
-    path = quotes.route(
+    path = routing.route(
         settings,
         request.source_chain,
         request.token_in,

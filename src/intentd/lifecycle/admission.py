@@ -10,7 +10,7 @@ topic with the reason this module returns; it is never applied.
 An action result moves money too (a ``confirmed`` prefill completes the intent and
 pays the relayer back from the deposit; a ``failed`` one refunds the user), so it
 is applied only if it agrees with what the executor recorded in the same
-transaction as the result (:mod:`intentd.adapters.action_evidence`): the action
+transaction as the result (:mod:`intentd.adapters.postgres.action_evidence`): the action
 exists for that intent, kind and chain; ``sent`` names a transfer of that action
 that was sent; ``confirmed`` names the action's confirmed transfer with its figures;
 ``failed`` is about an action that failed.
@@ -27,7 +27,7 @@ from intentd.messages import ActionResultMessage, DepositMessage, RetractionMess
 __all__ = [
     "CHAIN_MISMATCH",
     "RESULT_MISMATCH",
-    "Refused",
+    "MessageRefused",
     "chain_of_topic",
     "refusal",
     "result_refusal",
@@ -46,7 +46,7 @@ class ConfiguredChain(Protocol):
     def chain_id(self) -> int: ...
 
 
-class Refused(Exception):
+class MessageRefused(Exception):
     """A message this module refuses; ``str(exc)`` is the dead-letter reason."""
 
 

@@ -1,7 +1,8 @@
 """What the lifecycle's handlers need of the configuration, and nothing else.
 
-Built once from :class:`~intentd.settings.Settings` (:meth:`ChainBook.of_settings`);
-frozen, so a handler cannot reach the rest of the settings. Token addresses are kept
+Built once per process from :class:`~intentd.settings.Settings`
+(:meth:`ChainBook.of_settings`, by the composition root) and given to every role that
+needs it; frozen, so a handler cannot reach the rest of the settings. Token addresses are kept
 lowercase; lookups take any case.
 """
 

@@ -26,7 +26,7 @@ Which states allow what (docs/intents.md, The merchant's commands):
 A command repeated after it was applied (the intent is CANCELLED, or has a user
 refund of the command's reason) answers the current state, changing nothing
 (:attr:`Answer.applied` is False). Any other state is refused
-(:class:`Refused`, naming the state).
+(:class:`CommandRefused`, naming the state).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.ports import UnitOfWork
 from intentd.lifecycle.saving import load, save
 
-__all__ = ["Answer", "Command", "Refused", "cancel", "refund"]
+__all__ = ["Answer", "Command", "CommandRefused", "cancel", "refund"]
 
 log = structlog.get_logger()
 
@@ -89,7 +89,7 @@ PREFILL_TAKEN = (
 )
 
 
-class Refused(Exception):
+class CommandRefused(Exception):
     """The intent's state does not allow the command (the API answers 409)."""
 
     def __init__(self, command: Command, status: IntentStatus, why: str) -> None:
@@ -133,10 +133,10 @@ async def _run(
             # Not waiting on an executor that is taking the prefill: it would hold
             # the intent's row lock meanwhile (and a refund there would be refused).
             if not await uow.actions.cancel_prefill(row.id, wait=False):
-                raise Refused(command, row.status, PREFILL_TAKEN)
+                raise CommandRefused(command, row.status, PREFILL_TAKEN)
             intent.refund_on_request()
         else:
-            raise Refused(command, row.status, _WHY_NOT[command][row.status])
+            raise CommandRefused(command, row.status, _WHY_NOT[command][row.status])
         await save(uow, book, row, intent, now=now)
         updated = await uow.intents.get(row.id)
         assert updated is not None

@@ -47,11 +47,11 @@ from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.handlers import apply_action_result
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import (
+    DeadLetters,
     Inbox,
     InboxRecord,
     LogPositions,
     OutgoingMessage,
-    Publisher,
     Rates,
     Store,
     UnitOfWork,
@@ -79,7 +79,7 @@ Message = DepositMessage | RetractionMessage | ActionResultMessage
 
 
 @dataclass(frozen=True, slots=True)
-class _Refused:
+class _DeadLetter:
     reason: str
 
 
@@ -90,13 +90,14 @@ class LifecycleConsumer:
         self,
         settings: Settings,
         store: Store,
-        publisher: Publisher,
+        publisher: DeadLetters,
         *,
+        book: ChainBook,
         positions: LogPositions | None = None,
         retry_base: float = 0.05,
         rates: Rates | None = None,
     ) -> None:
-        self.book = ChainBook.of_settings(settings)
+        self.book = book
         self._rates = rates
         self._positions = positions
         self._applied_block: int | None = None
@@ -188,7 +189,7 @@ class LifecycleConsumer:
                 return None
         started = time.perf_counter()
         outcome = await self._apply_guarded(message)
-        if isinstance(outcome, _Refused):
+        if isinstance(outcome, _DeadLetter):
             await self._dead_letter(record, outcome.reason)
             return None
         if not isinstance(message, ActionResultMessage):
@@ -200,7 +201,7 @@ class LifecycleConsumer:
         )
         return outcome
 
-    async def _apply_guarded(self, message: Message) -> Outcome | _Refused:
+    async def _apply_guarded(self, message: Message) -> Outcome | _DeadLetter:
         """Apply ``message``, retrying what :mod:`failures` calls transient; never raises
         but :class:`Stopped`."""
         attempt = rounds = 0
@@ -209,8 +210,8 @@ class LifecycleConsumer:
             try:
                 async with self._store.unit() as uow:
                     return await self._apply(uow, message)
-            except admission.Refused as exc:
-                return _Refused(str(exc))
+            except admission.MessageRefused as exc:
+                return _DeadLetter(str(exc))
             except Exception as exc:
                 failure = self._store.classify(exc)
                 if failure is Failure.PERMANENT:
@@ -219,14 +220,14 @@ class LifecycleConsumer:
                         message_id=message.id,
                         error=repr(exc),
                     )
-                    return _Refused(failures.reason(failure, exc))
+                    return _DeadLetter(failures.reason(failure, exc))
                 self._transient(failure, exc, "applying a message", attempt=attempt,
                                 message_id=message.id)  # fmt: skip
                 if attempt < failures.ATTEMPTS:
                     await asyncio.sleep(failures.backoff(attempt, base=self._retry_base))
                     continue
                 if failure is Failure.CONTENTION:
-                    return _Refused(failures.reason(failure, exc))
+                    return _DeadLetter(failures.reason(failure, exc))
                 # Unavailable: never dead-lettered (that would skip the message).
                 if not await self._database_answers():
                     await self._wait_for_database()
@@ -288,7 +289,7 @@ class LifecycleConsumer:
         evidence = await uow.actions.facts(message.action_id, message.tx_hash)
         refused = admission.result_refusal(message, evidence)
         if refused is not None:
-            raise admission.Refused(refused)
+            raise admission.MessageRefused(refused)
         return await apply_action_result(uow, self.book, wire.action_result(message), now=now)
 
     async def _dead_letter(self, record: InboxRecord, reason: str) -> None:

@@ -85,13 +85,14 @@ class Expiry:
         settings: Settings,
         store: Store,
         *,
+        book: ChainBook,
         max_sleep: float = 1.0,
         batch: int = 100,
         prune_every: float = 3600.0,
         prune_batch: int = 1_000,
         progress: LogProgress | None = None,
     ) -> None:
-        self._book = ChainBook.of_settings(settings)
+        self._book = book
         self._retention_days = settings.intents.event_retention_days
         self._grace = timedelta(seconds=settings.intents.expiry_grace_seconds)
         self._grace_max = timedelta(seconds=settings.intents.expiry_grace_max_seconds)

@@ -2,7 +2,7 @@
 
 Every exception falls in one of three classes (:class:`Failure`); which class a
 database error is in, the store says (:meth:`intentd.lifecycle.ports.Store.classify`,
-on PostgreSQL ``adapters.db_failures``):
+on PostgreSQL ``adapters.postgres.db_failures``):
 
 - :attr:`Failure.UNAVAILABLE`: the database could not be reached or went away.
   Retried with backoff; if it persists, the consumer asks the database

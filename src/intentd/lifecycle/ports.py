@@ -10,7 +10,7 @@
   what a failure of it means (:class:`~intentd.lifecycle.failures.Failure`).
 - :class:`Inbox`: the consumed topics (a Kafka consumer with auto-commit off).
 - :class:`LogProgress`: how far the lifecycle group applied them (the expiry waits).
-- :class:`Publisher`: where dead letters go (awaited and acknowledged).
+- :class:`DeadLetters`: where dead letters go (awaited and acknowledged).
 - :class:`VerifierChains`: the chains' nodes, as the trigger verifier reads them.
 - :class:`Rates`: the prices a revalued intent's payment is valued at.
 
@@ -50,13 +50,13 @@ from intentd.settings import ChainConfig
 
 __all__ = [
     "ActionFacts",
+    "DeadLetters",
     "DepositChain",
     "Inbox",
     "InboxRecord",
     "LogPositions",
     "OutgoingMessage",
     "OverdueHold",
-    "Publisher",
     "Rates",
     "Store",
     "UnitOfWork",
@@ -150,7 +150,7 @@ class LogProgress(Protocol):
         ...
 
 
-class Publisher(Protocol):
+class DeadLetters(Protocol):
     async def publish(self, message: OutgoingMessage) -> None:
         """Send one message and wait for its acknowledgement."""
         ...

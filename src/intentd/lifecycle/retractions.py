@@ -8,7 +8,7 @@ then is left alone, and applying it twice changes nothing the second time.
 While nothing irreversible followed, the deposit is un-credited (a FUNDED intent
 falls back to PENDING, its prefill cancelled) or its refund cancelled. If something
 did, the deposit is marked orphaned and the intent's spending actions on its chain
-are held until the same transfer is seen again (``adapters.deposit_holds``), instead
+are held until the same transfer is seen again (``adapters.postgres.deposit_holds``), instead
 of letting a refund spend funds that are, for now, not there; an operator alert.
 """
 

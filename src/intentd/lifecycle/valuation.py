@@ -5,7 +5,7 @@ payment of it is credited (:mod:`intentd.domain.valuation`); :class:`Valuer` giv
 :class:`~intentd.domain.valuation.Rate` of that moment: ``tokenIn``'s USD price (a
 stablecoin's is its peg of 1, refused when its feed is off the peg) and the owed
 symbol's (1 for USD and stablecoins), by the same rules as quoting
-(:func:`intentd.pricing.token_price`, :func:`intentd.intents.quotes.denomination_price`).
+(:func:`intentd.pricing.token_price`, :func:`intentd.intents.denomination.denomination_price`).
 
 The price source is the role's (:class:`~intentd.pricing.cache.FeedPrices`, refreshed in
 the background by ``adapters.evm.price_feeds.running_prices``): reading it is a cache
@@ -22,7 +22,7 @@ import structlog
 
 from intentd.contract.record import IntentRow
 from intentd.domain.valuation import Rate
-from intentd.intents.quotes import denomination_price
+from intentd.intents.denomination import denomination_price
 from intentd.pricing import PriceRefused, PriceSource, token_price
 from intentd.settings import NATIVE_TOKEN, NativeTokenConfig, Settings, TokenConfig
 

@@ -1,17 +1,16 @@
 """API keys made and revoked by a person (a console user, the operator's CLI), each with
 its audit record in the same transaction. The secret is returned once and never
-stored nor recorded (only its hash, ``adapters.api_keys``)."""
+stored nor recorded (only its hash, ``adapters.postgres.api_keys``)."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
 from intentd.access.actors import Actor
-from intentd.adapters import api_keys, audit_log
-from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.clients import Client
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, api_keys, audit_log
+from intentd.adapters.postgres.api_keys import ApiKey
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.clients import Client
 from intentd.contract.mode import Mode
 from intentd.credentials import generate_key
 

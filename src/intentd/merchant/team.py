@@ -16,10 +16,9 @@ from uuid import UUID
 from intentd.access.actors import Actor
 from intentd.access.roles import Role
 from intentd.access.tokens import random_token, token_hash
-from intentd.adapters import audit_log, console_users, refund_approvals
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.console_users import User
-from intentd.adapters.postgres import Connection
+from intentd.adapters.postgres import Connection, audit_log, console_users, refund_approvals
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.console_users import User
 
 __all__ = [
     "LastOwner",

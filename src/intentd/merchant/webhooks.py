@@ -1,7 +1,7 @@
 """Webhook endpoint changes with their audit record, one transaction each.
 
 The API's ``/webhooks`` routes (a key) and the console's Webhooks page (a user) call
-these instead of ``adapters.webhook_endpoints`` directly: each runs the store's change
+these instead of ``adapters.postgres.webhook_endpoints`` directly: each runs the store's change
 and appends its audit record (``webhook.create``, ``webhook.update``,
 ``webhook.delete``, ``webhook.rotate_secret``, ``webhook.test``,
 ``webhook.redeliver``, ``webhook.recover``) on the caller's connection in one
@@ -17,11 +17,10 @@ from typing import Any
 from uuid import UUID
 
 from intentd.access.actors import Actor
-from intentd.adapters import audit_log
-from intentd.adapters import webhook_endpoints as store
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Connection
-from intentd.adapters.webhook_endpoints import Endpoint
+from intentd.adapters.postgres import Connection, audit_log
+from intentd.adapters.postgres import webhook_endpoints as store
+from intentd.adapters.postgres.audit_log import AuditEntry
+from intentd.adapters.postgres.webhook_endpoints import Endpoint
 from intentd.webhooks.secret_box import SecretBox
 
 __all__ = ["create", "delete", "recover", "redeliver", "rotate_secret", "send_test", "update"]

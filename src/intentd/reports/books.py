@@ -1,7 +1,7 @@
 """The records the reconciliation reads, and what it answers: one intent's books.
 
 Pure values, no I/O. Addresses and tokens are lowercase; amounts are integers in base
-units. The adapter (``adapters.report_queries``) fills :class:`IntentBooks` from the
+units. The adapter (``adapters.postgres.report_queries``) fills :class:`IntentBooks` from the
 intent row, its deposits, its actions and every chain transaction of those actions;
 :func:`intentd.reports.reconciliation.reconcile` answers :class:`Reconciled`.
 """

@@ -1,6 +1,6 @@
 """What the reports read: one port, with a fake beside it in the tests
 (``tests/unit/reports/test_report_streams.py``); the PostgreSQL reader is
-``adapters.report_queries``.
+``adapters.postgres.report_queries``.
 
 Both reads are async iterators over one database snapshot, yielding rows as they are
 read a page at a time: a caller holds one row, or one batch of intents, at a time.

@@ -20,7 +20,9 @@ and the recorded transactions with their receipts' figures):
    the fees (or the total, without a fee account); the fee sweep is the fees, or the fees
    are retained below ``min_sweep``; the excess kept is below ``min_sweep``; each late or
    wrong-token deposit has exactly one refund of its amount, each retained one none.
-4. **Each action agrees with its transactions** (``reports.transfer_checks``): a
+4. **Each action agrees with its transactions** (``reports.transfer_checks``; the
+   address's ledger, checks 2 and 4 and the deposits' refunds, is
+   :mod:`intentd.reports.address_ledger`): a
    confirmed action has exactly one confirmed transfer, whose bytes send the action's
    token and amount to its address from the right signer, whose hash the action names,
    and whose receipt's gas is the action's ``gas_cost`` (``amount_sent`` is what it
@@ -34,19 +36,8 @@ needs the chain (the chaos run's balance checks, bench/chaos/check.py).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from intentd.reports.books import (
-    ActionRecord,
-    Check,
-    IntentBooks,
-    LedgerLine,
-    Mismatch,
-    Reconciled,
-    TxRecord,
-)
-from intentd.reports.signed_transfers import Transfer
-from intentd.reports.transfer_checks import check_transfers
+from intentd.reports.address_ledger import FROM_ADDRESS, AddressLedger
+from intentd.reports.books import Check, IntentBooks, Reconciled
 
 __all__ = ["CREDIT_REASONS", "ENDED", "reconcile"]
 
@@ -54,14 +45,6 @@ ENDED = ("COMPLETED", "REFUNDED", "EXPIRED", "CANCELLED")
 CREDIT_REASONS = frozenset({"excess", "expired", "failed", "cancelled", "merchant"})
 """Refunds of credited ``tokenIn`` (counted in the intent's ``refunded``)."""
 ENDING_REASONS = frozenset({"expired", "failed", "cancelled", "merchant"})
-USER_MONEY = frozenset({"credited", "refund_owed", "retained"})
-"""Deposit dispositions that are the user's money at the address (not ``ignored``: a
-token the chain does not list; not ``internal``: our own gas top-up; not ``retracted``,
-``unmatched``)."""
-STILL_HELD = frozenset({"ready", "held", "submitted", "failed"})
-"""Action statuses whose amount is still at the address."""
-FROM_ADDRESS = frozenset({"relayer_refund", "fee_sweep", "user_refund"})
-_BUCKET = {"relayer_refund": "relayer_repaid", "fee_sweep": "fees_swept"}
 
 
 def reconcile(books: IntentBooks) -> Reconciled:
@@ -69,16 +52,10 @@ def reconcile(books: IntentBooks) -> Reconciled:
     return _Reconciliation(books).run()
 
 
-class _Reconciliation:
-    def __init__(self, books: IntentBooks) -> None:
-        self.books = books
-        self.terms = books.terms
-        self.lines: dict[tuple[str, str], LedgerLine] = {}
-        self.found: list[Mismatch] = []
-        self.txs: dict[int, list[TxRecord]] = defaultdict(list)
-        for tx in books.transactions:
-            self.txs[tx.action_id].append(tx)
-        self.live = [a for a in books.actions if a.status != "cancelled"]
+class _Reconciliation(AddressLedger):
+    """Every check of the module docstring; the address's ledger is the base's."""
+
+    __slots__ = ()
 
     def run(self) -> Reconciled:
         self._deposits()
@@ -101,124 +78,6 @@ class _Reconciliation:
                 )
         ordered = tuple(self.lines[key] for key in sorted(self.lines))
         return Reconciled(self.terms, recipient_got, ordered, tuple(self.found))
-
-    # --- what the address received --------------------------------------------------
-    def _deposits(self) -> None:
-        terms = self.terms
-        credited = 0
-        refunds_of: dict[int, list[ActionRecord]] = defaultdict(list)
-        for action in self.live:
-            if action.deposit_id is not None:
-                refunds_of[action.deposit_id].append(action)
-        mine = set()
-        for deposit in self.books.deposits:
-            if deposit.disposition not in USER_MONEY:
-                continue
-            mine.add(deposit.id)
-            line = self._line(deposit.chain, deposit.token)
-            line.received += deposit.amount
-            refunds = refunds_of.get(deposit.id, [])
-            if deposit.disposition == "credited":
-                credited += deposit.amount
-            elif deposit.disposition == "retained":
-                line.retained += deposit.amount
-                if refunds:
-                    self._flag(
-                        Check.DEPOSIT_REFUND,
-                        (deposit.chain, deposit.token),
-                        0,
-                        sum(a.amount for a in refunds),
-                        f"deposit {deposit.id} was retained as dust but has a refund",
-                    )
-            elif not (
-                len(refunds) == 1
-                and (refunds[0].kind, refunds[0].chain, refunds[0].token, refunds[0].amount)
-                == ("user_refund", deposit.chain, deposit.token, deposit.amount)
-                and refunds[0].reason == deposit.reason
-                and refunds[0].to_address == terms.refund_address
-            ):
-                self._flag(
-                    Check.DEPOSIT_REFUND,
-                    (deposit.chain, deposit.token),
-                    deposit.amount,
-                    sum(a.amount for a in refunds),
-                    f"deposit {deposit.id} ({deposit.reason}) owes one refund of its amount"
-                    f" to the refund address; actions {[a.id for a in refunds]}",
-                )
-        for deposit_id, refunds in refunds_of.items():
-            if deposit_id not in mine:
-                self._flag(
-                    Check.DEPOSIT_REFUND,
-                    (refunds[0].chain, refunds[0].token),
-                    0,
-                    sum(a.amount for a in refunds),
-                    f"actions {[a.id for a in refunds]} refund deposit {deposit_id}, which"
-                    " is not a deposit of this intent owing one",
-                )
-        if credited != terms.received:
-            self._flag(
-                Check.CREDITED_TOTAL,
-                (terms.source_chain, terms.token_in),
-                terms.received,
-                credited,
-                "the credited deposits do not sum to the intent's received",
-            )
-
-    # --- what left it -----------------------------------------------------------------
-    def _spend(self, action: ActionRecord) -> None:
-        """Book a transfer from the intent address, checking it against its transactions."""
-        winners = self._winners(action, signer=self.terms.address)
-        line = self._line(action.chain, action.token)
-        burned = 0
-        if action.gas_from_amount:
-            burned = sum(
-                t.gas
-                for t in self.txs[action.id]
-                if t.purpose == "transfer" and t.status in ("confirmed", "reverted")
-            )
-            line.gas_from_amount += burned
-        moved_here = 0
-        for transfer in winners:
-            bucket = _BUCKET.get(action.kind, "refunded")
-            target = self._line(action.chain, transfer.token)
-            setattr(target, bucket, getattr(target, bucket) + transfer.amount)
-            if transfer.token == action.token:
-                moved_here += transfer.amount
-        if action.status == "confirmed" and action.gas_from_amount:
-            left = action.amount - moved_here - burned
-            line.retained += left  # the unspent gas reserve stays at the address
-            if left < 0:
-                self._flag(
-                    Check.TRANSACTION,
-                    (action.chain, action.token),
-                    action.amount,
-                    moved_here + burned,
-                    f"native sweep {action.id} moved and burned more than its amount",
-                )
-        elif action.status in STILL_HELD and not winners:
-            line.held += action.amount - burned
-
-    def _winners(self, action: ActionRecord, *, signer: str) -> list[Transfer]:
-        """What the action's confirmed transfers moved; mismatches for any disagreement."""
-        checked = check_transfers(action, self.txs[action.id], signer=signer)
-        if checked.count != checked.expected:
-            self._flag(
-                Check.TRANSACTION,
-                (action.chain, action.token),
-                checked.expected,
-                checked.count,
-                f"action {action.id} ({action.kind}) is {action.status} with"
-                f" {checked.count} confirmed transfers",
-            )
-        for tx_hash, detail in checked.problems:
-            self._flag(
-                Check.TRANSACTION,
-                (action.chain, action.token),
-                None,
-                None,
-                f"action {action.id} ({action.kind}), transaction {tx_hash}: {detail}",
-            )
-        return checked.moved
 
     # --- the recipient, the relayer, the fees ---------------------------------------
     def _recipient(self) -> int:
@@ -344,22 +203,3 @@ class _Reconciliation:
         if not ok:
             self._flag(Check.RETAINED, (terms.source_chain, terms.token_in), None, kept, what)
         self._line(terms.source_chain, terms.token_in).retained += retained
-
-    # --- helpers ------------------------------------------------------------------------
-    def _line(self, chain: str, token: str) -> LedgerLine:
-        key = (chain, token)
-        if key not in self.lines:
-            self.lines[key] = LedgerLine(chain, token)
-        return self.lines[key]
-
-    def _flag(
-        self,
-        check: Check,
-        where: tuple[str, str],
-        expected: int | None,
-        found: int | None,
-        detail: str,
-    ) -> None:
-        """Record a mismatch about ``where`` (chain, token)."""
-        terms = self.terms
-        self.found.append(Mismatch(terms.id, terms.address, check, *where, expected, found, detail))

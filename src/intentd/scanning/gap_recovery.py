@@ -58,11 +58,12 @@ from intentd.backoff import Backoff
 from intentd.chain.blocks import BlockRange
 from intentd.domain.deposits import Deposit
 from intentd.lifecycle import failures
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE
 from intentd.lifecycle.failures import Failure
 from intentd.lifecycle.log_gaps import LogGap, rescan_from
 from intentd.lifecycle.outcomes import Unappliable
-from intentd.lifecycle.ports import LogPositions, Publisher, Rates, Store, VerifierChains
+from intentd.lifecycle.ports import DeadLetters, LogPositions, Rates, Store, VerifierChains
 from intentd.messages import OutgoingMessage, action_results_topic, deposits_topic, dlq_topic
 from intentd.scanning.service import ScanCredits
 from intentd.settings import Settings
@@ -84,15 +85,16 @@ class LogGapRecovery:
         store: Store,
         positions: LogPositions,
         chains: VerifierChains,
-        dead_letters: Publisher,
+        dead_letters: DeadLetters,
         *,
+        book: ChainBook,
         reorg_window: int,
         retry_base: float = 1.0,
         retry_cap: float = 60.0,
         rates: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._credits = ScanCredits(settings, store, valuer=rates)
+        self._credits = ScanCredits(settings, store, book=book, valuer=rates)
         self._dead_letters = dead_letters
         self._dlq = dlq_topic(settings.kafka.topic_prefix)
         self._backoff = Backoff(retry_base, cap=retry_cap)

@@ -1,7 +1,7 @@
 """What the ranged scans need from the outside world, as small protocols.
 
 The adapters implement them (``adapters.evm.scan_chains.EvmScanChains`` for the chain,
-``adapters.trigger_store.PostgresTriggerStore`` for trigger-processing's bookkeeping);
+``adapters.postgres.trigger_store.PostgresTriggerStore`` for trigger-processing's bookkeeping);
 the unit tests use in-memory fakes. The lifecycle's ports serve the rest: crediting
 goes through a :class:`~intentd.lifecycle.ports.UnitOfWork`, the verifier and the gap
 recovery read through :class:`~intentd.lifecycle.ports.VerifierChains`.

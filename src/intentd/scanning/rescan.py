@@ -27,6 +27,7 @@ import structlog
 from intentd.chain.blocks import BlockRange, confirmed_head
 from intentd.chain.evm.ports import ChainReader
 from intentd.contract.record import IntentRow
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.ports import Store
 from intentd.scanning.service import ScanCredits
 from intentd.settings import ChainConfig, Settings
@@ -58,13 +59,14 @@ async def rescan_range(
     *,
     blocks: BlockRange,
     now: datetime,
+    book: ChainBook,
 ) -> Rescanned:
     """Scan ``blocks`` of ``config``'s chain (read through ``reader``) for transfers to
     ``row``'s address and credit them."""
     head = confirmed_head(await reader.latest_block(), config.confirmations)
     if blocks.last > head:
         raise RescanRefused(f"block {blocks.last} is above {config.name}'s confirmed head {head}")
-    credits = ScanCredits(settings, store, watch=True)
+    credits = ScanCredits(settings, store, watch=True, book=book)
     found: list[tuple[str, int, str]] = []
     sweep = credits.sweep(
         config, reader, blocks, [row.intent_address], now=lambda: now, attempts=READ_ATTEMPTS

@@ -97,23 +97,25 @@ class Swept:
     credited: list[Credited]
 
 
-Refused = Callable[[Deposit, Unappliable], Awaitable[None]]
+OnRefused = Callable[[Deposit, Unappliable], Awaitable[None]]
 
 
 class ScanCredits:
-    """Credits what a scan found: ``watch`` has the trigger verifier watch each deposit,
-    ``valuer`` values a revalued intent's payment (none: it awaits a price)."""
+    """Credits what a scan found: ``book`` is the process's (built once, by the
+    composition root), ``watch`` has the trigger verifier watch each deposit, ``valuer``
+    values a revalued intent's payment (none: it awaits a price)."""
 
     def __init__(
         self,
         settings: Settings,
         store: Store | None = None,
         *,
+        book: ChainBook,
         watch: bool = False,
         valuer: Rates | None = None,
     ) -> None:
         self._settings = settings
-        self._book = ChainBook.of_settings(settings)
+        self._book = book
         self._store = store
         self._watch = watch
         self._valuer = valuer
@@ -139,7 +141,7 @@ class ScanCredits:
         *,
         now: Callable[[], datetime],
         attempts: int = 1,
-        refused: Refused | None = None,
+        refused: OnRefused | None = None,
     ) -> AsyncIterator[Swept]:
         """Scan ``blocks`` in the chain's batches for transfers to ``watched`` and credit
         each deposit found (at ``now()``); yields each batch once credited. A deposit

@@ -62,6 +62,7 @@ from intentd.chain.evm.reconciliation import Reconciliation
 from intentd.chain.transfers import ChainTransfer
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey, RecordedDeposit
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import SEEN_BEFORE
 from intentd.lifecycle.ports import Rates
 from intentd.scanning.ports import ScanChain, ScanChains, ScanProgress, TriggerStore
@@ -115,12 +116,13 @@ class TriggerScanner:
         *,
         reorg_window: int,
         valuer: Rates | None = None,
+        book: ChainBook,
     ) -> None:
         self._settings = settings
         self._store = store
         self._chains = chains
         self._window = reorg_window
-        self._credits = ScanCredits(settings, watch=True, valuer=valuer)
+        self._credits = ScanCredits(settings, watch=True, valuer=valuer, book=book)
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
 
     async def close(self) -> None:

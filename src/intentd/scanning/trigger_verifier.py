@@ -91,13 +91,14 @@ class TriggerVerifier:
         store: Store,
         chains: VerifierChains,
         *,
+        book: ChainBook,
         final_depth: int,
         interval: float = 2.0,
         batch: int = 500,
     ) -> None:
         self._settings = settings
-        self._book = ChainBook.of_settings(settings)
-        self._credits = ScanCredits(settings, store)
+        self._book = book
+        self._credits = ScanCredits(settings, store, book=book)
         self._store = store
         self._chains = chains
         self._final_depth = final_depth

@@ -235,6 +235,9 @@ class ExecutionConfig(ConfigModel):
     """Seconds between looks for work when no NOTIFY arrives."""
     stuck_after: float = Field(default=30.0, gt=0, le=86_400)
     """Seconds without a receipt before a transaction is re-broadcast or replaced."""
+    proof_timeout: float = Field(default=10.0, gt=0, le=600)
+    """Seconds a proof read (the receipts' view, the search for a nonce's use) may take
+    before the judgement is "unknown, wait" (a hung provider never stalls a tick)."""
     max_attempts: int = Field(default=3, ge=1, le=100)
     """Failed attempts (reverts, nonces taken by others) before an action fails."""
     retry_backoff: float = Field(default=5.0, ge=0, le=3600)

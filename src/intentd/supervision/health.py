@@ -24,7 +24,7 @@ Its outages are logged as :mod:`~intentd.supervision.outage_log` says: a first l
 a summary every 30 s, a last line with the duration. The tasks it supervises
 (``supervision.tasks``) tell it of their progress: one that made none for longer than
 its bound while every dependency answered is *stalled* (one line,
-``intentd_task_stalled``, not ready) until it does.
+``intentd_task_stalled``, not ready) until it does (``supervision.progress``).
 
 ``/readyz`` asks :meth:`Health.not_ready` while :meth:`run` runs. A task that fails for
 good (:meth:`Health.fail`) makes the process not ready for good and, in a daemon,
@@ -53,6 +53,7 @@ from intentd.supervision.cadence import (
 )
 from intentd.supervision.dependencies import Dependency
 from intentd.supervision.outage_log import SUMMARY_EVERY, OutageLog, describe, emit
+from intentd.supervision.progress import TaskProgress
 from intentd.wait import Stopped, until_stopped, wait_any
 
 __all__ = ["Health"]
@@ -75,14 +76,6 @@ class _Watched:
     failures: int = 0
     """Probes failed in a row."""
     listeners: list[Callable[[bool], None]] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Task:
-    stall_after: float | None
-    last_beat: float
-    stalled: bool = False
-    progressed: bool = False
 
 
 class Health:
@@ -111,7 +104,7 @@ class Health:
         self._readiness = readiness if readiness is not None else Readiness()
         self._on_failure = on_failure
         self._watched: dict[Dependency, _Watched] = {}
-        self._tasks: dict[str, _Task] = {}
+        self._progress = TaskProgress(clock)
 
     # --- dependencies ---------------------------------------------------------------
 
@@ -221,30 +214,20 @@ class Health:
     # --- tasks ----------------------------------------------------------------------
 
     def begin(self, task: str, *, stall_after: float | None) -> None:
-        """``task`` runs (again); with ``stall_after``, it must make progress within that."""
-        self._tasks[task] = _Task(stall_after, self._clock())
+        """``task`` runs (again); with ``stall_after``, it must make progress within that
+        (``supervision.progress``)."""
+        self._progress.begin(task, stall_after=stall_after)
 
     def end(self, task: str) -> None:
-        found = self._tasks.pop(task, None)
-        if found is not None and found.stalled:
-            metrics.TASK_STALLED.labels(task).set(0)
+        self._progress.end(task)
 
     def beat(self, task: str) -> None:
         """``task`` made progress (a round of its loop done)."""
-        found = self._tasks.get(task)
-        if found is None:
-            return
-        found.last_beat = self._clock()
-        found.progressed = True
-        if found.stalled:
-            found.stalled = False
-            metrics.TASK_STALLED.labels(task).set(0)
-            log.info("task makes progress again", task=task)
+        self._progress.beat(task)
 
     def made_progress(self, task: str) -> bool:
         """Whether ``task`` made progress since it began (this run)."""
-        found = self._tasks.get(task)
-        return found is not None and found.progressed
+        return self._progress.made_progress(task)
 
     def fail(self, task: str, error: BaseException, *, exit_status: int) -> None:
         """``task`` failed for good: the process is not ready from now on and ends with
@@ -268,7 +251,7 @@ class Health:
             for w in self._watched.values()
             if w.log.down and w.probe is not None  # one without: the role's side work
         ]
-        found += [f"{name} makes no progress" for name, t in self._tasks.items() if t.stalled]
+        found += [f"{name} makes no progress" for name in self._progress.stalled()]
         return found
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -309,16 +292,7 @@ class Health:
                 emit(watched.log.still(now))
                 self._gauges(watched)
             outage = any(w.log.down and w.probe is not None for w in self._watched.values())
-            for name, task in self._tasks.items():
-                if outage:  # waiting for a dependency is not a stall: counted from its end
-                    task.last_beat = now
-                    continue
-                late = now - task.last_beat
-                if task.stall_after is None or task.stalled or late <= task.stall_after:
-                    continue
-                task.stalled = True
-                metrics.TASK_STALLED.labels(name).set(1)
-                log.warning("task makes no progress", task=name, seconds=round(late, 1))
+            self._progress.look(now, outage=outage)
 
     def _down(self, watched: _Watched, error: str, *, task: str | None = None) -> None:
         first = not watched.log.down

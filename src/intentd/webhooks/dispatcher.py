@@ -46,7 +46,13 @@ import structlog
 from intentd import observability as metrics
 from intentd.faults import crash_point
 from intentd.supervision import POSTGRESQL, report
-from intentd.webhooks.ports import Attempt, DueDelivery, RecordedAttempt, Sender, WebhookStore
+from intentd.webhooks.ports import (
+    Attempt,
+    DeliverySender,
+    DueDelivery,
+    RecordedAttempt,
+    WebhookStore,
+)
 from intentd.webhooks.schedule import decide
 from intentd.webhooks.secret_box import SecretBox
 from intentd.webhooks.signing import signed_headers
@@ -62,7 +68,7 @@ class Dispatcher:
     def __init__(
         self,
         store: WebhookStore,
-        sender: Sender,
+        sender: DeliverySender,
         box: SecretBox,
         clock: Callable[[], datetime],
         *,

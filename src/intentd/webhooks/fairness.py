@@ -17,7 +17,7 @@ need. :func:`fair_share` picks, among the due deliveries each endpoint may start
   its others; earliest due first, then delivery id, for the ties.
 
 It is work-conserving: fewer than ``limit`` picks only when every delivery left out
-belongs to a client at its cap. ``adapters.webhook_store`` implements the same rule in
+belongs to a client at its cap. ``adapters.postgres.webhook_store`` implements the same rule in
 SQL (so each claim is fair over the whole table, whatever the number of processes);
 the unit tests' fake store uses this function.
 """

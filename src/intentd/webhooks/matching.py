@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from intentd.contract.mode import Mode, mode_of
+from intentd.contract.mode import Mode, mode_named, mode_of
 
 __all__ = ["Subscription", "event_mode", "subscribers"]
 
@@ -44,9 +44,9 @@ def event_mode(event: Mapping[str, Any], networks: Mapping[str, str]) -> Mode:
     """``event["mode"]`` if the envelope carries one, else from the network class of
     the intent's source chain (``networks``: chain name to ``main``/``test``); an
     unknown chain counts as ``test`` (never sent to live endpoints by mistake)."""
-    given = event.get("mode")
-    if given in ("test", "live"):
-        return "live" if given == "live" else "test"
+    given = mode_named(event.get("mode"))
+    if given is not None:
+        return given
     chain = str(event.get("intent", {}).get("source_chain", ""))
     return mode_of(networks.get(chain, ""))
 

@@ -1,7 +1,8 @@
 """What the webhooks role needs from the outside world, as small protocols.
 
-The adapters implement them (``adapters.webhook_store.PostgresWebhookStore``,
-``webhooks.http.HttpSender``); the unit tests use in-memory fakes.
+The adapters implement them (``adapters.postgres.webhook_store.PostgresWebhookStore``,
+``adapters.http.webhook_sender.HttpSender``, ``adapters.kafka.webhook_feed.KafkaEventFeed``); the
+unit tests use in-memory fakes.
 """
 
 from __future__ import annotations
@@ -9,18 +10,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
+from intentd.contract.mode import Mode
 from intentd.webhooks.schedule import Decision
 
 __all__ = [
     "Attempt",
+    "DeliverySender",
     "DueDelivery",
+    "EventFeed",
     "EventToRecord",
+    "FedRecord",
     "RecordedAttempt",
-    "Sender",
     "WebhookStore",
+    "WebhooksHealth",
+    "WebhooksUpkeep",
 ]
 
 
@@ -31,7 +37,7 @@ class EventToRecord:
     event_id: str
     event_type: str
     client_id: UUID
-    mode: str
+    mode: Mode
     intent_id: int | None
     sequence: int
     created_at: datetime
@@ -81,7 +87,7 @@ class RecordedAttempt:
     at: datetime
 
 
-class Sender(Protocol):
+class DeliverySender(Protocol):
     async def send(self, url: str, headers: dict[str, str], body: bytes) -> Attempt:
         """POST ``body``; never raises for what the endpoint or the network does."""
         ...
@@ -121,4 +127,53 @@ class WebhookStore(Protocol):
     def unavailable(self, exc: BaseException) -> bool:
         """Whether ``exc``, raised by one of these methods, means the store could not be
         reached or did not answer (an outage, told as such), not a fault of the call."""
+        ...
+
+
+class FedRecord(Protocol):
+    """What the intake reads of a record of the events topic."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+class EventFeed(Protocol):
+    """The intents' public events (a Kafka group consumer with auto-commit off)."""
+
+    async def getmany(
+        self, *, timeout_ms: int, max_records: int
+    ) -> Mapping[Any, Sequence[FedRecord]]:
+        """The next records per partition; nothing once the role is stopping."""
+        ...
+
+    async def commit(self, positions: Mapping[Any, int]) -> object:
+        """Commit the next offset to read per partition (a commit lost to a rebalance
+        is no error: the new owner replays the tail, which records nothing new)."""
+        ...
+
+
+class WebhooksHealth(Protocol):
+    """What the health gauges show."""
+
+    @property
+    def pending(self) -> int: ...
+    @property
+    def oldest_seconds(self) -> float: ...
+    @property
+    def disabled_endpoints(self) -> int: ...
+
+
+class WebhooksUpkeep(Protocol):
+    async def health(self, now: datetime) -> WebhooksHealth:
+        """The deliveries pending, the age of the oldest, the endpoints disabled."""
+        ...
+
+    async def prune(self, before: datetime) -> int:
+        """Forget deliveries that ended before ``before``; how many went."""
         ...

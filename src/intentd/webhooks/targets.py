@@ -3,7 +3,7 @@
 :func:`check_url` is applied at registration and before each send; :func:`refusal`
 is applied to every address a name resolves to, at registration and again at
 connect time on the addresses the connection is actually made to (the role's
-resolver, :mod:`intentd.adapters.webhook_http`), so a name that changes its address between
+resolver, :mod:`intentd.adapters.http.webhook_sender`), so a name that changes its address between
 the check and the connection (DNS rebinding) is still refused.
 
 Refused (:func:`refusal`), by an explicit table of the IANA special-purpose

@@ -13,10 +13,9 @@ import pytest
 from fastapi import FastAPI
 from tests.conftest import CHAINS, chain_section
 
-from intentd.adapters import api_keys, clients
-from intentd.adapters.clients import Client
-from intentd.adapters.postgres import Connection, Pool
-from intentd.api.app import create_app
+from intentd.adapters.postgres import Connection, Pool, api_keys, clients
+from intentd.adapters.postgres.clients import Client
+from intentd.composition.api import api_app
 from intentd.credentials import generate_key
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
@@ -115,8 +114,8 @@ async def serve(
     extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> AsyncIterator[str]:
     """Serve the API on a free port (``pool`` None: the app opens its own, from the
-    settings' database URL); ``extensions`` as ``create_app`` takes them (the console's)."""
-    app = create_app(
+    settings' database URL); ``extensions`` as ``api_app`` takes them (the console's)."""
+    app = api_app(
         settings, pool=pool, prices=prices, on_readiness=on_readiness, extensions=extensions
     )
     async with served(app) as url:

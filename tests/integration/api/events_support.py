@@ -13,10 +13,9 @@ import orjson
 from tests.integration.api.conftest import Api
 from tests.lifecycle_calls import Outcome, apply_deposit, expire
 
-from intentd.adapters import intent_store
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, intent_store
+from intentd.api.events.routes import EventPage
 from intentd.api.models import Problem
-from intentd.api.routes_events import EventPage
 from intentd.messages import DepositMessage, deposit_id
 
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

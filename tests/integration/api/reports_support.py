@@ -23,7 +23,7 @@ from intentd.adapters.evm.signer import sign
 from intentd.adapters.postgres import Pool
 from intentd.domain.actions import Action, ActionKind, SignerKind
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose, TxPlan, plan_transfer
+from intentd.execution.tx_plans import Purpose, TxPlan, transfer_tx
 from intentd.messages import ActionResultMessage, action_result_id
 
 GAS_USED, PRICE = 50_000, 2 * 10**9
@@ -65,7 +65,7 @@ async def execute(api: Api, pool: Pool, row: Any) -> str:
         gas_from_amount=row["gas_from_amount"],
         attempts=0,
     )
-    plan = plan_transfer(action, 65_000, FEES)
+    plan = transfer_tx(action, 65_000, FEES)
     relayer = action.signer_kind is SignerKind.RELAYER
     signer = chain.relayer.lower() if relayer else row["intent_address"]
     async with pool.acquire() as conn, conn.transaction():

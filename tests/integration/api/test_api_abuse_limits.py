@@ -16,10 +16,9 @@ import pytest
 from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 from tests.integration.api.test_api_trigger_sessions import PAYEE, new_intent, new_session, usdc
 
-from intentd.adapters import api_keys
-from intentd.adapters.api_keys import ApiKey
-from intentd.adapters.postgres import Pool
-from intentd.api.auth import Authenticator
+from intentd.adapters.postgres import Pool, api_keys
+from intentd.adapters.postgres.api_keys import ApiKey
+from intentd.api.callers.auth import Authenticator
 from intentd.api.connections import Database
 from intentd.api.models import TriggerResult
 from intentd.api.problems import ApiProblem

@@ -7,8 +7,8 @@ import pytest
 from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 from tests.integration.api.events_support import assert_problem
 
+from intentd.api.chains.routes import ChainList
 from intentd.api.models import TokenRecord
-from intentd.api.routes_chains import ChainList
 from intentd.settings import NATIVE_TOKEN
 
 pytestmark = pytest.mark.integration

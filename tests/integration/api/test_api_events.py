@@ -24,11 +24,12 @@ from tests.integration.api.events_support import (
     until,
 )
 
-from intentd.adapters.event_log import LogPosition
-from intentd.adapters.lifecycle_uow import PostgresStore
 from intentd.adapters.postgres import Pool
-from intentd.api.event_params import encode_log_cursor, encode_sequence_cursor
+from intentd.adapters.postgres.event_log import LogPosition
+from intentd.adapters.postgres.lifecycle_uow import PostgresStore
+from intentd.api.events.params import encode_log_cursor, encode_sequence_cursor
 from intentd.domain.events import is_terminal
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.expiry import Expiry
 
 pytestmark = pytest.mark.integration
@@ -183,7 +184,13 @@ async def test_the_expiry_loop_prunes_events_past_their_retention(
         "SELECT count(*) FROM intent_events WHERE created_at < now() - make_interval(days => $1)",
         days,
     )
-    expiry = Expiry(api.settings, PostgresStore(pool), prune_every=3600, prune_batch=1)
+    expiry = Expiry(
+        api.settings,
+        PostgresStore(pool),
+        book=ChainBook.of_settings(api.settings),
+        prune_every=3600,
+        prune_batch=1,
+    )
     deleted = [await expiry.prune_when_due() for _ in range(due + 1)]
     assert deleted == [1] * due + [0]  # one batch per round, until none is left
     for record in (old, older):

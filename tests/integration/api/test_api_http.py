@@ -11,8 +11,7 @@ import pytest
 from pydantic import TypeAdapter
 from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys
 from intentd.api.models import Problem, Quote, TokenRecord
 from intentd.contract.record import IntentRecord
 from intentd.credentials import hash_key

@@ -21,8 +21,8 @@ from tests.integration.api.events_support import (
 )
 from tests.lifecycle_calls import Outcome, apply_deposit
 
-from intentd.adapters.lifecycle_uow import PostgresUnitOfWork
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.lifecycle_uow import PostgresUnitOfWork
 from intentd.contract.record import IntentRecord
 from intentd.lifecycle import commands
 from intentd.lifecycle.chain_book import ChainBook

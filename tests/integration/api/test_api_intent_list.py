@@ -22,7 +22,7 @@ from tests.integration.api.events_support import (
 )
 
 from intentd.adapters.postgres import Pool
-from intentd.api.routes_intent_list import IntentPage
+from intentd.api.intents.listing import IntentPage
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,7 @@ import pytest
 from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 from tests.integration.api.test_api_trigger_sessions import PAYEE, new_session, usdc
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -21,5 +21,5 @@ async def test_the_committed_document_is_the_served_one(api: Api) -> None:
         served = orjson.loads(await response.read())
     assert document_bytes(served).decode() == COMMITTED.read_text(), (
         "docs/openapi.json differs from the served document: regenerate it with"
-        " `make openapi` (python -m intentd.api.openapi_dump) and commit it"
+        " `make openapi` (python -m intentd.api.openapi.dump) and commit it"
     )

@@ -24,7 +24,7 @@ from tests.integration.api.events_support import (
 from tests.integration.api.reports_support import GAS_USED, PRICE, csv_rows, settle
 
 from intentd.adapters.postgres import Pool
-from intentd.api.report_responses import ReconciliationReport
+from intentd.api.reports.responses import ReconciliationReport
 from intentd.reports.movements import COLUMNS
 from intentd.settings import Settings
 

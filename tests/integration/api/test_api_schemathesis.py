@@ -7,7 +7,7 @@ Excluded check: ``positive_data_acceptance`` (schema-valid data is often refused
 purpose: an unknown chain or token is a string the schema allows, answered 422).
 
 The stateful phase runs on its own (``test_stateful_phase_follows_the_links``): it
-chains calls along the document's links (``api.openapi_links``), e.g. creates an
+chains calls along the document's links (``api.openapi.links``), e.g. creates an
 intent and reads and triggers it by the id and address it was given, with the same
 checks. Random bodies almost never create anything, so these runs bind the body
 fields to dictionaries of values the test settings accept (chains, tokens,

@@ -13,7 +13,7 @@ from eth_account import Account
 from tests.integration.api.conftest import MAIN_USDC, Api, MakeKey
 from tests.integration.api.events_support import assert_problem, until
 
-from intentd.adapters import api_keys
+from intentd.adapters.postgres import api_keys
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,8 @@ from typing import Any
 
 from tests.integration.api.conftest import SESSION_SECRET, Api
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
-from intentd.api.sessions import Session, sign_session
+from intentd.adapters.postgres import Pool, api_keys
+from intentd.api.sessions.tokens import Session, sign_session
 from intentd.credentials import hash_key
 
 PAYER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

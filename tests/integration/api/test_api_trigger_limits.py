@@ -208,7 +208,7 @@ async def test_a_session_payer_has_slots_of_its_own(pair: Pair, make_key: MakeKe
 async def test_a_slot_left_by_a_process_that_died_expires(pool: Pool) -> None:
     """A process killed during a call never gives its slot back: the slot lapses after
     the call's deadline and a margin (``trigger_timeout`` + 10 s), not never."""
-    from intentd.adapters import trigger_runs  # the shared admission, in SQL
+    from intentd.adapters.postgres import trigger_runs  # the shared admission, in SQL
 
     caller = f"client:{secrets.token_hex(8)}"
     async with pool.acquire() as conn:

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from tests.integration.api.conftest import SESSION_SECRET, Api, MakeKey
 
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys
 from intentd.api.models import SessionCreated, TriggerResult
-from intentd.api.sessions import Session, sign_session
+from intentd.api.sessions.tokens import Session, sign_session
 from intentd.credentials import hash_key
 from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
 

@@ -30,10 +30,9 @@ from tests.integration.api.webhook_support import (
 )
 from tests.support import daemon_env, start_daemon, wait_exit
 
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.messages import events_topic
 from intentd.settings import Settings

@@ -25,14 +25,14 @@ from tests.integration.api.webhook_support import (
     run_receiver,
 )
 
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
 from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage, make_consumer
-from intentd.adapters.postgres import Pool
-from intentd.composition.webhooks import consume_events
+from intentd.adapters.kafka.webhook_feed import KafkaEventFeed
+from intentd.adapters.postgres import Pool, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.messages import events_topic
 from intentd.settings import Settings
 from intentd.webhooks import signing
+from intentd.webhooks.intake import consume_events
 from intentd.webhooks.schedule import DELAYS, DISABLE_AFTER, JITTER
 
 pytestmark = pytest.mark.integration
@@ -106,7 +106,8 @@ async def test_events_from_kafka_reach_every_subscribed_endpoint_signed(
     consumer = make_consumer(settings.kafka, [topic], group_id=f"{topic}-hooks")
     await consumer.start()
     stop = asyncio.Event()
-    task = asyncio.create_task(consume_events(consumer, role.store, {"BASE_TESTNET": "test"}, stop))
+    feed = KafkaEventFeed(consumer, stop)
+    task = asyncio.create_task(consume_events(feed, role.store, {"BASE_TESTNET": "test"}, stop))
     try:
         for _ in range(100):
             async with role.store._pool.acquire() as conn:

@@ -29,9 +29,8 @@ from tests.integration.api.webhook_support import (
     run_receiver,
 )
 
-from intentd.adapters import webhook_endpoints
-from intentd.adapters.api_keys import client_id_of
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, webhook_endpoints
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.webhooks.secret_box import SecretBox, parse_key
 
 pytestmark = pytest.mark.integration

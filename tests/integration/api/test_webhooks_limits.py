@@ -15,8 +15,8 @@ import pytest
 from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 from tests.integration.api.webhook_support import WEBHOOK_KEY
 
-from intentd.adapters.api_keys import client_id_of
 from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres.api_keys import client_id_of
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -14,9 +14,9 @@ from uuid import UUID, uuid4
 
 from aiohttp import web
 
+from intentd.adapters.http.webhook_sender import HttpSender
 from intentd.adapters.postgres import Pool
-from intentd.adapters.webhook_http import HttpSender
-from intentd.adapters.webhook_store import PostgresWebhookStore
+from intentd.adapters.postgres.webhook_store import PostgresWebhookStore
 from intentd.webhooks.dispatcher import Dispatcher
 from intentd.webhooks.intake import parse_event
 from intentd.webhooks.secret_box import SecretBox, parse_key

@@ -25,8 +25,7 @@ from tests.integration.api.conftest import (
 
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters import console_users
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, console_users
 from intentd.console.mount import console_extensions
 from intentd.settings import Settings
 

@@ -20,9 +20,14 @@ from tests.support import daemon_env, run_cli
 
 from intentd.access.actors import Actor
 from intentd.access.roles import Role
-from intentd.adapters import audit_log, console_reads, console_sessions, console_users
-from intentd.adapters.audit_log import AuditEntry
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import (
+    Pool,
+    audit_log,
+    console_overview,
+    console_sessions,
+    console_users,
+)
+from intentd.adapters.postgres.audit_log import AuditEntry
 
 pytestmark = pytest.mark.integration
 
@@ -234,7 +239,7 @@ async def test_pruning_removes_only_what_no_one_reads_any_more(pool: Pool, team:
                 team.client_id,
             )
         assert await console_sessions.prune(conn) >= 1
-        assert await console_reads.prune_day_totals(conn) >= 1
+        assert await console_overview.prune_day_totals(conn) >= 1
         sessions = await conn.fetch(
             "SELECT id_hash FROM console_sessions WHERE user_id = $1", user[0].id
         )

@@ -12,9 +12,8 @@ import pytest
 from tests.integration.api.conftest import named_client
 
 from intentd.access.actors import Actor
-from intentd.adapters import audit_log
-from intentd.adapters.audit_log import AuditEntry, AuditFilter, AuditPosition
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, audit_log
+from intentd.adapters.postgres.audit_log import AuditEntry, AuditFilter, AuditPosition
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,7 @@ from tests.integration.console.conftest import Browser, Team, signed_in
 
 from intentd.access.roles import Permission, Role, allowed
 from intentd.access.scopes import Scope, required_scope, scope_allows
-from intentd.adapters import api_keys
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, api_keys
 from intentd.api.app import create_app
 from intentd.console.auth import Require
 from intentd.console.mount import console_extensions

@@ -15,8 +15,8 @@ from yarl import URL
 
 from intentd.access.roles import Role
 from intentd.access.tokens import token_hash
-from intentd.adapters import console_users
-from intentd.adapters.postgres import Pool
+from intentd.adapters.postgres import Pool, console_users
+from intentd.contract.events import EventType
 from intentd.merchant import team as team_service
 
 pytestmark = pytest.mark.integration
@@ -35,6 +35,8 @@ async def test_a_user_signs_in_reads_its_session_and_signs_out(
     assert session["user"]["client"] == team.client_name
     assert "payments.refund" in session["permissions"]
     assert "team.write" not in session["permissions"]
+    # the pages' event type choices come from the contract, not from a list in the JS
+    assert session["event_types"] == [event_type.value for event_type in EventType]
     token = browser.cookie(COOKIE)
     assert token is not None
     stored = await pool.fetchval(

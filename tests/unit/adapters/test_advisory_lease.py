@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from intentd.adapters.cursor_store import ChainLock
-from intentd.adapters.executor_lease import ExecutorLease
-from intentd.adapters.lease import Lease, LeaseLost
+from intentd.adapters.postgres.cursor_store import ChainLock
+from intentd.adapters.postgres.executor_lease import ExecutorLease
+from intentd.adapters.postgres.lease import Lease, LeaseLost
 
 
 class _Conn:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.support import unexpected_gap
 
-from intentd.adapters.consumer_stop import (
+from intentd.adapters.kafka.consumer_stop import (
     close_consumer,
     fetch_until_stopped,
     start_until_stopped,

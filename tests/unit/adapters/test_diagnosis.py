@@ -10,11 +10,11 @@ import asyncpg
 import pytest
 from aiokafka import errors as kafka_errors
 
-from intentd.adapters.cursor_store import CursorConflict
 from intentd.adapters.diagnosis import diagnose
 from intentd.adapters.evm.json_rpc import MissingResult, RpcError, RpcTransportError
-from intentd.adapters.intent_store import ConcurrentUpdate
-from intentd.adapters.lease import LeaseLost
+from intentd.adapters.postgres.cursor_store import CursorConflict
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.lease import LeaseLost
 from intentd.indexer.reorg import DeepReorgError
 from intentd.settings import ConfigError
 from intentd.supervision import KAFKA, POSTGRESQL, Kind, rpc

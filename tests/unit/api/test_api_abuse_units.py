@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from intentd.api.callers.lru import Lru
+from intentd.api.callers.ratelimit import RateLimiter
+from intentd.api.callers.sources import source_address
 from intentd.api.capacity import InFlightLimit
-from intentd.api.lru import Lru
-from intentd.api.ratelimit import RateLimiter
-from intentd.api.sources import source_address
 
 PROXY = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8")]
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.api.sessions import Session, SessionError, sign_session, verify_session
+from intentd.api.sessions.tokens import Session, SessionError, sign_session, verify_session
 from intentd.credentials import allowed_networks, generate_key, hash_key, looks_like_key
 
 SECRET = b"k" * 32

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.service import IntentRequest, IntentRequestError, plan_intent
 from intentd.pricing import StaticPrices
 from intentd.settings import NATIVE_TOKEN, Settings
@@ -72,7 +72,7 @@ PRICES = StaticPrices(SETTINGS.prices)
 
 
 def usdc_quote(amount: str = "10", **changes: Any) -> quotes.Quote:
-    path = quotes.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", None)
+    path = routing.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", None)
     return quotes.quote(SETTINGS, PRICES, path, amount, changes.pop("symbol", None), **changes)
 
 
@@ -96,7 +96,7 @@ def test_a_named_bridge_is_used_and_an_unknown_one_refused() -> None:
 
 
 def test_usd_amount_in_eth_is_converted_at_the_price_rounded_up() -> None:
-    path = quotes.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
+    path = routing.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
     quote = quotes.quote(SETTINGS, PRICES, path, "30", "USD")
     assert quote.fees.amount == 10**16  # 30 USD at 3000 USD/ETH
     assert quote.total_in_usd is not None and quote.total_in_usd > Decimal(30)
@@ -168,13 +168,13 @@ def test_multi_source_errors(args: tuple[str, str, str], code: str, field: str) 
 
 def test_routes_stay_within_a_network_class() -> None:
     with pytest.raises(IntentRequestError) as raised:
-        quotes.route(SETTINGS, "A_TESTNET", USDC_A, "MAIN", None)
+        routing.route(SETTINGS, "A_TESTNET", USDC_A, "MAIN", None)
     assert raised.value.code == "unsupported_route"
 
 
 def test_fixed_fee_on_an_unpriced_token_is_price_unavailable() -> None:
     unpriced = StaticPrices({})
-    path = quotes.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
+    path = routing.route(SETTINGS, "A_TESTNET", NATIVE_TOKEN, "B_TESTNET", None)
     with pytest.raises(IntentRequestError) as raised:
         quotes.quote(SETTINGS, unpriced, path, "1", None)
     assert raised.value.code == "price_unavailable"
@@ -182,7 +182,7 @@ def test_fixed_fee_on_an_unpriced_token_is_price_unavailable() -> None:
 
 def usdt_to_usdc(amount: str, symbol: str | None = None) -> quotes.Quote:
     """USDT of 18 decimals (B_TESTNET) to USDC of 6 (A_TESTNET): 10**12 units per unit."""
-    path = quotes.route(SETTINGS, "B_TESTNET", USDT_B, "A_TESTNET", USDC_A)
+    path = routing.route(SETTINGS, "B_TESTNET", USDT_B, "A_TESTNET", USDC_A)
     return quotes.quote(SETTINGS, PRICES, path, amount, symbol)
 
 
@@ -210,7 +210,7 @@ def test_a_converted_amount_is_rounded_up_to_what_tokenOut_carries() -> None:  #
 
 
 def test_a_route_that_scales_up_keeps_every_unit() -> None:
-    path = quotes.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", USDT_B)
+    path = routing.route(SETTINGS, "A_TESTNET", USDC_A, "B_TESTNET", USDT_B)
     quote = quotes.quote(SETTINGS, PRICES, path, "0.000001", None)
     assert (quote.fees.amount, quote.amount_out) == (1, 10**12)
 
@@ -229,7 +229,7 @@ def test_a_route_that_scales_up_keeps_every_unit() -> None:
 def test_an_amount_beyond_256_bits_is_refused(  # noqa: PLR0917 - parametrized
     source: str, token_in: str, destination: str, token_out: str, amount: str, symbol: str | None
 ) -> None:
-    path = quotes.route(SETTINGS, source, token_in, destination, token_out)
+    path = routing.route(SETTINGS, source, token_in, destination, token_out)
     with pytest.raises(IntentRequestError) as raised:
         quotes.quote(SETTINGS, PRICES, path, amount, symbol)
     assert (raised.value.code, raised.value.field) == ("amount_too_large", "amount")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.api.ratelimit import RateLimiter, TokenBucket, retry_after_seconds
+from intentd.api.callers.ratelimit import RateLimiter, TokenBucket, retry_after_seconds
 
 
 def test_bucket_starts_full_then_refuses_with_the_wait() -> None:

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from intentd.api.auth import Authenticator
+from intentd.api.callers.auth import Authenticator
+from intentd.api.callers.sources import source_bucket
 from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
-from intentd.api.sources import source_bucket
 from intentd.settings import Settings
 
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from intentd.adapters.event_log import LogPosition
-from intentd.api.event_params import (
+from intentd.adapters.postgres.event_log import LogPosition
+from intentd.api.events.params import (
     decode_log_cursor,
     decode_sequence_cursor,
     encode_log_cursor,

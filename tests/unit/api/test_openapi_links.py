@@ -1,4 +1,4 @@
-"""The links of the served OpenAPI document (``api.openapi_links``) name operations,
+"""The links of the served OpenAPI document (``api.openapi.links``) name operations,
 parameters and response fields that exist, so a renamed route or field breaks here."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from intentd.api.app import create_app
-from intentd.api.openapi_links import add_links
+from intentd.api.openapi.links import add_links
 from intentd.settings import Settings
 
 SETTINGS = Settings.model_validate(

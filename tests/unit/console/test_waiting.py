@@ -114,7 +114,8 @@ CASES: list[tuple[str, Facts, list[Why]]] = [
             actions=[
                 replace(
                     PREFILL,
-                    last_error="deposits not confirmed by the second provider: block 7 not seen",
+                    last_error="second_provider: deposits not confirmed by the second provider:"
+                    " block 7 not seen",
                 )
             ],
         ),
@@ -124,7 +125,7 @@ CASES: list[tuple[str, Facts, list[Why]]] = [
         "funded, the relayer short on the destination chain",
         facts(
             status=IntentStatus.FUNDED,
-            actions=[replace(PREFILL, last_error="relayer balance short: 3 USDC of 10")],
+            actions=[replace(PREFILL, last_error="liquidity_short: the relayer lacks 3 USDC")],
         ),
         [Why(Reason.RELAYER_SHORT, {"chain": "ARB"})],
     ),
@@ -132,7 +133,7 @@ CASES: list[tuple[str, Facts, list[Why]]] = [
         "funded, fees above the cap",
         facts(
             status=IntentStatus.FUNDED,
-            actions=[replace(PREFILL, last_error="base fee 900 gwei is above the cap")],
+            actions=[replace(PREFILL, last_error="fee_cap: base fee 900 gwei is above the cap")],
         ),
         [Why(Reason.FEES_ABOVE_CAP, {"chain": "ARB"})],
     ),
@@ -254,13 +255,21 @@ def test_a_slow_chain_is_given_fifty_poll_intervals() -> None:
     ("error", "kind"),
     [
         (None, None),
-        ("deposits not confirmed by the second provider: x", ErrorKind.SECOND_PROVIDER),
-        ("insufficient funds for gas * price + value", ErrorKind.RELAYER_SHORT),
-        ("relayer liquidity short on ARB", ErrorKind.RELAYER_SHORT),
-        ("maxFeePerGas above max_fee_per_gas", ErrorKind.FEE_CAP),
-        ("base fee 900 wei is at or above the cap 500 wei", ErrorKind.FEE_CAP),  # execution.gas
-        ("RPC timed out", ErrorKind.RPC),
+        # the executor's waits, by their codes (domain.wait_codes), matched exactly
+        (
+            "second_provider: deposits not confirmed by the second provider: x",
+            ErrorKind.SECOND_PROVIDER,
+        ),
+        ("liquidity_short: the relayer lacks 3 USDC", ErrorKind.RELAYER_SHORT),
+        ("fee_cap: base fee 900 wei is at or above the cap 500 wei", ErrorKind.FEE_CAP),
+        ("node_lags: balance read at block 7 < 9 (node lags)", ErrorKind.RPC),
+        ("below_gas: amount 5 wei does not cover 21000 gas", ErrorKind.OTHER),
         ("execution reverted", ErrorKind.OTHER),
+        # free text is never read for words (it was, before the codes)
+        ("insufficient funds for gas * price + value", ErrorKind.OTHER),
+        ("relayer liquidity short on ARB", ErrorKind.OTHER),
+        ("maxFeePerGas above max_fee_per_gas", ErrorKind.OTHER),
+        ("RPC timed out", ErrorKind.OTHER),
     ],
 )
 def test_classify_error(error: str | None, kind: ErrorKind | None) -> None:

@@ -15,8 +15,8 @@ from typing import Any, get_args
 import orjson
 import pytest
 
-from intentd.api.event_params import parse_types
-from intentd.api.webhook_models import WebhookCreate, WebhookUpdate
+from intentd.api.events.params import parse_types
+from intentd.api.webhooks.models import WebhookCreate, WebhookUpdate
 from intentd.contract.events import EventType, EventTypeText
 from intentd.webhooks.matching import Subscription, subscribers
 

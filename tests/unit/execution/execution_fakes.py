@@ -29,7 +29,6 @@ from intentd.adapters.evm.signer import Keyring
 from intentd.custody import IntentKeys
 from intentd.domain.actions import NATIVE
 from intentd.execution.evidence import BlockTx, ChainView, NonceSearch, prove_use
-from intentd.execution.planning import TxPlan
 from intentd.execution.ports import (
     Balances,
     EstimateReverted,
@@ -38,6 +37,7 @@ from intentd.execution.ports import (
     SendOutcome,
 )
 from intentd.execution.tracking import NonceUse, Receipt
+from intentd.execution.tx_plans import TxPlan
 
 __all__ = [
     "RECIPIENT",
@@ -67,7 +67,7 @@ class Crash(Exception):
 
 
 class LeaseTaken(Exception):
-    """The fake lease was taken away (``adapters.lease.LeaseLost`` in production)."""
+    """The fake lease was taken away (``adapters.postgres.lease.LeaseLost`` in production)."""
 
 
 # --- the chain --------------------------------------------------------------------------
@@ -285,9 +285,15 @@ class FakeWriter:
         self.view_size = 50
         self.proofs: list[tuple[str, int, NonceUse | None]] = []
         """Every nonce use looked for: (signer, nonce, what the node proved)."""
+        self.seen_head = 0
+        """The highest head a node answered (``NodeReader.seen_head``)."""
+        self.hung: set[str] = set()
+        """Reads (``view``, ``nonce_use``) that a hung provider never answers."""
 
     def _height(self) -> int:
-        return max(self.chain.head - max(self.behind(), 0), 0)
+        height = max(self.chain.head - max(self.behind(), 0), 0)
+        self.seen_head = max(self.seen_head, height)
+        return height
 
     def _count(self, signer: str, block: int, height: int) -> int:
         if block > height:
@@ -319,7 +325,8 @@ class FakeWriter:
         if self.chain.estimate_reverts:
             raise EstimateReverted("execution reverted")
         call = ChainTx("", sender, 0, to, value, 0, 0, data=data).token_transfer()
-        if call is not None and call[2] > self.chain.balance(sender, to, self._height()):
+        self._height()  # pinned to the highest head seen (``NodeReader.seen_head``)
+        if call is not None and call[2] > self.chain.balance(sender, to, self.seen_head):
             raise EstimateReverted("execution reverted: ERC20: transfer amount exceeds balance")
         return 40_000 if data else 21_000
 
@@ -340,7 +347,12 @@ class FakeWriter:
         through = height if block == "latest" else int(block, 16)
         return {s: self._count(s, through, height) for s in signers}
 
+    async def _hang(self, read: str) -> None:
+        if read in self.hung:
+            await asyncio.Event().wait()  # no answer, ever (the client's retries go on)
+
     async def view(self, signers: Sequence[str], hashes: Sequence[str], block: int) -> ChainView:
+        await self._hang("view")
         calls = 1 + len(signers) + len(hashes)
         assert calls <= self.view_size or len(signers) == 1, "more than one request holds"
         height = self._height()
@@ -353,6 +365,7 @@ class FakeWriter:
     async def nonce_use(
         self, signer: str, nonce: int, through: int, ours: Sequence[str]
     ) -> NonceUse | None:
+        await self._hang("nonce_use")
         search = NonceSearch(nonce, through)
         while (probe := search.probe()) is not None:
             search.answer(probe, self._count(signer, probe, self._height()))

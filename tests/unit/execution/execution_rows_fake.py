@@ -1,5 +1,6 @@
 """In-memory rows of the executor's store and the repositories over them that the
-PostgreSQL store keeps in ``adapters.transaction_rows`` and ``adapters.relayer_float``:
+PostgreSQL store keeps in ``adapters.postgres.transaction_rows`` and
+``adapters.postgres.relayer_float``:
 chain transactions, signer nonces, the gas tank's credit and the relayer's float, and
 the results' outbox (the actions and the store itself: ``execution_store_fake.py``).
 """
@@ -204,7 +205,7 @@ class FakeFunds(StoreRows):
     def _newest_paid(self, relayer: str) -> int:
         return max(
             (r.tx.block_number or 0 for r in self._s.txs.values()
-             if r.tx.signer == relayer and r.tx.status is TxStatus.CONFIRMED
+             if r.tx.signer == relayer and r.tx.status in (TxStatus.CONFIRMED, TxStatus.REVERTED)
              and r.tx.purpose.value == "transfer"),
             default=0,
         )  # fmt: skip

@@ -18,8 +18,8 @@ from intentd.execution.evidence import (
     view_problem,
 )
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import NonceUse, Receipt, Tx, TxStatus
+from intentd.execution.tx_plans import Purpose
 
 SIGNER = "0x" + "aa" * 20
 OTHER = "0x" + "bb" * 20

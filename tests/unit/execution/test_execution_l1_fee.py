@@ -27,9 +27,9 @@ from intentd.execution.gas import (
     l1_fee_reserve,
     native_sweep_value,
 )
-from intentd.execution.planning import Purpose, TxPlan, plan_transfer
 from intentd.execution.ports import L1Fees, L1FeeUnavailable
 from intentd.execution.transfer_planner import NO_L1_FEE, TransferPlanner
+from intentd.execution.tx_plans import Purpose, TxPlan, transfer_tx
 from intentd.settings import ChainConfig, ExecutionConfig
 
 GWEI = 10**9
@@ -101,7 +101,7 @@ async def test_a_native_sweep_on_an_op_stack_chain_leaves_room_for_its_l1_fee() 
 async def test_the_old_plan_is_the_one_op_geth_refuses() -> None:
     """What the executor signed before: the whole amount less L2 gas; the L1 fee does not fit."""
     sweep = action(10**15)
-    assert not op_geth_accepts(sweep.amount, plan_transfer(sweep, NATIVE_TRANSFER_GAS, FEES), 1)
+    assert not op_geth_accepts(sweep.amount, transfer_tx(sweep, NATIVE_TRANSFER_GAS, FEES), 1)
 
 
 async def test_the_oracle_is_asked_for_the_bound_of_the_signed_transactions_size() -> None:
@@ -109,7 +109,7 @@ async def test_the_oracle_is_asked_for_the_bound_of_the_signed_transactions_size
     sweep = action(10**15)
     await planner(OpStackL1Fees(node, 8453)).transfer_plan(sweep, NATIVE_TRANSFER_GAS, FEES)
     [(method, [call, block])] = node.calls
-    draft = plan_transfer(sweep, NATIVE_TRANSFER_GAS, FEES)
+    draft = transfer_tx(sweep, NATIVE_TRANSFER_GAS, FEES)
     assert (method, call["to"], block) == ("eth_call", GAS_PRICE_ORACLE, "latest")
     assert call["data"] == "0xf1c7a58b" + unsigned_size(draft, 8453).to_bytes(32, "big").hex()
 
@@ -120,7 +120,7 @@ async def test_a_chain_without_an_l1_fee_is_never_asked() -> None:
     assert fees is NO_L1_FEE
     sweep = action(10**15)
     plan = await planner(fees).transfer_plan(sweep, NATIVE_TRANSFER_GAS, FEES)
-    assert plan == plan_transfer(sweep, NATIVE_TRANSFER_GAS, FEES)
+    assert plan == transfer_tx(sweep, NATIVE_TRANSFER_GAS, FEES)
     assert node.calls == []
     assert isinstance(l1_fees_for(chain(8453), node), OpStackL1Fees)
     assert l1_fees_for(chain(8453, l1_fee="none"), node) is NO_L1_FEE
@@ -134,7 +134,7 @@ async def test_a_chain_without_an_l1_fee_is_never_asked() -> None:
 async def test_only_a_native_sweep_that_pays_its_own_gas_asks_the_oracle(sweep: Action) -> None:
     node = FakeOracleNode()
     plan = await planner(OpStackL1Fees(node, 8453)).transfer_plan(sweep, 50_000, FEES)
-    assert plan == plan_transfer(sweep, 50_000, FEES)
+    assert plan == transfer_tx(sweep, 50_000, FEES)
     assert node.calls == []
 
 
@@ -196,7 +196,7 @@ def test_the_unsigned_size_is_that_of_the_rlp_encoding(
 
 def test_the_size_bounds_what_is_signed() -> None:
     """The oracle adds 68 bytes for the signature to the unsigned size it is given."""
-    plan = plan_transfer(action(10**15), NATIVE_TRANSFER_GAS, FEES)
+    plan = transfer_tx(action(10**15), NATIVE_TRANSFER_GAS, FEES)
     signed = sign(plan, chain_id=8453, nonce=5, private_key=b"\x01" * 32)
     assert len(signed.raw) <= unsigned_size(plan, 8453) + 68
 

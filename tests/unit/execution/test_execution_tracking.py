@@ -8,13 +8,6 @@ import pytest
 
 from intentd.domain.actions import NATIVE, Action, ActionKind, SignerKind
 from intentd.execution.gas import AmountBelowGas, Fees
-from intentd.execution.planning import (
-    Purpose,
-    erc20_transfer_data,
-    needs_topup,
-    plan_topup,
-    plan_transfer,
-)
 from intentd.execution.policy import GiveUp, RetryLater, RetryPolicy, after_failure
 from intentd.execution.tracking import (
     Consumed,
@@ -30,6 +23,13 @@ from intentd.execution.tracking import (
     judge_group,
     judge_use,
     next_transfer_due,
+)
+from intentd.execution.tx_plans import (
+    Purpose,
+    erc20_transfer_data,
+    needs_topup,
+    topup_tx,
+    transfer_tx,
 )
 
 SIGNER = "0x" + "aa" * 20
@@ -179,16 +179,16 @@ def test_erc20_calldata() -> None:
 
 def test_plans() -> None:
     fees = Fees(3 * 10**9, 10**9)
-    token = plan_transfer(action(TOKEN, SignerKind.INTENT), 60_000, fees)
+    token = transfer_tx(action(TOKEN, SignerKind.INTENT), 60_000, fees)
     assert (token.to, token.value, token.data) == (TOKEN, 0, erc20_transfer_data(TO, 10**16))
     assert needs_topup(action(TOKEN, SignerKind.INTENT))
     assert not needs_topup(action(TOKEN, SignerKind.RELAYER))
     assert not needs_topup(action(NATIVE, SignerKind.INTENT))
-    sweep = plan_transfer(action(NATIVE, SignerKind.INTENT, gas_from_amount=True), 21_000, fees)
+    sweep = transfer_tx(action(NATIVE, SignerKind.INTENT, gas_from_amount=True), 21_000, fees)
     assert (sweep.to, sweep.value) == (TO, 10**16 - 21_000 * 3 * 10**9)
-    whole = plan_transfer(action(NATIVE, SignerKind.RELAYER), 21_000, fees)
+    whole = transfer_tx(action(NATIVE, SignerKind.RELAYER), 21_000, fees)
     assert whole.value == 10**16
-    topup = plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000)
+    topup = topup_tx(SIGNER, 60_000, fees, headroom_bps=10_000)
     assert topup is not None
     assert (topup.purpose, topup.to, topup.value) == (
         Purpose.GAS_TOPUP,
@@ -196,12 +196,12 @@ def test_plans() -> None:
         2 * 60_000 * 3 * 10**9,
     )
     # the gas tank's credit at the address (left by earlier sweeps) is used first
-    less = plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000, credit=10**14)
+    less = topup_tx(SIGNER, 60_000, fees, headroom_bps=10_000, credit=10**14)
     assert less is not None and less.value == 2 * 60_000 * 3 * 10**9 - 10**14
-    assert plan_topup(SIGNER, 60_000, fees, headroom_bps=10_000, credit=4 * 10**14) is None
+    assert topup_tx(SIGNER, 60_000, fees, headroom_bps=10_000, credit=4 * 10**14) is None
     dust = action(NATIVE, SignerKind.INTENT, gas_from_amount=True)
     with pytest.raises(AmountBelowGas):
-        plan_transfer(dust, 21_000, Fees(10**12, 0))
+        transfer_tx(dust, 21_000, Fees(10**12, 0))
 
 
 def test_a_receipt_carries_the_op_stack_l1_data_fee_when_the_chain_charges_one() -> None:

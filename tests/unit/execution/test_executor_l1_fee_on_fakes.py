@@ -12,8 +12,8 @@ from tests.unit.execution.test_executor_on_fakes import CHAIN, KEYS, Harness
 
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
 from intentd.execution.gas import NATIVE_TRANSFER_GAS, l1_fee_reserve, topup_value
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import TxStatus
+from intentd.execution.tx_plans import Purpose
 
 AMOUNT = 10**15
 """What the intent address holds and the sweep moves (wei)."""

@@ -22,10 +22,10 @@ from tests.unit.execution.execution_fakes import (
 
 from intentd.domain.actions import ActionKind, ActionStatus, SignerKind
 from intentd.execution.executor import Executor
-from intentd.execution.planning import Purpose
 from intentd.execution.ports import L1Fees, SendOutcome
 from intentd.execution.tracking import TxStatus
 from intentd.execution.transfer_planner import NO_L1_FEE
+from intentd.execution.tx_plans import Purpose
 from intentd.settings import ChainConfig, ExecutionConfig, TokenConfig
 
 CHAIN = "FAKECHAIN"

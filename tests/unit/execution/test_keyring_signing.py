@@ -11,8 +11,8 @@ from tests.unit.execution.execution_fakes import keyring
 
 from intentd.domain.actions import SignerKind
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose, TxPlan
 from intentd.execution.ports import Keyring
+from intentd.execution.tx_plans import Purpose, TxPlan
 
 PLAN = TxPlan(
     purpose=Purpose.TRANSFER,

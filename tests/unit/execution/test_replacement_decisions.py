@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from intentd.domain.actions import NATIVE, Action, ActionKind, SignerKind
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose
 from intentd.execution.replacement import (
     needs_budget,
     replacement_cap,
@@ -22,6 +21,7 @@ from intentd.execution.tracking import (
     newly_included,
     nonce_groups,
 )
+from intentd.execution.tx_plans import Purpose
 
 SIGNER, OTHER = "0x" + "aa" * 20, "0x" + "bb" * 20
 TOKEN, TO = "0x" + "cc" * 20, "0x" + "dd" * 20

@@ -18,8 +18,8 @@ from tests.unit.execution.test_executor_on_fakes import GAS_TANK, KEYS, RELAYER,
 
 from intentd.chain.errors import ChainUnavailable
 from intentd.domain.actions import NATIVE, ActionKind, ActionStatus, SignerKind
-from intentd.execution.planning import Purpose
 from intentd.execution.tracking import TxStatus
+from intentd.execution.tx_plans import Purpose
 
 
 async def test_a_receipt_missing_for_one_tick_after_the_prefill_is_deep_pays_once() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.indexer.indexer_fakes import ended_page
 
-from intentd.adapters.backfills import TERMINAL_STATUSES
+from intentd.adapters.postgres.backfills import TERMINAL_STATUSES
 from intentd.domain.status import ALLOWED_MOVES
 from intentd.indexer.ports import IntentAddress
 from intentd.indexer.watch_refresh import WatchedIntents

@@ -14,7 +14,7 @@ from tests.log_capture import own_logs
 from tests.unit.intents.intent_store_fakes import NOW, FakeIntentStore, Keys, new_intent
 
 from intentd.domain.liquidity import Float
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.admission import (
     HOLD_MARGIN,
     AdmittingWriter,
@@ -234,7 +234,7 @@ async def test_a_retried_create_gets_its_intent_whatever_the_float_says_now() ->
 
 def test_quote_lists_leave_out_what_the_relayer_cannot_cover() -> None:
     config = settings()
-    path = quotes.route(config, "BASE_TESTNET", USDC_BASE, DESTINATION, TOKEN_OUT)
+    path = routing.route(config, "BASE_TESTNET", USDC_BASE, DESTINATION, TOKEN_OUT)
     small = quotes.quote(config, StaticPrices({}), path, "2", None)
     large = quotes.quote(config, StaticPrices({}), path, "20", None)
     gate = LiquidityGate(config)

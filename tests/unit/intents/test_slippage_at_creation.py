@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from intentd.domain.valuation import Rate, revalue
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.service import IntentRequest, IntentRequestError, plan_intent
 from intentd.intents.slippage import slippage_limit
 from intentd.pricing import StaticPrices
@@ -163,7 +163,7 @@ def test_the_defaults_come_from_the_config() -> None:
 
 
 def test_a_quote_says_where_a_payment_of_its_total_stops_covering() -> None:
-    path = quotes.route(SETTINGS, "BASE_TESTNET", NATIVE_TOKEN, "ARBITRUM_TESTNET", None)
+    path = routing.route(SETTINGS, "BASE_TESTNET", NATIVE_TOKEN, "ARBITRUM_TESTNET", None)
     quote = quotes.quote(SETTINGS, PRICES, path, "30", "USD")
     limit = slippage_limit(quote)
     assert limit is not None and (limit.symbol, limit.below) == ("ETH", True)
@@ -178,7 +178,7 @@ def test_a_quote_says_where_a_payment_of_its_total_stops_covering() -> None:
 
 
 def test_a_stablecoin_paying_an_amount_in_eth_is_limited_by_eth_rising() -> None:
-    path = quotes.route(SETTINGS, "BASE_TESTNET", USDC_BASE, "ARBITRUM_TESTNET", None)
+    path = routing.route(SETTINGS, "BASE_TESTNET", USDC_BASE, "ARBITRUM_TESTNET", None)
     quote = quotes.quote(SETTINGS, PRICES, path, "0.01", "ETH")
     limit = slippage_limit(quote)
     assert limit is not None and (limit.symbol, limit.below) == ("ETH", False)
@@ -186,5 +186,5 @@ def test_a_stablecoin_paying_an_amount_in_eth_is_limited_by_eth_rising() -> None
 
 
 def test_nothing_revalued_has_no_limit() -> None:
-    path = quotes.route(SETTINGS, "BASE_TESTNET", USDC_BASE, "ARBITRUM_TESTNET", None)
+    path = routing.route(SETTINGS, "BASE_TESTNET", USDC_BASE, "ARBITRUM_TESTNET", None)
     assert slippage_limit(quotes.quote(SETTINGS, PRICES, path, "30", "USD")) is None

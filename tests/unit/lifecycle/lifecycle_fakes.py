@@ -26,7 +26,7 @@ from tests.unit.lifecycle.lifecycle_repository_fakes import (
 )
 from tests.unit.lifecycle.lifecycle_state_fakes import FakeState, StoredAction
 
-from intentd.adapters import db_failures
+from intentd.adapters.postgres import db_failures
 from intentd.contract.record import IntentRow
 from intentd.domain.deposits import DepositKey, RecordedDeposit
 from intentd.lifecycle.failures import Failure

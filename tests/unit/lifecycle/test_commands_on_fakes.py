@@ -9,7 +9,7 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeUnitOfWork
 
 from intentd.domain.intent import ActionKind, RefundReason
 from intentd.domain.status import IntentStatus
-from intentd.lifecycle.commands import PREFILL_TAKEN, Refused, cancel, refund
+from intentd.lifecycle.commands import PREFILL_TAKEN, CommandRefused, cancel, refund
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.outcomes import Outcome
 
@@ -103,7 +103,7 @@ async def test_a_payment_after_cancel_is_a_late_deposit_refunded(uow: FakeUnitOf
 async def test_cancel_is_refused_naming_the_state(status: IntentStatus) -> None:
     uow = FakeUnitOfWork()
     uow.add_intent(intent_row(1, status=status))
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CommandRefused) as refused:
         await cancel(uow, book(), 1, now=NOW)
     assert refused.value.status is status
     assert uow.row(1).status is status and uow.event_types() == []
@@ -132,7 +132,7 @@ async def test_no_refund_while_a_prefill_transaction_may_pay_out(
     [action] = [a for a in uow.actions_of(1) if a.action.kind is ActionKind.PREFILL]
     action.status = prefill  # the executor took it (or it ended) before the lifecycle knew
     before = uow.row(1)
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CommandRefused) as refused:
         await refund(uow, book(), 1, now=NOW)
     assert (refused.value.status, refused.value.why) == (IntentStatus.FUNDED, PREFILL_TAKEN)
     assert uow.row(1) == before and refunds(uow) == [] and action.status == prefill
@@ -153,7 +153,7 @@ async def test_no_refund_while_a_prefill_transaction_may_pay_out(
 async def test_refund_is_refused_naming_the_state(status: IntentStatus) -> None:
     uow = FakeUnitOfWork()
     uow.add_intent(intent_row(1, status=status))
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CommandRefused) as refused:
         await refund(uow, book(), 1, now=NOW)
     assert refused.value.status is status
 
@@ -161,7 +161,7 @@ async def test_refund_is_refused_naming_the_state(status: IntentStatus) -> None:
 async def test_a_cancelled_intent_cannot_be_refunded_again(uow: FakeUnitOfWork) -> None:
     await credit(uow, book(), deposit(to(), 400), now=NOW)
     await cancel(uow, book(), 1, now=NOW)
-    with pytest.raises(Refused, match="REFUNDING"):
+    with pytest.raises(CommandRefused, match="REFUNDING"):
         await refund(uow, book(), 1, now=NOW)
     assert refunds(uow) == [(400, RefundReason.CANCELLED, "ready")]
 

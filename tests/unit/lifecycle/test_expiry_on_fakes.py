@@ -15,10 +15,11 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_progress_fakes import FakeLogProgress
 
 from intentd.adapters.diagnosis import diagnose_for
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.backoff import Backoff
 from intentd.domain.intent import ActionKind
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.crediting import credit
 from intentd.lifecycle.expiry import Expiry
 from intentd.lifecycle.outcomes import Outcome
@@ -49,7 +50,7 @@ async def all_expired(store: FakeStore) -> None:
 
 async def test_due_intents_are_expired_and_the_others_left_alone() -> None:
     store = store_with(-60, 3600, -1)
-    loop = Expiry(settings(), store)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()))
     assert await loop.expire_due() == 2
     assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING, IntentStatus.EXPIRED]
     assert store.uow.event_types().count("intent_expired") == 2
@@ -58,7 +59,7 @@ async def test_due_intents_are_expired_and_the_others_left_alone() -> None:
 
 async def test_a_round_looks_at_one_batch_at_most() -> None:
     store = store_with(-3, -2, -1)
-    loop = Expiry(settings(), store, batch=2)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), batch=2)
     assert await loop.expire_due() == 2
     assert statuses(store).count(IntentStatus.PENDING) == 1
     assert await loop.expire_due() == 1
@@ -67,7 +68,7 @@ async def test_a_round_looks_at_one_batch_at_most() -> None:
 async def test_an_intent_whose_expiry_would_only_fail_again_is_left_to_a_restart() -> None:
     store = store_with(-2, -1)
     store.uow.fail_next = KeyError("bug")  # the first intent's transaction
-    loop = Expiry(settings(), store)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()))
     assert await loop.expire_due() == 2
     assert statuses(store) == [IntentStatus.PENDING, IntentStatus.EXPIRED]
     assert await loop.expire_due() == 0  # not looked at again by this process
@@ -76,7 +77,7 @@ async def test_an_intent_whose_expiry_would_only_fail_again_is_left_to_a_restart
 async def test_an_intent_that_lost_to_another_transaction_is_tried_next_round() -> None:
     store = store_with(-2, -1)
     store.uow.fail_next = ConcurrentUpdate("lost")
-    loop = Expiry(settings(), store)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()))
     assert await loop.expire_due() == 2
     assert statuses(store) == [IntentStatus.PENDING, IntentStatus.EXPIRED]
     assert await loop.expire_due() == 1
@@ -86,7 +87,7 @@ async def test_an_intent_that_lost_to_another_transaction_is_tried_next_round() 
 async def test_an_unavailable_database_ends_the_round_and_the_supervised_loop_goes_on() -> None:
     store = store_with(-1)
     store.uow.fail_next = ConnectionResetError("gone")
-    loop = Expiry(settings(), store, max_sleep=0.01)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), max_sleep=0.01)
     with pytest.raises(ConnectionResetError):
         await loop.expire_due()
     store.uow.fail_next = ConnectionResetError("gone")
@@ -109,7 +110,7 @@ async def test_an_unavailable_database_ends_the_round_and_the_supervised_loop_go
 
 async def test_the_loop_wakes_for_the_next_expiry() -> None:
     store = store_with(0.2)
-    loop = Expiry(settings(), store, max_sleep=30)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), max_sleep=30)
     stop = asyncio.Event()
     task = asyncio.create_task(loop.run(stop))
     async with asyncio.timeout(5):  # not the 30 seconds of max_sleep
@@ -123,7 +124,9 @@ def pruning(ages: list[float], *, fail: Exception | None = None) -> tuple[Expiry
     store = FakeStore()
     store.uow.state.due.event_ages = ages
     store.uow.events.fail_prune = fail
-    return Expiry(settings(), store, prune_every=3600, prune_batch=10), store
+    return Expiry(
+        settings(), store, book=ChainBook.of_settings(settings()), prune_every=3600, prune_batch=10
+    ), store
 
 
 async def test_a_backlog_is_pruned_one_batch_per_round_then_not_before_the_interval() -> None:
@@ -155,7 +158,7 @@ async def test_a_payment_mined_before_expires_at_but_read_after_it_funds_the_int
     uow.add_intent(intent_row(1, expires_at=datetime.now(UTC) - timedelta(seconds=5)))
     store = FakeStore(uow)
     row = uow.state.intents[1]
-    loop = Expiry(settings(), store)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()))
     await loop.expire_due()  # runs before the poller has read the paying block
     paid = deposit(row.intent_address, row.total_due, block_time=row.expires_at)
     now = datetime.now(UTC)
@@ -167,7 +170,7 @@ async def test_a_payment_mined_before_expires_at_but_read_after_it_funds_the_int
 
 async def test_an_intent_is_expired_once_the_grace_after_expires_at_is_over() -> None:
     store = store_with(-1, 30)  # expires_at passed: the grace and 1 s ago, 30 s less ago
-    loop = Expiry(settings(), store)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()))
     assert await loop.expire_due() == 1
     assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
 
@@ -182,7 +185,7 @@ async def test_a_lagging_lifecycle_holds_expiry_back_until_it_has_applied_the_lo
     store = store_with(-1)
     row = store.uow.state.intents[1]
     progress = FakeLogProgress(end=7, committed=3)
-    loop = Expiry(settings(), store, progress=progress)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), progress=progress)
     assert await loop.expire_due() == 0  # reads the end offsets
     assert await loop.expire_due() == 0  # not committed up to them yet
     paid = deposit(row.intent_address, row.total_due, block_time=row.expires_at)
@@ -196,7 +199,7 @@ async def test_a_lagging_lifecycle_holds_expiry_back_until_it_has_applied_the_lo
 async def test_an_intent_is_expired_once_the_logs_are_applied_up_to_after_its_grace() -> None:
     store = store_with(-1)
     progress = FakeLogProgress(end=7, committed=3)
-    loop = Expiry(settings(), store, progress=progress)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), progress=progress)
     await loop.expire_due()
     progress.committed = 7
     assert await loop.expire_due() == 1
@@ -206,7 +209,12 @@ async def test_an_intent_is_expired_once_the_logs_are_applied_up_to_after_its_gr
 async def test_logs_applied_up_to_a_moment_before_the_grace_ended_do_not_expire_it() -> None:
     grace_ends = time.monotonic() + 1.0  # far enough for a loaded machine's first read
     store = store_with(1.0)
-    loop = Expiry(settings(), store, progress=FakeLogProgress(end=7, committed=7))
+    loop = Expiry(
+        settings(),
+        store,
+        book=ChainBook.of_settings(settings()),
+        progress=FakeLogProgress(end=7, committed=7),
+    )
     assert await loop.expire_due() == 0  # end offsets read before the grace ended
     await asyncio.sleep(grace_ends + 0.1 - time.monotonic())  # until the grace has ended
     assert await loop.expire_due() == 0  # applied up to them: still before the grace ended
@@ -223,7 +231,7 @@ async def test_past_the_grace_max_an_intent_is_expired_anyway_and_counted(troubl
         progress.known = False
     else:
         progress.fail = ConnectionError("brokers down")
-    loop = Expiry(settings(), store, progress=progress)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), progress=progress)
     before = forced_expiries()
     assert await loop.expire_due() == 1
     assert statuses(store) == [IntentStatus.EXPIRED, IntentStatus.PENDING]
@@ -240,6 +248,6 @@ async def test_brokers_that_do_not_answer_do_not_hold_forced_expiries_back(
     store = store_with(-(grace_max - GRACE).total_seconds() - 1)
     progress = FakeLogProgress(end=7, committed=3)
     progress.hang = True
-    loop = Expiry(settings(), store, progress=progress)
+    loop = Expiry(settings(), store, book=ChainBook.of_settings(settings()), progress=progress)
     assert await loop.expire_due() == 1
     assert statuses(store) == [IntentStatus.EXPIRED]

@@ -20,8 +20,9 @@ from tests.unit.lifecycle.lifecycle_fakes import FakeStore, FakeUnitOfWork
 from tests.unit.lifecycle.lifecycle_inbox_fakes import FakeInbox, FakePublisher, Record
 from tests.unit.lifecycle.lifecycle_positions_fakes import FakePositions
 
-from intentd.adapters.intent_store import ConcurrentUpdate
+from intentd.adapters.postgres.intent_store import ConcurrentUpdate
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.consumer import LifecycleConsumer
 from intentd.lifecycle.outcomes import Outcome
 from intentd.lifecycle.ports import ActionFacts
@@ -57,7 +58,12 @@ class Harness:
         self.store = FakeStore(self.uow)
         self.out = FakePublisher()
         self.consumer = LifecycleConsumer(
-            settings(prefix=PREFIX), self.store, self.out, retry_base=0.0001, **options
+            settings(prefix=PREFIX),
+            self.store,
+            self.out,
+            book=ChainBook.of_settings(settings(prefix=PREFIX)),
+            retry_base=0.0001,
+            **options,
         )
 
     async def handle(self, topic: str, value: bytes) -> Outcome | None:

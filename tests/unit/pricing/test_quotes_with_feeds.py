@@ -26,7 +26,7 @@ from tests.unit.pricing.pricing_fakes import (
     usd,
 )
 
-from intentd.intents import quotes
+from intentd.intents import quotes, routing
 from intentd.intents.service import IntentRequest, IntentRequestError, plan_intent
 from intentd.pricing.cache import FeedPrices
 from intentd.pricing.rounds import ChainReading
@@ -44,7 +44,7 @@ def prices(readings: dict[str, ChainReading]) -> FeedPrices:
 
 
 def quote(source: FeedPrices, token_in: str, token_out: str, **changes: Any) -> quotes.Quote:
-    path = quotes.route(SETTINGS, "BASE", token_in, "ARBITRUM", token_out)
+    path = routing.route(SETTINGS, "BASE", token_in, "ARBITRUM", token_out)
     return quotes.quote(SETTINGS, source, path, changes.pop("amount", "100"), None, **changes)
 
 
@@ -83,7 +83,7 @@ def test_a_depegged_usdt_is_not_paid_for_usdc() -> None:
 
 def test_a_depegged_coin_is_not_paid_out_either() -> None:
     source = prices(healthy(usdc="1.02"))
-    path = quotes.route(SETTINGS, "BASE", USDT_BASE, "BASE", USDC_BASE)
+    path = routing.route(SETTINGS, "BASE", USDT_BASE, "BASE", USDC_BASE)
     with pytest.raises(IntentRequestError) as raised:
         quotes.quote(SETTINGS, source, path, "100", None)
     assert (raised.value.code, raised.value.field) == ("token_depegged", "tokenOut")
@@ -135,7 +135,7 @@ def test_a_stale_eth_price_refuses_the_quote_and_the_create() -> None:
 def test_an_amount_in_a_refused_symbol_is_refused_naming_amount_symbol() -> None:
     readings = healthy()
     readings["ARBITRUM"] = reading({}, sequencer=UP_LONG_AGO)  # ETH's second feed unread
-    path = quotes.route(SETTINGS, "BASE", USDC_BASE, "ARBITRUM", USDC_ARB)
+    path = routing.route(SETTINGS, "BASE", USDC_BASE, "ARBITRUM", USDC_ARB)
     with pytest.raises(IntentRequestError) as raised:
         quotes.quote(SETTINGS, prices(readings), path, "0.1", "ETH")
     assert (raised.value.code, raised.value.field) == ("price_unavailable", "amountSymbol")

@@ -18,7 +18,7 @@ from tests.unit.reports.world import DESTINATION, SOURCE, USDC, USDC_OUT, report
 from intentd.adapters.evm.signer import sign
 from intentd.domain.actions import NATIVE
 from intentd.execution.gas import Fees
-from intentd.execution.planning import Purpose, TxPlan, erc20_transfer_data
+from intentd.execution.tx_plans import Purpose, TxPlan, erc20_transfer_data
 from intentd.reports.cells import FORMULA_STARTS, CsvChunks, safe_cell
 from intentd.reports.movements import (
     COLUMNS,

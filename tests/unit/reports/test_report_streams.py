@@ -21,7 +21,7 @@ from tests.unit.reports.world import (
     report_settings,
 )
 
-from intentd.api.report_responses import ReconciliationReport
+from intentd.api.reports.responses import ReconciliationReport
 from intentd.reports.books import IntentBooks
 from intentd.reports.cells import CHUNK_BYTES
 from intentd.reports.movements import COLUMNS, Export, IntentRef, Movement, MovementKind, TokenBook

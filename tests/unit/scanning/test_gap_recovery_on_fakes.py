@@ -67,6 +67,7 @@ class Setup:
             self.positions,
             self.chains,
             self.dead,
+            book=ChainBook.of_settings(self.settings),
             reorg_window=1,
             retry_base=0.001,
             retry_cap=0.01,
@@ -112,7 +113,13 @@ async def test_a_retraction_in_the_gap_is_applied_by_the_verifier() -> None:
     setup.chain.mine(count=3)  # another branch from block 3 on, without the payments
     await setup.recovery.recover(gap())
     assert set(setup.store.uow.state.watched) >= {d.key for d in recorded_in(setup, 3)}
-    verifier = TriggerVerifier(setup.settings, setup.store, setup.chains, final_depth=2)
+    verifier = TriggerVerifier(
+        setup.settings,
+        setup.store,
+        setup.chains,
+        book=ChainBook.of_settings(setup.settings),
+        final_depth=2,
+    )
     assert await verifier.check(SOURCE) == {"retracted": 1}  # block 1 is below the rescan
     assert setup.received() == 1_000
 

@@ -20,6 +20,7 @@ from intentd.chain.errors import InconsistentAnswer
 from intentd.chain.evm.addresses import WatchedAddresses
 from intentd.chain.evm.ports import RawRange
 from intentd.domain.deposits import Deposit
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.lifecycle.outcomes import Outcome, Unappliable
 from intentd.scanning.service import ScanCredits, Swept, scan_blocks
 from intentd.settings import ChainConfig, Settings
@@ -98,7 +99,7 @@ async def test_a_scan_reads_again_when_the_answers_do_not_fit_then_gives_up() ->
 async def test_a_sweep_credits_each_deposit_once_in_the_chains_batches() -> None:
     settings_, chain, store, fake = setup(batch_size=2)
     node = FakeDepositChain(fake, [USDC])
-    credits = ScanCredits(settings_, store, watch=True)
+    credits = ScanCredits(settings_, store, watch=True, book=ChainBook.of_settings(settings_))
     first = await swept(credits, chain, node)
     assert [str(batch.blocks) for batch in first] == [
         str(BlockRange(1, 2)), str(BlockRange(3, 4)), str(BlockRange(5, 5)),
@@ -114,7 +115,11 @@ async def test_a_sweep_credits_each_deposit_once_in_the_chains_batches() -> None
 
 async def test_a_sweep_without_watch_leaves_the_verifier_out() -> None:
     settings_, chain, store, fake = setup()
-    await swept(ScanCredits(settings_, store), chain, FakeDepositChain(fake, [USDC]))
+    await swept(
+        ScanCredits(settings_, store, book=ChainBook.of_settings(settings_)),
+        chain,
+        FakeDepositChain(fake, [USDC]),
+    )
     assert store.uow.row(1).received == 3_000
     assert store.uow.state.watched == {}
 
@@ -134,7 +139,7 @@ async def test_a_refused_deposit_goes_to_the_caller_and_the_sweep_goes_on() -> N
         refused.append((deposit.block_number, str(exc)))
 
     node = FakeDepositChain(fake, [USDC])
-    sweep = Refusing(settings_, store).sweep(
+    sweep = Refusing(settings_, store, book=ChainBook.of_settings(settings_)).sweep(
         chain, node, BlockRange(1, 5), [TO], now=lambda: NOW, refused=note
     )
     [batch] = [b async for b in sweep]
@@ -143,4 +148,6 @@ async def test_a_refused_deposit_goes_to_the_caller_and_the_sweep_goes_on() -> N
     ]  # fmt: skip
     assert refused == [(3, "a re-mined transaction making another transfer")]
     with pytest.raises(Unappliable):  # no one to hand it to: raised
-        await swept(Refusing(settings_, FakeStore()), chain, node)
+        await swept(
+            Refusing(settings_, FakeStore(), book=ChainBook.of_settings(settings_)), chain, node
+        )

@@ -19,6 +19,7 @@ from tests.unit.scanning.scanning_fakes import FakeScanChain, FakeScanChains, Fa
 
 from intentd.chain.errors import ChainUnavailable, InconsistentAnswer
 from intentd.domain.status import IntentStatus
+from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.trigger import TriggerScanner
 from intentd.settings import NATIVE_TOKEN, Settings
 
@@ -50,7 +51,13 @@ class Setup:
         self.node = FakeScanChain(self.chain, [USDC])
         self.chains = FakeScanChains(**{SOURCE: self.node})
         self.store = FakeTriggerStore(self.uow)
-        self.scanner = TriggerScanner(self.settings, self.store, self.chains, reorg_window=4)
+        self.scanner = TriggerScanner(
+            self.settings,
+            self.store,
+            self.chains,
+            reorg_window=4,
+            book=ChainBook.of_settings(self.settings),
+        )
 
 
 async def test_the_first_call_scans_the_window_from_the_intents_creation() -> None:

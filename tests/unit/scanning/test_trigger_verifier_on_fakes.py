@@ -61,7 +61,12 @@ class Setup:
         self.node = FakeDepositChain(self.chain, [USDC])
         self.chains = FakeChains(**{SOURCE: self.node})
         self.verifier = TriggerVerifier(
-            self.settings, self.store, self.chains, final_depth=FINAL_DEPTH, interval=0.01
+            self.settings,
+            self.store,
+            self.chains,
+            book=self.book,
+            final_depth=FINAL_DEPTH,
+            interval=0.01,
         )
 
     async def pay(self, *, through: Transfer | None = None) -> Deposit:

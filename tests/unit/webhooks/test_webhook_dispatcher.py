@@ -108,7 +108,7 @@ async def test_run_stops_and_finishes_what_is_in_flight() -> None:
 
 
 def test_a_batch_of_attempts_changes_each_endpoint_once_in_time_order() -> None:
-    from intentd.adapters.webhook_store import _endpoint_changes
+    from intentd.adapters.postgres.webhook_attempts import _endpoint_changes
     from intentd.webhooks.ports import RecordedAttempt
     from intentd.webhooks.schedule import Decision, DisableReason
 

@@ -9,7 +9,7 @@ import socket
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from intentd.adapters.webhook_http import ForbiddenAddress, GuardedResolver
+from intentd.adapters.http.webhook_sender import ForbiddenAddress, GuardedResolver
 
 
 class Answers(AbstractResolver):

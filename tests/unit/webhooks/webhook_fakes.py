@@ -72,3 +72,30 @@ class FakeSender:
             await gate.wait()
         self.sent.append((url, headers, body))
         return self.answer(url)
+
+
+@dataclass(frozen=True)
+class FakeRecord:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+
+
+@dataclass
+class FakeFeed:
+    """Hands out ``batches`` one per read, then sets ``stop``; records the commits."""
+
+    batches: list[dict[int, list[FakeRecord]]]
+    stop: asyncio.Event
+    commits: list[dict[int, int]] = field(default_factory=list)
+
+    async def getmany(self, *, timeout_ms: int, max_records: int) -> Mapping[int, list[FakeRecord]]:
+        if not self.batches:
+            self.stop.set()
+            return {}
+        return self.batches.pop(0)
+
+    async def commit(self, positions: Mapping[int, int]) -> bool:
+        self.commits.append(dict(positions))
+        return True

@@ -36,6 +36,11 @@ _NONCE_LOW = re.compile(r"nonce too low|nonce has already been used|invalid nonc
 _UNDERPRICED = re.compile(r"underpriced|fee too low|max fee per gas less than", re.I)
 _FUNDS = re.compile(r"insufficient funds|lack of funds|out of gas: not enough", re.I)
 _REVERT = re.compile(r"revert", re.I)
+_BEHIND = re.compile(
+    r"header not found|unknown block|block not found|block .{0,80} not found", re.I
+)
+"""A node's answer to a read at a block above its head."""
+_PINNED_TRIES = 3
 _BALANCE_OF = "0x70a08231"  # balanceOf(address)
 _WORD = re.compile(r"0x[0-9a-fA-F]{1,64}")
 
@@ -61,36 +66,69 @@ class EvmChainWriter:
     def __init__(self, reads: JsonRpcClient, sends: JsonRpcClient) -> None:
         self._reads = reads
         self._sends = sends
+        self._seen = 0
+
+    @property
+    def seen_head(self) -> int:
+        """The highest head a node answered this writer (``NodeReader.seen_head``)."""
+        return self._seen
+
+    def _saw(self, head: int) -> int:
+        self._seen = max(self._seen, head)
+        return head
 
     async def close(self) -> None:
         await self._reads.close()
         await self._sends.close()
 
     async def head(self) -> int:
-        return int(await self._reads.call("eth_blockNumber", []), 16)
+        return self._saw(int(await self._reads.call("eth_blockNumber", []), 16))
 
     async def fee_inputs(self) -> FeeInputs:
         block, tip = await self._reads.batch(
             [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])]
         )
         return FeeInputs(
-            head=int(block["number"], 16),
+            head=self._saw(int(block["number"], 16)),
             base_fee=int(block.get("baseFeePerGas") or "0x0", 16),
             tip=int(tip, 16),
         )
 
     async def has_code(self, address: str) -> bool:
-        code = await self._reads.call("eth_getCode", [address, "latest"])
+        """The code at ``address`` at the highest head seen (:meth:`_pinned`)."""
+        code = await self._pinned(self._reads, "eth_getCode", address)
         return code not in ("0x", "0x0", "")
 
     async def estimate_gas(self, sender: str, to: str, value: int, data: bytes) -> int:
+        """Gas at the highest head seen (:meth:`_pinned`): a node below it has old state
+        (the tokens not yet there) and must not make the estimate revert."""
         call = {"from": sender, "to": to, "value": hex(value), "data": "0x" + data.hex()}
         try:
-            return int(await self._sends.call("eth_estimateGas", [call]), 16)
+            return int(await self._pinned(self._sends, "eth_estimateGas", call), 16)
         except RpcError as exc:
             if exc.code == 3 or _REVERT.search(exc.message):
                 raise EstimateReverted(exc.message) from None
             raise
+
+    async def _pinned(self, client: JsonRpcClient, method: str, first: Any) -> Any:
+        """``method(first, <the highest head seen>)`` with ``eth_blockNumber`` in one
+        POST, answered by a node at or past that head. A node below it answers "header
+        not found" (retried by the client, on the next URL) or shows its lower head; it
+        is asked again, at most :data:`_PINNED_TRIES` times, then
+        :class:`MissingResult` (the tick is retried)."""
+        pin = self._seen or await self.head()
+        for _ in range(_PINNED_TRIES):
+            try:
+                head, answer = await client.together(
+                    [("eth_blockNumber", []), (method, [first, hex(pin)])]
+                )
+            except RpcError as exc:
+                if exc.code == 3 or _REVERT.search(exc.message) or not _BEHIND.search(exc.message):
+                    raise
+                continue  # a node below the pin: ask again
+            if self._saw(_quantity("eth_blockNumber", head)) >= pin:
+                return answer
+        raise MissingResult(f"{method}: no node at or past block {pin} answered")
 
     async def nonces(self, signers: Sequence[str], block: str) -> dict[str, int]:
         """Transaction counts of ``signers`` at ``block`` (``latest``, ``pending`` or a
@@ -120,7 +158,7 @@ class EvmChainWriter:
         answers = await self._reads.together(calls, allow_null=True)
         counts, receipts = answers[1 : 1 + len(signers)], answers[1 + len(signers) :]
         return ChainView(
-            head=_quantity("eth_blockNumber", answers[0]),
+            head=self._saw(_quantity("eth_blockNumber", answers[0])),
             nonces={
                 s: _quantity("eth_getTransactionCount", c)
                 for s, c in zip(signers, counts, strict=True)
@@ -191,7 +229,7 @@ class EvmChainWriter:
                 calls.append(("eth_call", [{"to": token, "data": data}, "latest"]))
         head, *answers = await self._reads.together(calls)
         return Balances(
-            block=_quantity("eth_blockNumber", head),
+            block=self._saw(_quantity("eth_blockNumber", head)),
             amounts={
                 (holder.lower(), token): _word(answer)
                 for (holder, token), answer in zip(holdings, answers, strict=True)

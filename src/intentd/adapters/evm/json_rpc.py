@@ -29,11 +29,7 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 import structlog
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_attempt,
-)
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from intentd import observability as metrics
 from intentd.backoff import Backoff

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 from intentd.adapters.evm.json_rpc import MissingResult, RpcError
-from intentd.execution.planning import TxPlan
 from intentd.execution.ports import L1Fees, L1FeeUnavailable
 from intentd.execution.transfer_planner import NO_L1_FEE
+from intentd.execution.tx_plans import TxPlan
 from intentd.settings import ChainConfig
 
 __all__ = [

@@ -14,8 +14,8 @@ from eth_utils import to_checksum_address
 
 from intentd.custody import IntentKeys, address_of_key
 from intentd.domain.actions import SignerKind
-from intentd.execution.planning import TxPlan
 from intentd.execution.ports import SignedTx
+from intentd.execution.tx_plans import TxPlan
 from intentd.settings import ChainConfig, ConfigError, Settings
 
 __all__ = ["Keyring", "sign"]

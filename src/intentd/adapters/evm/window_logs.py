@@ -1,4 +1,4 @@
-"""trigger-processing's reads of one intent's window: logs filtered at the node.
+"""trigger-processing's reads of one intent's window over JSON-RPC: logs filtered at the node.
 
 The poller reads every block in full and every ``Transfer`` log of the chain's tokens,
 because it watches many addresses. One intent needs far less, and

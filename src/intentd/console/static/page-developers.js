@@ -59,8 +59,7 @@ export async function render(ctx) {
 
   if (may.has('events.read')) {
     const type = params.get('type') || '';
-    const chooser = select('type', [['', t('all')], ...['intent_funded', 'intent_initiated', 'intent_completed', 'intent_refunded',
-      'intent_expired', 'intent_cancelled'].map((v) => [v, v])], type, { 'aria-label': t('fType') });
+    const chooser = select('type', [['', t('all')], ...session.event_types.map((v) => [v, v])], type, { 'aria-label': t('fType') });
     chooser.addEventListener('change', () => navigate(href('/console/developers', { type: chooser.value })));
     const events = h('div', {});
     const more = button(t('more'), () => loadEvents(), { hidden: true });

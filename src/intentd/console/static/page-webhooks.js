@@ -6,11 +6,10 @@ import {
   append, busy, button, clear, confirmDialog, copyable, field, h, input, mono, notice, problemText, section, t, table, time,
 } from './dom.js';
 
-const TYPES = ['intent_funded', 'intent_initiated', 'intent_completed', 'intent_refunded', 'intent_expired', 'intent_cancelled'];
-
-function typeChecks(selected) {
+// The event types are the server's (the session's event_types): written once, in EventType.
+function typeChecks(types, selected) {
   return h('fieldset', { class: 'checks' }, h('legend', {}, t('eventTypes')),
-    TYPES.map((type) => h('label', {}, h('input', { type: 'checkbox', name: 'type', value: type, checked: selected && selected.includes(type) }), ` ${type}`)));
+    types.map((type) => h('label', {}, h('input', { type: 'checkbox', name: 'type', value: type, checked: selected && selected.includes(type) }), ` ${type}`)));
 }
 
 function chosenTypes(form) {
@@ -29,7 +28,7 @@ export async function render(ctx) {
     const url = input('url', { type: 'url', required: true, placeholder: t('urlPlaceholder') });
     const description = input('description', {});
     const form = h('form', { class: 'card' }, h('h2', {}, t('addEndpoint')),
-      field(t('url'), url), field(t('description'), description), typeChecks(null),
+      field(t('url'), url), field(t('description'), description), typeChecks(session.event_types, null),
       h('button', { type: 'submit', class: 'primary' }, t('create')));
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
@@ -87,7 +86,7 @@ export async function render(ctx) {
     if (may) {
       const url = input('url', { type: 'url', required: true, value: e.url });
       const description = input('description', { value: e.description });
-      const form = h('form', {}, field(t('url'), url), field(t('description'), description), typeChecks(e.event_types),
+      const form = h('form', {}, field(t('url'), url), field(t('description'), description), typeChecks(session.event_types, e.event_types),
         h('button', { type: 'submit', class: 'primary' }, t('save')));
       form.addEventListener('submit', async (event) => {
         event.preventDefault();

@@ -1,0 +1,1 @@
+"""Adapters to the HTTP endpoints of others (merchants\x27 webhook endpoints)."""

@@ -1,0 +1,1 @@
+"""The chains resource: the configured chains and their tokens."""

@@ -1,0 +1,1 @@
+"""The reports resource: CSV exports and the reconciliation, streamed."""

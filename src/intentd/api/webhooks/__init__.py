@@ -1,0 +1,1 @@
+"""The webhook endpoints resource (the management API), and their deliveries' views."""
