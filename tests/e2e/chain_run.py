@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from eth_account import Account
 from tests.support import daemon_env, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
@@ -22,6 +23,21 @@ from intentd_dev.devinfra.anvil import free_port
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
 UNIT = 10**6
 """One USDC, in base units."""
+
+
+def five_usdc(usdc: str, **fields: Any) -> dict[str, Any]:
+    """An intent's request: 5 USDC (``usdc``, on the source) to a new recipient on the
+    destination, refunds to a new address; ``fields`` replace or add."""
+    return {
+        "amount": "5",
+        "amountSymbol": "USDC",
+        "tokenIn": usdc,
+        "source_chain": SOURCE,
+        "destination_chain": DESTINATION,
+        "recipient": str(Account.create().address),
+        "refund_address": str(Account.create().address),
+        **fields,
+    }
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
+from tests.e2e.chain_run import SOURCE, UNIT, five_usdc, running_on_chains
 from tests.support import TopicReader, balance, json_values, send_payments
 
 from intentd.adapters.postgres import Pool
@@ -41,16 +41,7 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
         headers = {"Authorization": f"Bearer {key}"}
         refund_to = str(Account.create().address)
         async with aiohttp.ClientSession(headers=headers) as http:
-            body = {
-                "amount": "5",
-                "amountSymbol": "USDC",
-                "tokenIn": usdc,
-                "source_chain": SOURCE,
-                "destination_chain": DESTINATION,
-                "recipient": str(Account.create().address),
-                "refund_address": refund_to,
-            }
-            record = await run.create_intent(http, body)
+            record = await run.create_intent(http, five_usdc(usdc, refund_address=refund_to))
             address = record["intent_address"]
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 3 * UNIT)])
             await run.until_credited(record, "the part payment credited")

@@ -23,8 +23,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from eth_account import Account
-from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, five_usdc, running_on_chains
 from tests.support import balance, send_payments
 
 from intentd.adapters.postgres import Pool
@@ -80,16 +79,7 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}) as http:
 
             async def create(order: str) -> dict[str, Any]:
-                body = {
-                    "amount": "5",
-                    "amountSymbol": "USDC",
-                    "tokenIn": usdc,
-                    "source_chain": SOURCE,
-                    "destination_chain": DESTINATION,
-                    "recipient": str(Account.create().address),
-                    "refund_address": str(Account.create().address),
-                    "metadata": {"order": order},
-                }
+                body = five_usdc(usdc, metadata={"order": order})
                 return await run.create_intent(http, body)
 
             exact, over, cancelled = (

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from tests.integration.poller_chain import Chain, chain_fixture
 from tests.integration.test_poller import TopicReader, intent_address, to
+from tests.polling import until
 
 from intentd.adapters.postgres import Pool
 from intentd.adapters.probes import RpcProbe
@@ -43,13 +43,6 @@ async def proxy(chain: Chain) -> AsyncIterator[TcpFaultProxy]:
     """The chain's only RPC URL goes through it."""
     async with proxy_for(chain.anvil.url, 8545) as instance:
         yield instance
-
-
-async def until(condition: Callable[[], bool], within: float) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.timeout(180)

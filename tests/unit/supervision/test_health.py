@@ -4,11 +4,11 @@ progress, and what readiness says of both."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 from tests.log_capture import own_logs
+from tests.polling import until
 
 from intentd.backoff import Backoff
 from intentd.runtime import Readiness
@@ -32,13 +32,6 @@ class Dependency:
             await asyncio.sleep(3600)  # a stalled server: the probe's timeout ends it
         if not self.up:
             raise ConnectionRefusedError("refused")
-
-
-async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.005)
 
 
 @pytest.fixture
