@@ -48,13 +48,19 @@ async def running() -> AsyncIterator[Callable[[Health], None]]:
         await asyncio.wait_for(task, 5)
 
 
-async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
-    running: Callable[[Health], None],
-) -> None:
+def watching_a_database() -> tuple[Readiness, Dependency, Health]:
+    """A health of fast probes watching a dependency as PostgreSQL, and its readiness."""
     readiness = Readiness()
     database = Dependency()
     health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
     health.watch(POSTGRESQL, database)
+    return readiness, database, health
+
+
+async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
+    running: Callable[[Health], None],
+) -> None:
+    readiness, database, health = watching_a_database()
     with own_logs() as logs:
         running(health)  # inside: the lines of its probe task are this test's
         await until(lambda: database.probes > 0)
@@ -153,10 +159,7 @@ async def test_a_failed_task_makes_the_process_never_ready_and_ends_it() -> None
 async def test_waiting_for_a_dependency_is_not_a_stall(
     running: Callable[[Health], None],
 ) -> None:
-    readiness = Readiness()
-    database = Dependency()
-    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
-    health.watch(POSTGRESQL, database)
+    readiness, database, health = watching_a_database()
     running(health)
     health.begin("consumer", stall_after=0.1)
     database.up = False
