@@ -25,20 +25,19 @@ import asyncio
 import statistics
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from pydantic import SecretStr
 
-from bench.intent_list import CONFIG
 from bench.poller_env import bench_database, infra_env
+from bench.scratch import CONFIG
 from intentd.adapters.library_logs import QuietLibraryLogs
 from intentd.adapters.postgres import create_pool, trigger_runs
 from intentd.adapters.probes import PostgresProbe
 from intentd.api.connections import Database, database_cadence
 from intentd.settings import load_settings
 from intentd.supervision import POSTGRESQL, Health
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 
 async def per_use(url: str, uses: int) -> dict[str, float]:
@@ -103,10 +102,13 @@ async def admissions(url: str, count: int) -> dict[str, float]:
 
 
 async def outages(url: str, count: int) -> dict[str, Any]:
-    parts = urlsplit(url)
-    proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await proxy.start()
-    through = parts._replace(netloc=f"{parts.username}@{proxy.address}").geturl()
+    async with proxy_for(url, 5432) as proxy:
+        return await cut_and_stalled(proxy, through_proxy(url, proxy), count)
+
+
+async def cut_and_stalled(proxy: TcpFaultProxy, through: str, count: int) -> dict[str, Any]:
+    """``count`` cuts and stalls of the database behind ``proxy`` (reached at
+    ``through``): how long the health took to see each and its end."""
     settings = load_settings(CONFIG)
     settings = settings.model_copy(
         update={
@@ -159,7 +161,6 @@ async def outages(url: str, count: int) -> dict[str, Any]:
         await probe.close()
         quiet.remove()
         await pool.close()
-        await proxy.close()
     return {
         fault: {
             "outages": count,

@@ -41,7 +41,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,7 @@ from intentd.adapters.postgres import api_keys, clients, create_pool, migrate
 from intentd.credentials import generate_key
 from intentd.settings import load_settings
 from intentd.settings.sections import IntentsConfig
+from intentd_dev.devinfra.anvil import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "local.toml"
@@ -320,13 +320,6 @@ async def drop(url: str) -> None:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:

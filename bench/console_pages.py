@@ -25,31 +25,28 @@ database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
-import secrets
 import time
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
-import asyncpg
-import uvicorn
 
-from bench.intent_list import _LOAD, BATCH, BUSY, CONFIG, figures
+from bench import intent_list
+from bench.cli import options, print_report
+from bench.intent_list import _LOAD, BUSY
+from bench.scratch import CONFIG, scratch_pool
+from bench.timing import figures
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters.postgres import Connection, console_users, create_pool, migrate
+from intentd.adapters.postgres import Connection, console_users
 from intentd.adapters.postgres.intent_list import ListPosition
 from intentd.api.intents.list_params import encode_list_cursor
-from intentd.api.server import Server, bind
 from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions
-from intentd.settings import Settings, load_settings
+from intentd.settings import load_settings
+from intentd_dev.asgi_server import served
 
 PASSWORD = "benchmark console passphrase"
 _TOKEN = "'0x036cbd53842c5426634e7929541ec2318f3dcf7e'"
@@ -72,15 +69,9 @@ with token and refund addresses the console renders (checksummed)."""
 
 
 async def load(conn: Connection, intents: int, clients: int) -> float:
-    others = [uuid.uuid4() for _ in range(clients - 1)]
+    """bench/intent_list.py's load with :data:`_CONSOLE_LOAD`, ending now."""
     start = datetime.now(UTC) - timedelta(seconds=intents * 2.6 + 120)
-    base = int(await conn.fetchval("SELECT pg_current_xact_id()::text::bigint")) - intents - 1
-    began = time.perf_counter()
-    for first in range(1, intents + 1, BATCH):
-        last = min(first + BATCH - 1, intents)
-        await conn.execute(_CONSOLE_LOAD, BUSY, others, start, base, first, last)
-    await conn.execute("VACUUM ANALYZE intents")
-    return time.perf_counter() - began
+    return await intent_list.load(conn, intents, clients, statement=_CONSOLE_LOAD, start=start)
 
 
 class ServerTime:
@@ -107,31 +98,9 @@ class ServerTime:
 SERVER = ServerTime(None)
 
 
-async def serve(settings: Settings, pool: Any) -> AsyncIterator[str]:
-    sock = bind("127.0.0.1", 0)
-    SERVER.app = api_app(settings, pool=pool, extensions=console_extensions(settings))
-    config = uvicorn.Config(
-        SERVER,
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_config=None,
-    )
-    server = Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-
-
-async def timed(http: aiohttp.ClientSession, url: str, rounds: int) -> tuple[dict[str, Any], Any]:
+async def timed_get(
+    http: aiohttp.ClientSession, url: str, rounds: int
+) -> tuple[dict[str, Any], Any]:
     spent, seen = [], []
     body: Any = None
     for _ in range(rounds):
@@ -155,7 +124,7 @@ async def measure(base: str, rounds: int, mid_cursor: str) -> dict[str, Any]:
         async with http.get(f"{api}/overview?mode=test") as answer:
             assert answer.status == 200, await answer.text()
         result: dict[str, Any] = {"overview_first_call_ms": round(SERVER.last, 1)}
-        overview, body = await timed(http, f"{api}/overview?mode=test", rounds)
+        overview, body = await timed_get(http, f"{api}/overview?mode=test", rounds)
         result["overview"] = {
             **overview,
             "completed_30_days": body["days30"],
@@ -171,61 +140,43 @@ async def measure(base: str, rounds: int, mid_cursor: str) -> dict[str, Any]:
             "payments_from_a_cursor": f"&cursor={mid_cursor}",
         }
         for label, query in cases.items():
-            result[label], page = await timed(http, f"{api}/payments?mode=test{query}", rounds)
+            result[label], page = await timed_get(http, f"{api}/payments?mode=test{query}", rounds)
             result[label]["rows"] = len(page["data"])
         intent = page["data"][0]["id"]
-        result["payment_detail"], _ = await timed(
+        result["payment_detail"], _ = await timed_get(
             http, f"{api}/payments/{intent}?mode=test", rounds
         )
     return result
 
 
 async def main_async(intents: int, clients: int, rounds: int) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_console_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
     result: dict[str, Any] = {"intents": intents, "clients": clients, "rounds": rounds}
-    try:
-        url = f"{base}/{name}"
-        pool = await create_pool(url, max_size=8)
-        try:
-            await migrate(pool)
-            async with pool.acquire() as conn:
-                result["load_seconds"] = round(await load(conn, intents, clients), 1)
-                await conn.execute("INSERT INTO clients (id, name) VALUES ($1, 'busy')", BUSY)
-                user = await console_users.create(conn, BUSY, "owner@busy.example", Role.OWNER)
-                await console_users.set_password(conn, user.id, passwords.hash_password(PASSWORD))
-                result["busy_client_intents"] = await conn.fetchval(
-                    "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
-                )
-                # a position in the older half (a cursor holds no negative number: the
-                # load numbers created_tx below the database's transaction ids)
-                middle = await conn.fetchrow(
-                    "SELECT created_tx, id FROM intents WHERE client_id = $1"
-                    " AND created_tx >= 0 ORDER BY created_tx, id LIMIT 1",
-                    BUSY,
-                )
-            cursor = encode_list_cursor(ListPosition(middle["created_tx"], middle["id"]))
-            os.environ["INTENTD__DATABASE__URL"] = url
-            os.environ["INTENTD__CONSOLE__SECURE_COOKIES"] = "false"
-            served = load_settings(CONFIG)
-            async for api in serve(served, pool):
-                result.update(await measure(api, rounds, cursor))
-        finally:
-            await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_pool("console", max_size=8) as (url, pool):
+        async with pool.acquire() as conn:
+            result["load_seconds"] = round(await load(conn, intents, clients), 1)
+            await conn.execute("INSERT INTO clients (id, name) VALUES ($1, 'busy')", BUSY)
+            user = await console_users.create(conn, BUSY, "owner@busy.example", Role.OWNER)
+            await console_users.set_password(conn, user.id, passwords.hash_password(PASSWORD))
+            result["busy_client_intents"] = await conn.fetchval(
+                "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
+            )
+            # a position in the older half (a cursor holds no negative number: the
+            # load numbers created_tx below the database's transaction ids)
+            middle = await conn.fetchrow(
+                "SELECT created_tx, id FROM intents WHERE client_id = $1"
+                " AND created_tx >= 0 ORDER BY created_tx, id LIMIT 1",
+                BUSY,
+            )
+        cursor = encode_list_cursor(ListPosition(middle["created_tx"], middle["id"]))
+        os.environ["INTENTD__DATABASE__URL"] = url
+        os.environ["INTENTD__CONSOLE__SECURE_COOKIES"] = "false"
+        settings = load_settings(CONFIG)
+        SERVER.app = api_app(settings, pool=pool, extensions=console_extensions(settings))
+        async with served(SERVER) as api:
+            result.update(await measure(api, rounds, cursor))
     return result
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=200)
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.intents, args.clients, args.rounds))
-    print(json.dumps(result, indent=2))
+    args = options(argv, __doc__, intents=1_000_000, clients=100, rounds=200)
+    print_report(asyncio.run(main_async(args.intents, args.clients, args.rounds)))

@@ -18,28 +18,23 @@ The database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import secrets
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import asyncpg
 import orjson
 
-from intentd.adapters.postgres import Pool, create_pool, event_log, migrate
+from bench.cli import options, print_report
+from bench.scratch import scratch_pool
+from bench.timing import figures, timed
+from intentd.adapters.postgres import Pool, event_log
 from intentd.adapters.postgres.event_log import EventFilter, LogPosition
 from intentd.contract.events import event_id
-from intentd.settings import load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "config" / "local.toml"
 BUSY = uuid.UUID(int=1)
 INTENTS_PER_CLIENT = 200
 TYPES = ("intent_funded", "intent_initiated", "intent_completed", "intent_refunded")
@@ -104,24 +99,6 @@ async def fill(pool: Pool, owned: dict[uuid.UUID, list[int]], events: int) -> No
                     rows,
                 )
     await pool.execute("ANALYZE intent_events")
-
-
-async def timed(rounds: int, call: Callable[[], Awaitable[Any]]) -> dict[str, float]:
-    spent = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        await call()
-        spent.append((time.perf_counter() - began) * 1000)
-    return figures(spent)
-
-
-def figures(spent: list[float]) -> dict[str, float]:
-    spent = sorted(spent)
-    return {
-        "mean_ms": round(statistics.fmean(spent), 3),
-        "p50_ms": round(spent[len(spent) // 2], 3),
-        "p99_ms": round(spent[min(len(spent) - 1, int(len(spent) * 0.99))], 3),
-    }
 
 
 async def writes(pool: Pool, intent_id: int, client: uuid.UUID, rounds: int) -> dict[str, Any]:
@@ -213,30 +190,15 @@ async def reads(pool: Pool, owned: dict[uuid.UUID, list[int]], rounds: int) -> d
 
 
 async def main_async(events: int, clients: int, rounds: int) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_events_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        pool = await create_pool(f"{base}/{name}", max_size=2)
-        try:
-            await migrate(pool)
-            ids = [BUSY, *(uuid.uuid4() for _ in range(clients - 1))]
-            owned = await make_intents(pool, ids)
-            write = await writes(pool, owned[BUSY][0], BUSY, rounds)
-            began = time.perf_counter()
-            await fill(pool, owned, events)
-            filled = time.perf_counter() - began
-            size = await pool.fetchval(
-                "SELECT pg_size_pretty(pg_total_relation_size('intent_events'))"
-            )
-            read = await reads(pool, owned, rounds)
-        finally:
-            await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_pool("events") as (_, pool):
+        ids = [BUSY, *(uuid.uuid4() for _ in range(clients - 1))]
+        owned = await make_intents(pool, ids)
+        write = await writes(pool, owned[BUSY][0], BUSY, rounds)
+        began = time.perf_counter()
+        await fill(pool, owned, events)
+        filled = time.perf_counter() - began
+        size = await pool.fetchval("SELECT pg_size_pretty(pg_total_relation_size('intent_events'))")
+        read = await reads(pool, owned, rounds)
     return {
         "events": events,
         "clients": clients,
@@ -249,10 +211,5 @@ async def main_async(events: int, clients: int, rounds: int) -> dict[str, Any]:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=500)
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.events, args.clients, args.rounds))
-    print(json.dumps(result, indent=2))
+    args = options(argv, __doc__, events=200_000, clients=100, rounds=500)
+    print_report(asyncio.run(main_async(args.events, args.clients, args.rounds)))

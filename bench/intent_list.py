@@ -21,25 +21,19 @@ The database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import secrets
 import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import asyncpg
-
-from intentd.adapters.postgres import Connection, create_pool, intent_list, migrate
+from bench.cli import options, print_report
+from bench.scratch import scratch_pool
+from bench.timing import figures
+from intentd.adapters.postgres import Connection, intent_list
 from intentd.adapters.postgres.intent_list import IntentFilter, ListPosition
-from intentd.settings import load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / "config" / "local.toml"
 BUSY = uuid.UUID(int=1)
 START = datetime(2026, 10, 1, tzinfo=UTC)
 CHAINS = ["ARBITRUM_TESTNET", "BASE_TESTNET"]
@@ -75,25 +69,25 @@ FROM generate_series($5::bigint, $6::bigint) AS n,
 """
 
 
-async def load(conn: Connection, intents: int, clients: int) -> float:
+async def load(
+    conn: Connection,
+    intents: int,
+    clients: int,
+    *,
+    statement: str = _LOAD,
+    start: datetime = START,
+) -> float:
+    """``intents`` intents of ``clients`` clients (60 % of the busy one's) inserted by
+    ``statement`` (in batches), created 2.6 s apart from ``start``; the seconds it took."""
     others = [uuid.uuid4() for _ in range(clients - 1)]
     # below every transaction id to come: every loaded intent is listed at once
     base = int(await conn.fetchval("SELECT pg_current_xact_id()::text::bigint")) - intents - 1
     began = time.perf_counter()
     for first in range(1, intents + 1, BATCH):
         last = min(first + BATCH - 1, intents)
-        await conn.execute(_LOAD, BUSY, others, START, base, first, last)
+        await conn.execute(statement, BUSY, others, start, base, first, last)
     await conn.execute("VACUUM ANALYZE intents")
     return time.perf_counter() - began
-
-
-def figures(spent: list[float]) -> dict[str, float]:
-    spent = sorted(spent)
-    return {
-        "p50_ms": round(spent[len(spent) // 2], 3),
-        "p99_ms": round(spent[min(len(spent) - 1, int(len(spent) * 0.99))], 3),
-        "max_ms": round(spent[-1], 3),
-    }
 
 
 async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter, dict[str, Any]]]:
@@ -154,66 +148,51 @@ async def cases(conn: Connection, intents: int) -> dict[str, tuple[IntentFilter,
 
 
 async def main_async(intents: int, clients: int, rounds: int, plans: bool) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    base = settings.database.url.get_secret_value().rpartition("/")[0]
-    name = f"intentd_bench_list_{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(base + "/postgres")
-    await admin.execute(f'CREATE DATABASE "{name}"')
     result: dict[str, Any] = {"intents": intents, "clients": clients, "rounds": rounds}
-    try:
-        pool = await create_pool(f"{base}/{name}", max_size=2)
-        try:
-            await migrate(pool)
-            async with pool.acquire() as conn:
-                result["load_seconds"] = round(await load(conn, intents, clients), 1)
-                result["busy_client_intents"] = await conn.fetchval(
-                    "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
+    async with scratch_pool("list") as (_, pool), pool.acquire() as conn:
+        result["load_seconds"] = round(await load(conn, intents, clients), 1)
+        result["busy_client_intents"] = await conn.fetchval(
+            "SELECT count(*) FROM intents WHERE client_id = $1", BUSY
+        )
+        result["table_and_indexes"] = await conn.fetchval(
+            "SELECT pg_size_pretty(pg_total_relation_size('intents'))"
+        )
+        read: dict[str, Any] = {}
+        for label, (where, options) in (await cases(conn, intents)).items():
+            spent = []
+            rows = 0
+            for _ in range(rounds):
+                began = time.perf_counter()
+                found = await intent_list.page(
+                    conn,
+                    where,
+                    after=options.get("after"),
+                    descending=options.get("descending", True),
+                    limit=101,
                 )
-                result["table_and_indexes"] = await conn.fetchval(
-                    "SELECT pg_size_pretty(pg_total_relation_size('intents'))"
+                spent.append((time.perf_counter() - began) * 1000)
+                rows = len(found)
+            read[label] = {**figures(spent), "rows": rows}
+            if plans:
+                plan = await intent_list.explain(
+                    conn,
+                    where,
+                    after=options.get("after"),
+                    descending=options.get("descending", True),
                 )
-                read: dict[str, Any] = {}
-                for label, (where, options) in (await cases(conn, intents)).items():
-                    spent = []
-                    rows = 0
-                    for _ in range(rounds):
-                        began = time.perf_counter()
-                        found = await intent_list.page(
-                            conn,
-                            where,
-                            after=options.get("after"),
-                            descending=options.get("descending", True),
-                            limit=101,
-                        )
-                        spent.append((time.perf_counter() - began) * 1000)
-                        rows = len(found)
-                    read[label] = {**figures(spent), "rows": rows}
-                    if plans:
-                        plan = await intent_list.explain(
-                            conn,
-                            where,
-                            after=options.get("after"),
-                            descending=options.get("descending", True),
-                        )
-                        read[label]["plan"] = plan.splitlines()
-                result["read_page_of_100"] = read
-                result["mean_of_p99_ms"] = round(
-                    statistics.fmean(r["p99_ms"] for r in read.values()), 3
-                )
-        finally:
-            await pool.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+                read[label]["plan"] = plan.splitlines()
+        result["read_page_of_100"] = read
+        result["mean_of_p99_ms"] = round(statistics.fmean(r["p99_ms"] for r in read.values()), 3)
     return result
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--plans", action="store_true", help="print each case's plan")
-    args = parser.parse_args(argv)
-    result = asyncio.run(main_async(args.intents, args.clients, args.rounds, args.plans))
-    print(json.dumps(result, indent=2))
+    args = options(
+        argv,
+        __doc__,
+        {"plans": "print each case's plan"},
+        intents=1_000_000,
+        clients=100,
+        rounds=300,
+    )
+    print_report(asyncio.run(main_async(args.intents, args.clients, args.rounds, args.plans)))

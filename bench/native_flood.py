@@ -32,10 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from bench.poller_env import bench_database, infra_env
-from intentd.adapters.evm import json_rpc
+from bench.poller_env import RELAYER, bench_database, bench_settings, infra_env, on_every_post
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.composition.roles import poller_role
 from intentd.indexer.poller import Poller
@@ -48,8 +45,6 @@ from intentd_dev.devinfra.contracts import forwarder_artifact
 
 CHAIN, CHAIN_ID = "FLOOD", 31_996
 DESTINATION = "FLOOD_DEST"  # only its settings are read
-RELAYER = "0x" + "5e" * 20
-MNEMONIC = "test test test test test test test test test test test junk"  # a bench only
 FORWARD = "0x101e8952"  # forward(address)
 
 
@@ -63,19 +58,15 @@ class Counted:
     """POSTs by the methods they carry (a POST with two methods counts for each)."""
 
     def install(self) -> None:
-        transport = json_rpc.HttpTransport
-        post = transport.post
+        on_every_post(self.seen)
 
-        async def counted(self_: Any, url: str, body: bytes, seconds: float) -> Any:
-            methods = Counter(call["method"] for call in orjson.loads(body))
-            self.calls.update(methods)
-            self.posts.update(methods.keys())
-            self.posts["*"] += 1
-            if self.latency:
-                await asyncio.sleep(self.latency)
-            return await post(self_, url, body, seconds)
-
-        transport.post = counted  # type: ignore[method-assign,assignment]
+    async def seen(self, calls: list[dict[str, Any]]) -> None:
+        methods = Counter(call["method"] for call in calls)
+        self.calls.update(methods)
+        self.posts.update(methods.keys())
+        self.posts["*"] += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
 
 
 @dataclass
@@ -121,18 +112,7 @@ def settings_for(env: dict[str, str], url: str, rpc: str, batch_limit: int | Non
     }  # fmt: skip
     if batch_limit is not None and "rpc_batch_limit" in ChainConfig.model_fields:
         chain["rpc_batch_limit"] = batch_limit
-    return Settings.model_validate(
-        {
-            "environment": "test",
-            "database": {"url": url},
-            "kafka": {"bootstrap_servers": env["INTENTD_KAFKA_BOOTSTRAP"]},
-            "chains": {
-                CHAIN: {**chain, "chain_id": CHAIN_ID},
-                DESTINATION: {**chain, "chain_id": CHAIN_ID + 1},
-            },
-            "hd_mnemonic": MNEMONIC,
-        }
-    )
+    return bench_settings(env, url, chain, (CHAIN, DESTINATION), CHAIN_ID)
 
 
 async def make_native(pool: Pool, opened: int, ended: int) -> list[str]:

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
+import orjson
 
+from intentd.adapters.evm import json_rpc
 from intentd.adapters.postgres import create_pool, migrate
+from intentd.settings import Settings
 from intentd_dev.devinfra.kafka_mock import create_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA_ENV = ROOT / ".local" / "infra.env"
+RELAYER = "0x" + "5e" * 20
+MNEMONIC = "test test test test test test test test test test test junk"  # a bench only
 
 
 def infra_env() -> dict[str, str]:
@@ -116,3 +122,44 @@ def bench_topic(env: dict[str, str], prefix: str, chain: str) -> str:
     topic = f"{prefix}.deposits.{chain}"
     create_topics(env["INTENTD_KAFKA_MOCK_CONTROL"], [topic], partitions=4)
     return topic
+
+
+def bench_settings(
+    env: dict[str, str],
+    url: str,
+    chain: dict[str, Any],
+    names: tuple[str, str],
+    chain_id: int,
+    **sections: Any,
+) -> Settings:
+    """Test settings on the database ``url`` with two chains of the section ``chain``:
+    ``names[0]`` with ``chain_id`` (the one read) and ``names[1]`` with the next id
+    (a destination, only its settings read); ``sections`` added at the top."""
+    source, destination = names
+    return Settings.model_validate(
+        {
+            "environment": "test",
+            "database": {"url": url},
+            "kafka": {"bootstrap_servers": env["INTENTD_KAFKA_BOOTSTRAP"]},
+            "chains": {
+                source: {**chain, "chain_id": chain_id},
+                destination: {**chain, "chain_id": chain_id + 1},
+            },
+            "hd_mnemonic": MNEMONIC,
+            **sections,
+        }
+    )
+
+
+def on_every_post(seen: Callable[[list[dict[str, Any]]], Awaitable[None]]) -> None:
+    """Patch the JSON-RPC HTTP transport of every client in this process: each POST's
+    calls are given to ``seen`` (awaited) before the POST is sent. At the transport,
+    so the same benchmark counts older code too."""
+    transport = json_rpc.HttpTransport
+    post = transport.post
+
+    async def counted(self_: Any, url: str, body: bytes, seconds: float) -> Any:
+        await seen(orjson.loads(body))
+        return await post(self_, url, body, seconds)
+
+    transport.post = counted  # type: ignore[method-assign]

@@ -20,19 +20,17 @@ database is dropped at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.intent_list import CHAINS, figures, load
-from bench.scratch import scratch_database
-from intentd.adapters.postgres import Connection, create_pool, migrate, relayer_float
+from bench.cli import options, print_report
+from bench.intent_list import CHAINS, load
+from bench.scratch import scratch_pool
+from bench.timing import timed
+from intentd.adapters.postgres import Connection, relayer_float
 from intentd.domain.actions import SignerKind
-from intentd.execution.ports import FloatRow
+from intentd.execution.float_figures import FloatRow
 
 RELAYER = "0x" + "3c" * 20
 TOKEN = "0x" + "7c" * 20
@@ -98,49 +96,32 @@ async def seed(conn: Connection, actions: int) -> None:
     await conn.execute("VACUUM ANALYZE chain_transactions")
 
 
-async def timed(rounds: int, call: Callable[[], Awaitable[Any]]) -> dict[str, float]:
-    spent = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        await call()
-        spent.append((time.perf_counter() - began) * 1000)
-    return figures(spent)
-
-
 async def measure(intents: int, actions: int, rounds: int, plans: bool) -> dict[str, Any]:
-    async with scratch_database("float") as url:
-        pool = await create_pool(url, max_size=2)
-        try:
-            await migrate(pool)
-            async with pool.acquire() as conn:
-                loaded = await load(conn, intents, 50)
-                await seed(conn, actions)
-                pending = await conn.fetchval(
-                    "SELECT count(*) FROM intents WHERE status = 'PENDING'"
-                )
-                chain = CHAINS[0]
+    async with scratch_pool("float") as (_, pool), pool.acquire() as conn:
+        loaded = await load(conn, intents, 50)
+        await seed(conn, actions)
+        pending = await conn.fetchval("SELECT count(*) FROM intents WHERE status = 'PENDING'")
+        chain = CHAINS[0]
 
-                async def commitments() -> None:
-                    async with conn.transaction():
-                        await relayer_float.relayer_commitments(conn, chain, RELAYER)
+        async def commitments() -> None:
+            async with conn.transaction():
+                await relayer_float.relayer_commitments(conn, chain, RELAYER)
 
-                if plans:
-                    plan = await conn.fetch(
-                        "EXPLAIN (ANALYZE, BUFFERS) " + relayer_float._EXPOSURE,
-                        chain,
-                        RELAYER,
-                        3600.0,
-                    )
-                    print("\n".join(r[0] for r in plan))
-                results = {
-                    "exposure": await timed(
-                        rounds, lambda: relayer_float.exposure(conn, chain, RELAYER, 3600.0)
-                    ),
-                    "relayer_commitments": await timed(rounds, commitments),
-                    "load_float": await timed(rounds, lambda: relayer_float.load_float(conn)),
-                }
-        finally:
-            await pool.close()
+        if plans:
+            plan = await conn.fetch(
+                "EXPLAIN (ANALYZE, BUFFERS) " + relayer_float._EXPOSURE,
+                chain,
+                RELAYER,
+                3600.0,
+            )
+            print("\n".join(r[0] for r in plan))
+        results = {
+            "exposure": await timed(
+                rounds, lambda: relayer_float.exposure(conn, chain, RELAYER, 3600.0)
+            ),
+            "relayer_commitments": await timed(rounds, commitments),
+            "load_float": await timed(rounds, lambda: relayer_float.load_float(conn)),
+        }
     return {
         "intents": intents,
         "pending_intents": pending,
@@ -153,11 +134,12 @@ async def measure(intents: int, actions: int, rounds: int, plans: bool) -> dict[
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench relayer-float")
-    parser.add_argument("--intents", type=int, default=1_000_000)
-    parser.add_argument("--actions", type=int, default=1_000)
-    parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--plans", action="store_true", help="print the plan of exposure")
-    args = parser.parse_args(argv)
-    found = asyncio.run(measure(args.intents, args.actions, args.rounds, args.plans))
-    print(json.dumps(found, indent=2))
+    args = options(
+        argv,
+        __doc__,
+        {"plans": "print the plan of exposure"},
+        intents=1_000_000,
+        actions=1_000,
+        rounds=50,
+    )
+    print_report(asyncio.run(measure(args.intents, args.actions, args.rounds, args.plans)))

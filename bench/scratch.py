@@ -5,13 +5,17 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import asyncpg
 
-from bench.intent_list import CONFIG
+from intentd.adapters.postgres import Pool, create_pool, migrate
 from intentd.settings import load_settings
 
-__all__ = ["scratch_database"]
+__all__ = ["CONFIG", "scratch_database", "scratch_pool"]
+
+CONFIG = Path(__file__).resolve().parent.parent / "config" / "local.toml"
+"""The settings the benchmarks run with (``make infra-up``'s database and broker)."""
 
 
 @asynccontextmanager
@@ -27,3 +31,17 @@ async def scratch_database(label: str) -> AsyncIterator[str]:
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+@asynccontextmanager
+async def scratch_pool(label: str, max_size: int = 2) -> AsyncIterator[tuple[str, Pool]]:
+    """A pool of at most ``max_size`` connections on a new, migrated scratch database
+    (:func:`scratch_database`), and its URL; the pool closed and the database dropped
+    on exit."""
+    async with scratch_database(label) as url:
+        pool = await create_pool(url, max_size=max_size)
+        try:
+            await migrate(pool)
+            yield url, pool
+        finally:
+            await pool.close()

@@ -27,8 +27,7 @@ from uuid import UUID
 
 import orjson
 
-from bench.poller_env import bench_database, infra_env
-from intentd.adapters.evm import chain_reader as chain_adapter
+from bench.poller_env import RELAYER, bench_database, bench_settings, infra_env, on_every_post
 from intentd.adapters.postgres import create_pool, intent_store
 from intentd.adapters.postgres.intent_inserts import PostgresIntentStore
 from intentd.api.processing import Processor
@@ -47,8 +46,6 @@ BLOCK_SECONDS = 2
 MINE_STEP = 50_000
 OTHER = "0x" + "ab" * 20
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
-RELAYER = "0x" + "5e" * 20
-MNEMONIC = "test test test test test test test test test test test junk"  # a bench only
 
 
 class Counted:
@@ -58,19 +55,15 @@ class Counted:
         self.methods: Counter[str] = Counter()
         self.full_blocks = 0
         self.posts = 0
-        transport = chain_adapter.HttpTransport
-        post = transport.post
+        on_every_post(self.seen)
 
-        async def counted(self_: Any, url: str, body: bytes, seconds: float) -> Any:
-            self.posts += 1
-            for call in orjson.loads(body):
-                self.methods[call["method"]] += 1
-                params = call["params"]
-                if call["method"] == "eth_getBlockByNumber" and params[1] is True:
-                    self.full_blocks += 1
-            return await post(self_, url, body, seconds)
-
-        transport.post = counted  # type: ignore[method-assign,assignment]
+    async def seen(self, calls: list[dict[str, Any]]) -> None:
+        self.posts += 1
+        for call in calls:
+            self.methods[call["method"]] += 1
+            params = call["params"]
+            if call["method"] == "eth_getBlockByNumber" and params[1] is True:
+                self.full_blocks += 1
 
     def reset(self) -> None:
         self.methods.clear()
@@ -89,19 +82,7 @@ def settings_for(env: dict[str, str], url: str, rpc: str, usdc: str) -> Settings
         api["trigger_cooldown"] = 0
     if "trigger_timeout" in known:
         api["trigger_timeout"] = 600
-    return Settings.model_validate(
-        {
-            "environment": "test",
-            "database": {"url": url},
-            "kafka": {"bootstrap_servers": env["INTENTD_KAFKA_BOOTSTRAP"]},
-            "chains": {
-                CHAIN: {**chain, "chain_id": CHAIN_ID},
-                DESTINATION: {**chain, "chain_id": CHAIN_ID + 1},
-            },
-            "hd_mnemonic": MNEMONIC,
-            "api": api,
-        }
-    )
+    return bench_settings(env, url, chain, (CHAIN, DESTINATION), CHAIN_ID, api=api)
 
 
 async def build_chain(rpc: DevChain, blocks: int, noise: int, payer: str, usdc: str) -> None:

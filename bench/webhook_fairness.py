@@ -25,30 +25,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
-import secrets
-import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from bench.scratch import scratch_database
-from bench.webhooks import _PROFILE, CONFIG, ROOT, percentile
-from intentd.adapters.kafka import KafkaPublisher, OutgoingMessage
-from intentd.adapters.postgres import create_pool, migrate, webhook_endpoints
-from intentd.adapters.postgres.api_keys import client_id_of
-from intentd.messages import events_topic
-from intentd.settings import load_settings
-from intentd.webhooks.secret_box import SecretBox, parse_key
-from intentd_dev.devinfra.kafka_mock import create_topics
+from bench.timing import latency
+from bench.webhook_role import (
+    arrival_ms,
+    funded_event,
+    new_webhook_key,
+    paced,
+    prepare,
+    publish,
+    receiver_site,
+    wait_arrived,
+    webhooks_role,
+)
+from intentd.adapters.kafka import KafkaPublisher
 
 HEALTHY, TARPIT = "bench-fair-healthy", "bench-fair-tarpit"
 
@@ -77,23 +76,6 @@ class Receiver:
         return web.Response(status=204)
 
 
-def event(client: str, intent: int) -> dict[str, Any]:
-    return {
-        "id": str(uuid.uuid4()),
-        "type": "intent_funded",
-        "api_version": "v1",
-        "created_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-        "sequence": 1,
-        "intent": {
-            "id": intent,
-            "client_id": str(client_id_of(client)),
-            "source_chain": "BASE_TESTNET",
-            "funding_status": "EXACT",
-        },
-        "data": {"funding": {"status": "EXACT", "received": "10", "total": "10"}},
-    }
-
-
 class Run:
     def __init__(self, publisher: KafkaPublisher, topic: str, receiver: Receiver) -> None:
         self.publisher = publisher
@@ -103,29 +85,16 @@ class Run:
         self.published: dict[str, float] = {}
 
     async def publish(self, client: str, count: int) -> list[str]:
-        batch = []
-        for _ in range(count):
-            self.intent += 1
-            batch.append(event(client, self.intent))
-        await self.publisher.publish_all(
-            OutgoingMessage(self.topic, str(e["intent"]["id"]), orjson.dumps(e)) for e in batch
-        )
+        batch = [funded_event(client, self.intent + n) for n in range(1, count + 1)]
+        self.intent += count
+        await publish(self.publisher, self.topic, batch)
         return [e["id"] for e in batch]
-
-    async def arrival(self, ids: list[str], timeout: float) -> None:
-        """Until every one of ``ids`` arrived, or ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(i in self.receiver.arrived for i in ids):
-                return
-            await asyncio.sleep(0.05)
 
     async def phase(self, rate: int, seconds: int, tarpit_rate: int) -> dict[str, Any]:
         tick = 0.1
-        started = time.monotonic()
-        ticks, ids = 0, []
+        ids: list[str] = []
         carry_b = carry_a = 0.0
-        while time.monotonic() - started < seconds:
+        async for _ in paced(tick, seconds):
             carry_b += rate * tick
             carry_a += tarpit_rate * tick
             if carry_a >= 1:
@@ -138,94 +107,38 @@ class Run:
                 for i in sent:
                     self.published[i] = now
                 ids += sent
-            ticks += 1
-            delay = started + ticks * tick - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        await self.arrival(ids, 120)
-        latencies = [
-            (self.receiver.arrived[i] - self.published[i]) * 1000
-            for i in ids
-            if i in self.receiver.arrived
-        ]
+        await wait_arrived(self.receiver.arrived, ids, 120)
+        latencies = arrival_ms(self.receiver.arrived, self.published.__getitem__, ids)
         return {
             "b_events": len(ids),
             "b_delivered": len(latencies),
-            "b_p50_ms": round(percentile(latencies, 0.5), 1),
-            "b_p99_ms": round(percentile(latencies, 0.99), 1),
-            "b_max_ms": round(max(latencies, default=0.0), 1),
+            **{f"b_{name}": value for name, value in latency(latencies).items()},
         }
 
 
-async def prepare(url: str, box: SecretBox, base_url: str, tarpit_endpoints: int) -> None:
-    pool = await create_pool(url, max_size=2)
-    try:
-        await migrate(pool)
-        async with pool.acquire() as conn:
-            for client, path, count in (
-                (HEALTHY, "healthy", 1),
-                (TARPIT, "tarpit", tarpit_endpoints),
-            ):
-                for n in range(count):
-                    await webhook_endpoints.create(
-                        conn,
-                        box,
-                        client_id=client_id_of(client),
-                        mode="test",
-                        url=f"{base_url}/{path}/{n}",
-                        event_types=None,
-                        description="bench",
-                    )
-    finally:
-        await pool.close()
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    settings = load_settings(CONFIG)
-    infra = dict(
-        line.split("=", 1)
-        for line in (ROOT / ".local" / "infra.env").read_text().splitlines()
-        if "=" in line
-    )
-    key = base64.b64encode(os.urandom(32)).decode()
-    box = SecretBox(parse_key(key))
+    key, box = new_webhook_key()
     receiver = Receiver()
-    app = web.Application()
-    app.router.add_post("/healthy/{n}", receiver.healthy)
-    app.router.add_post("/tarpit/{n}", receiver.tarpit)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    routes = {"/healthy/{n}": receiver.healthy, "/tarpit/{n}": receiver.tarpit}
     report: dict[str, Any] = {"cpus": os.cpu_count(), "load": os.getloadavg()[0]}
-    async with scratch_database("hooks_fair") as url:
-        await prepare(url, box, f"http://127.0.0.1:{port}", args.tarpit_endpoints)
-        prefix = f"benchfair{secrets.token_hex(3)}"
-        topic = events_topic(prefix)
-        create_topics(infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], partitions=4)
-        kafka = settings.kafka.model_copy(update={"topic_prefix": prefix})
-        env = dict(os.environ)
-        env.update(
-            INTENTD__DATABASE__URL=url,
-            INTENTD__KAFKA__TOPIC_PREFIX=prefix,
-            INTENTD__WEBHOOKS__GROUP=f"{prefix}-webhooks",
-            INTENTD__WEBHOOKS__ALLOW_PRIVATE_TARGETS="true",
-            INTENTD__WEBHOOKS__TOTAL_TIMEOUT=str(args.total_timeout),
-            INTENTD__OBSERVABILITY__METRICS_PORT="0",
-            INTENTD__OBSERVABILITY__LOG_LEVEL="warning",
-            INTENTD_WEBHOOK_KEY=key,
+    async with (
+        receiver_site(routes) as base_url,
+        scratch_database("hooks_fair") as url,
+    ):
+        tarpits = range(args.tarpit_endpoints)
+        await prepare(
+            url,
+            box,
+            [
+                (HEALTHY, f"{base_url}/healthy/0"),
+                *((TARPIT, f"{base_url}/tarpit/{n}") for n in tarpits),
+            ],
         )
-        role = subprocess.Popen(
-            [sys.executable, *_PROFILE, "-m", "intentd", "--config", str(CONFIG), "webhooks"],
-            env=env,
-            cwd=ROOT,
-        )
-        publisher = KafkaPublisher(kafka)
-        await publisher.start()
-        run = Run(publisher, topic, receiver)
-        try:
-            await run.arrival(await run.publish(HEALTHY, 10), 60)  # group joined
+        timeout = {"INTENTD__WEBHOOKS__TOTAL_TIMEOUT": str(args.total_timeout)}
+        async with webhooks_role(url, key, "benchfair", timeout) as (publisher, topic):
+            run = Run(publisher, topic, receiver)
+            # group joined
+            await wait_arrived(receiver.arrived, await run.publish(HEALTHY, 10), 60)
             report["alone"] = await run.phase(args.rate, args.seconds, 0)
             report["tarpit"] = {
                 "tarpit_endpoints": args.tarpit_endpoints,
@@ -234,14 +147,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 "tarpit_requests": receiver.tarpit_requests,
                 "tarpit_most_held": receiver.most_held,
             }
-        finally:
-            await publisher.stop()
-            role.terminate()
-            try:
-                role.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                role.kill()
-            await runner.cleanup()
     return report
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,22 +92,33 @@ async def own_stack(
     For tests that run executors: the shared session database holds actions of other
     tests (prefills of fake deposits) that an executor would really carry out.
     """
+    async with own_resources(infra, make_settings) as settings:
+        pool = await create_pool(settings.database.url.get_secret_value(), max_size=5)
+        try:
+            yield settings, pool
+        finally:
+            await pool.close()
+
+
+@asynccontextmanager
+async def own_resources(
+    infra: dict[str, str], make_settings: Callable[..., Settings]
+) -> AsyncIterator[Settings]:
+    """Settings with a new migrated database, topics and HD mnemonic of their own; the
+    database dropped on exit."""
     name, url = await _fresh_database(infra)
-    prefix = new_topic_prefix(infra)
-    settings = make_settings(
-        hd_mnemonic=generate_mnemonic(12, Language.ENGLISH),
-        database={"url": url},
-        kafka={
-            "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
-            "topic_prefix": prefix,
-            "lifecycle_group": f"{prefix}-lifecycle",
-        },
-    )
-    pool = await create_pool(url, max_size=5)
     try:
-        yield settings, pool
+        prefix = new_topic_prefix(infra)
+        yield make_settings(
+            hd_mnemonic=generate_mnemonic(12, Language.ENGLISH),
+            database={"url": url},
+            kafka={
+                "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
+                "topic_prefix": prefix,
+                "lifecycle_group": f"{prefix}-lifecycle",
+            },
+        )
     finally:
-        await pool.close()
         await _drop_database(infra, name)
 
 

@@ -1,5 +1,5 @@
 """Dependency outages for tests: a dev broker of the test's own that it can take down,
-and PostgreSQL behind a :class:`~intentd_dev.fault_proxy.TcpFaultProxy`.
+and a daemon's readiness (PostgreSQL goes behind ``intentd_dev.fault_proxy.proxy_for``).
 
 The shared dev broker serves every engineer's tests, so a test that cuts a broker
 starts one of its own (``kafka_mock_server``: ``down`` and ``up`` cut and refuse its
@@ -19,21 +19,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import aiohttp
 
 from intentd_dev.devinfra.kafka_mock import create_topics, ping, set_broker_down
-from intentd_dev.fault_proxy import TcpFaultProxy
 from tests.support import ROOT
 
 __all__ = [
     "Daemon",
     "PrivateBroker",
     "Readiness",
-    "database_proxy",
     "private_broker",
-    "through_proxy",
 ]
 
 
@@ -83,26 +79,6 @@ async def private_broker(directory: Path) -> AsyncIterator[PrivateBroker]:
             process.kill()
             process.wait()
         log.close()
-
-
-def through_proxy(database_url: str, proxy: TcpFaultProxy) -> str:
-    """``database_url`` with its host and port replaced by the proxy's."""
-    parts = urlsplit(database_url)
-    credentials = parts.netloc.rpartition("@")[0]
-    netloc = f"{credentials}@{proxy.address}" if credentials else proxy.address
-    return parts._replace(netloc=netloc).geturl()
-
-
-@asynccontextmanager
-async def database_proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
-    """A fault proxy in front of the database of ``database_url``."""
-    parts = urlsplit(database_url)
-    proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await proxy.start()
-    try:
-        yield proxy
-    finally:
-        await proxy.close()
 
 
 @dataclass

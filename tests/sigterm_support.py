@@ -7,7 +7,6 @@ import asyncio
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,17 +17,10 @@ from typing import Any
 import aiohttp
 
 from intentd.settings import NATIVE_TOKEN
-from tests.support import PAYEE, ROOT, TRANSFER_ABI, send_payments
+from tests.support import PAYEE, ROOT, TRANSFER_ABI, send_payments, until_serving
 
 UNIT = 10**6  # one USDC
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def seed() -> int:
@@ -171,15 +163,4 @@ class Flow:
 
 
 async def wait_ready(process: subprocess.Popen[bytes], api: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    async with aiohttp.ClientSession() as http:
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            try:
-                async with http.get(f"{api}/openapi.json") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
+    await until_serving(process, f"{api}/openapi.json", log)

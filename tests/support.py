@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import aiohttp
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
@@ -215,6 +216,25 @@ def start_daemon(args: list[str], env: dict[str, str], log: Path) -> subprocess.
             env=env,
             cwd=ROOT,
         )
+
+
+async def until_serving(
+    process: subprocess.Popen[bytes], url: str, log: Path, seconds: float = 60.0
+) -> None:
+    """Until ``GET url`` answers 200; fails with the tail of ``process``'s ``log`` if it
+    ends first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    async with aiohttp.ClientSession() as http:
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            try:
+                async with http.get(url) as answer:
+                    if answer.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.2)
 
 
 async def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int:

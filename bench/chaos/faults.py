@@ -43,7 +43,7 @@ from intentd_dev.devinfra.kafka_mock import (
     stop_broker,
 )
 from intentd_dev.devinfra.layout import Layout
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, through_proxy
 from intentd_dev.rpc_faults import Fault, RpcFaultProxy
 
 RPC = ("http", "rpc-error", "hang", "reset", "lag", "receipts", "stale")
@@ -155,8 +155,7 @@ class Dependencies:
         parts = urlsplit(url)
         self.db = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
         await self.db.start()
-        user = f"{parts.username}@" if parts.username else ""
-        return parts._replace(netloc=f"{user}{self.db.address}").geturl()
+        return through_proxy(url, self.db)
 
     async def burst(self, cls: str, seconds: float) -> None:
         """One burst of ``cls`` for ``seconds``; returns when the dependency is back."""

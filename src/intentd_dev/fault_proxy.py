@@ -21,8 +21,10 @@ import asyncio
 import contextlib
 import socket
 import struct
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
-__all__ = ["TcpFaultProxy"]
+__all__ = ["TcpFaultProxy", "proxy_for", "through_proxy"]
 
 _CHUNK = 65536
 
@@ -163,3 +165,24 @@ def _reset(writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
+
+
+@contextlib.asynccontextmanager
+async def proxy_for(url: str, default_port: int) -> AsyncIterator[TcpFaultProxy]:
+    """A started proxy in front of the host and port of ``url`` (``default_port`` if it
+    names none: 5432 for PostgreSQL, 8545 for a node); closed on exit."""
+    parts = urlsplit(url)
+    proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or default_port))
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
+
+
+def through_proxy(url: str, proxy: TcpFaultProxy) -> str:
+    """``url`` with its host and port replaced by the proxy's (its user kept)."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{proxy.address}" if credentials else proxy.address
+    return parts._replace(netloc=netloc).geturl()

@@ -17,8 +17,6 @@ import base64
 import os
 import re
 import secrets
-import shutil
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -29,19 +27,18 @@ import aiohttp
 import pytest
 from aiohttp import web
 from eth_account import Account
-from eth_account.hdaccount import Language, generate_mnemonic
-from playwright.async_api import Browser, BrowserContext, Expect, Page, async_playwright
-from tests.conftest import ROOT, _drop_database, _fresh_database, new_topic_prefix
-from tests.support import daemon_env, start_daemon, wait_exit
+from playwright.async_api import Browser, Expect, Page
+from tests.conftest import ROOT
+from tests.e2e.browser_stack import chromium, running_daemon, watched_page
 from tests.support import run_cli as cli
 
 from intentd.access import passwords
 from intentd.access.roles import Role
-from intentd.adapters.postgres import Pool, api_keys, clients, console_users, create_pool
+from intentd.adapters.postgres import Pool, api_keys, clients, console_users
 from intentd.credentials import generate_key
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
-CHROMIUM = shutil.which("chromium")
 SCREENS = Path(os.environ.get("INTENTD_SCREENSHOTS", ROOT / ".screens" / "console"))
 PASSWORD = "a long console passphrase"
 ROLES = ("owner", "admin", "developer", "support", "viewer")
@@ -51,13 +48,6 @@ DEADLINE_MS = 30_000
 expect = Expect()
 expect.set_options(timeout=DEADLINE_MS)
 _HASH: list[str] = []
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -148,117 +138,64 @@ async def _receiver(hooks: Hooks) -> web.AppRunner:
 async def stack(
     infra: dict[str, str], make_settings: Callable[..., Settings], tmp_path_factory: Any
 ) -> AsyncIterator[Stack]:
-    if CHROMIUM is None:
-        pytest.fail("chromium is missing: run `make ops-tools`", pytrace=False)
-    name, url = await _fresh_database(infra)
-    prefix = new_topic_prefix(infra)
-    settings = make_settings(
-        hd_mnemonic=generate_mnemonic(12, Language.ENGLISH),
-        database={"url": url},
-        kafka={
-            "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
-            "topic_prefix": prefix,
-            "lifecycle_group": f"{prefix}-lifecycle",
-        },
-    )
     port = free_port()
     api = f"http://127.0.0.1:{port}"
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(port),
-        INTENTD_WEBHOOK_KEY=base64.b64encode(secrets.token_bytes(32)).decode(),
-        INTENTD_CONSOLE_KEY=base64.b64encode(secrets.token_bytes(32)).decode(),
-        INTENTD__CONSOLE__SECURE_COOKIES="false",
-        INTENTD__CONSOLE__PUBLIC_URL=api,
-        INTENTD__WEBHOOKS__ALLOW_PRIVATE_TARGETS="true",
-        INTENTD__INTENTS__MIN_EXPIRES_IN="10",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__BASE_TESTNET__EXPLORER_URL=EXPLORER,
-    )
-    env.pop("INTENTD_CRASH_AT", None)
-    log = tmp_path_factory.mktemp("console") / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    pool = await create_pool(url, max_size=2)
-    try:
-        async with aiohttp.ClientSession() as http:
-            deadline = time.monotonic() + 90
-            while True:
-                assert daemon.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                try:
-                    async with http.get(f"{api}/console") as answer:
-                        if answer.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-            while await pool.fetchval("SELECT count(*) FROM chain_cursors") < len(settings.chains):
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                await asyncio.sleep(0.2)
-            cli(env, "clients", "create", "acme-shop")
-            key = cli(env, "keys", "create", "--client", "acme-shop", "--mode", "test")["api_key"]
-            links, emails = {}, {}
-            for role in ROLES:
-                emails[role] = f"{role}@acme-shop.example"
-                made = cli(
-                    env,
-                    "users",
-                    "create",
-                    "--client",
-                    "acme-shop",
-                    "--email",
-                    emails[role],
-                    "--role",
-                    role,
-                )
-                links[role] = made["signin_link"]
-            payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
-            SCREENS.mkdir(parents=True, exist_ok=True)
-            async with async_playwright() as playwright:
-                browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-                try:
-                    yield Stack(
-                        api=api,
-                        key=key,
-                        links=links,
-                        emails=emails,
-                        infra=infra,
-                        payer_key=payer_key,
-                        payer=Account.from_key(payer_key).address,
-                        browser=browser,
-                        pool=pool,
-                        http=http,
-                        env=env,
-                        settings=settings,
-                    )
-                finally:
-                    await browser.close()
-    finally:
-        await pool.close()
-        daemon.terminate()
-        code = await wait_exit(daemon, 30)
-        await _drop_database(infra, name)
-    assert code == 0, log.read_text()[-5000:]
+    async with (
+        chromium() as browser,
+        running_daemon(
+            infra,
+            make_settings,
+            tmp_path_factory.mktemp("console") / "daemon.log",
+            ready="/console",
+            port=port,
+            INTENTD_WEBHOOK_KEY=base64.b64encode(secrets.token_bytes(32)).decode(),
+            INTENTD_CONSOLE_KEY=base64.b64encode(secrets.token_bytes(32)).decode(),
+            INTENTD__CONSOLE__SECURE_COOKIES="false",
+            INTENTD__CONSOLE__PUBLIC_URL=api,
+            INTENTD__WEBHOOKS__ALLOW_PRIVATE_TARGETS="true",
+            INTENTD__CHAINS__BASE_TESTNET__EXPLORER_URL=EXPLORER,
+        ) as daemon,
+    ):
+        env = daemon.env
+        cli(env, "clients", "create", "acme-shop")
+        key = cli(env, "keys", "create", "--client", "acme-shop", "--mode", "test")["api_key"]
+        links, emails = {}, {}
+        for role in ROLES:
+            emails[role] = f"{role}@acme-shop.example"
+            made = cli(
+                env,
+                "users",
+                "create",
+                "--client",
+                "acme-shop",
+                "--email",
+                emails[role],
+                "--role",
+                role,
+            )
+            links[role] = made["signin_link"]
+        payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        yield Stack(
+            api=api,
+            key=key,
+            links=links,
+            emails=emails,
+            infra=infra,
+            payer_key=payer_key,
+            payer=Account.from_key(payer_key).address,
+            browser=browser,
+            pool=daemon.pool,
+            http=daemon.http,
+            env=env,
+            settings=daemon.settings,
+        )
 
 
 async def new_page(stack: Stack, width: int = 1280, height: int = 900) -> Page:
-    context: BrowserContext = await stack.browser.new_context(
-        viewport={"width": width, "height": height}, accept_downloads=True
+    return await watched_page(
+        stack.browser, width, height, http_errors=False, accept_downloads=True
     )
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and "status of 40" not in m.text and "status of 50" not in m.text
-            else None
-        ),
-    )
-    page.errors = errors  # type: ignore[attr-defined]
-    return page
 
 
 async def sign_in(stack: Stack, email: str, page: Page | None = None, **size: int) -> Page:
@@ -276,14 +213,19 @@ async def sign_in(stack: Stack, email: str, page: Page | None = None, **size: in
 async def use_link(stack: Stack, role: str) -> Page:
     """The user of ``role`` opens its sign-in link and chooses :data:`PASSWORD`."""
     page = await new_page(stack)
-    await page.goto(stack.links[role])
+    await choose_password(page, stack.links[role])
+    return page
+
+
+async def choose_password(page: Page, link: str) -> None:
+    """Open a sign-in ``link`` on ``page``, choose :data:`PASSWORD`, be signed in."""
+    await page.goto(link)
     await expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
     assert "#link=" not in page.url  # the token left the address bar
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("Repeat the password").fill(PASSWORD)
     await page.get_by_role("button", name="Set password and sign in").click()
     await expect(page.get_by_role("heading", name="Overview", exact=True)).to_be_visible()
-    return page
 
 
 async def shot(page: Page, name: str, *, full: bool = True) -> None:

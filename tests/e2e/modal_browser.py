@@ -8,8 +8,6 @@ import asyncio
 import os
 import re
 import secrets
-import shutil
-import socket
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,28 +20,20 @@ import pytest
 import zxingcpp
 from aiohttp import web
 from eth_account import Account
-from eth_account.hdaccount import Language, generate_mnemonic
-from playwright.async_api import Browser, Frame, Page, async_playwright
-from tests.conftest import _drop_database, _fresh_database, new_topic_prefix
-from tests.support import daemon_env, start_daemon, wait_exit
+from playwright.async_api import Browser, Frame, Page, expect
+from tests.e2e.browser_stack import chromium, running_daemon, watched_page
 from tests.support import run_cli as cli
+from tests.support import send_payments
 
-from intentd.adapters.postgres import Pool, create_pool
+from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 from intentd_dev.modal_demo.merchant import Shop, merchant_app
 
-CHROMIUM = shutil.which("chromium")
 SCREENS = Path(
     os.environ.get("INTENTD_SCREENSHOTS", Path(tempfile.gettempdir()) / "intentd-modal-screens")
 )
 USDC = 10**6
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -73,97 +63,52 @@ async def stack(
         react_pages: dict[str, Path] = request.getfixturevalue("react_pages")
     except pytest.FixtureLookupError:
         react_pages = {}
-    if CHROMIUM is None:
-        pytest.fail("chromium is missing: run `make ops-tools`", pytrace=False)
-    name, url = await _fresh_database(infra)
-    prefix = new_topic_prefix(infra)
-    settings = make_settings(
-        hd_mnemonic=generate_mnemonic(12, Language.ENGLISH),
-        database={"url": url},
-        kafka={
-            "bootstrap_servers": infra["INTENTD_KAFKA_BOOTSTRAP"],
-            "topic_prefix": prefix,
-            "lifecycle_group": f"{prefix}-lifecycle",
-        },
-    )
-    port, shop_port = free_port(), free_port()
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(port),
-        # The shop's origin may frame the checkout (frame-ancestors; 'self' alone otherwise).
-        INTENTD__API__CORS_ORIGINS=f'["http://127.0.0.1:{shop_port}"]',
-        INTENTD_SESSION_SECRET=secrets.token_urlsafe(32),
-        INTENTD__INTENTS__MIN_EXPIRES_IN="10",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
-    log = tmp_path_factory.mktemp("modal") / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    pool = await create_pool(url, max_size=2)
-    api = f"http://127.0.0.1:{port}"
-    runner: web.AppRunner | None = None
-    try:
-        async with aiohttp.ClientSession() as http:
-            deadline = time.monotonic() + 60
-            while True:
-                assert daemon.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                try:
-                    async with http.get(f"{api}/pay/config.json") as answer:
-                        if answer.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-            while await pool.fetchval("SELECT count(*) FROM chain_cursors") < len(settings.chains):
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                await asyncio.sleep(0.2)
-            cli(env, "clients", "create", "demo-shop", "--exist-ok")
-            key = cli(env, "keys", "create", "--client", "demo-shop", "--mode", "test")["api_key"]
-            payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
-            shop = Shop(settings=settings, api_url=api, api_key=key, payer_key=payer_key)
-            runner = web.AppRunner(merchant_app(shop, react_pages))
-            await runner.setup()
+    shop_port = free_port()
+    async with (
+        chromium() as browser,
+        running_daemon(
+            infra,
+            make_settings,
+            tmp_path_factory.mktemp("modal") / "daemon.log",
+            ready="/pay/config.json",
+            # The shop's origin may frame the checkout (frame-ancestors; 'self' alone otherwise).
+            INTENTD__API__CORS_ORIGINS=f'["http://127.0.0.1:{shop_port}"]',
+            INTENTD_SESSION_SECRET=secrets.token_urlsafe(32),
+        ) as daemon,
+    ):
+        env = daemon.env
+        cli(env, "clients", "create", "demo-shop", "--exist-ok")
+        key = cli(env, "keys", "create", "--client", "demo-shop", "--mode", "test")["api_key"]
+        payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
+        shop = Shop(settings=daemon.settings, api_url=daemon.api, api_key=key, payer_key=payer_key)
+        runner = web.AppRunner(merchant_app(shop, react_pages))
+        await runner.setup()
+        try:
             await web.TCPSite(runner, "127.0.0.1", shop_port).start()
             SCREENS.mkdir(parents=True, exist_ok=True)
-            async with async_playwright() as playwright:
-                browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-                try:
-                    yield Stack(
-                        api=api,
-                        shop=f"http://127.0.0.1:{shop_port}",
-                        payer=Account.from_key(payer_key).address,
-                        payer_key=payer_key,
-                        key=key,
-                        infra=infra,
-                        browser=browser,
-                        pool=pool,
-                        http=http,
-                    )
-                finally:
-                    await browser.close()
-    finally:
-        if runner is not None:
+            yield Stack(
+                api=daemon.api,
+                shop=f"http://127.0.0.1:{shop_port}",
+                payer=Account.from_key(payer_key).address,
+                payer_key=payer_key,
+                key=key,
+                infra=infra,
+                browser=browser,
+                pool=daemon.pool,
+                http=daemon.http,
+            )
+        finally:
             await runner.cleanup()
-        await pool.close()
-        daemon.terminate()
-        code = await wait_exit(daemon, 30)
-        await _drop_database(infra, name)
-    assert code == 0, log.read_text()[-5000:]
 
 
 async def new_page(stack: Stack, width: int = 1280, height: int = 900) -> Page:
-    context = await stack.browser.new_context(
-        viewport={"width": width, "height": height},
+    return await watched_page(
+        stack.browser,
+        width,
+        height,
+        http_errors=True,
         permissions=["clipboard-read", "clipboard-write"],
     )
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.errors = errors  # type: ignore[attr-defined]
-    return page
 
 
 async def checkout_frame(page: Page, old: Frame | None = None) -> Frame:
@@ -175,6 +120,37 @@ async def checkout_frame(page: Page, old: Frame | None = None) -> Frame:
                 return frame
         assert time.monotonic() < deadline, [f.url for f in page.frames]
         await asyncio.sleep(0.05)
+
+
+async def buy_a_coffee(page: Page) -> tuple[Frame, float]:
+    """Click the shop's "Buy a coffee: 3 USDC" and wait for the modal's payment options:
+    its frame, and the seconds from the click to the options shown (interactive)."""
+    started = time.monotonic()
+    await page.get_by_role("button", name="Buy a coffee: 3 USDC").click()
+    frame = await checkout_frame(page)
+    await expect(frame.get_by_role("heading", name="Pay 3 USDC")).to_be_visible()
+    await expect(frame.get_by_role("radio").first).to_be_visible()
+    return frame, time.monotonic() - started
+
+
+async def pay_in_two_parts(
+    stack: Stack, page: Page, frame: Frame, address: str, total: int, *, partial: str
+) -> None:
+    """The payer sends 1 USDC of ``total`` (base units) on Base Testnet to ``address``:
+    the modal says what is missing (screenshot ``partial``); then the rest: it says the
+    payment is complete."""
+    usdc = stack.infra["INTENTD_BASE_TESTNET_USDC"]
+    rpc = stack.infra["INTENTD_BASE_TESTNET_RPC_URL"]
+    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, USDC)])
+    missing = f"{(total - USDC) / USDC:g}"
+    await expect(frame.get_by_role("status")).to_have_text(
+        f"Received 1 USDC. Still missing: {missing} USDC.", timeout=30_000
+    )
+    await shot(page, partial)
+    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, total - USDC)])
+    await expect(frame.get_by_role("heading", name="Payment complete")).to_be_visible(
+        timeout=90_000
+    )
 
 
 async def modal_closed(page: Page) -> None:

@@ -23,17 +23,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
-from tests.sigterm_support import free_port
 from tests.support import daemon_env, start_daemon, wait_exit
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.devinfra.anvil import free_port
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 pytestmark = pytest.mark.e2e
 PAYEE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -59,16 +58,13 @@ class Daemon:
 
 
 def start(settings: Settings, proxy: TcpFaultProxy, log: Path, workers: int) -> Daemon:
-    database = urlsplit(settings.database.url.get_secret_value())
     direct = daemon_env(settings)  # the CLI blocks this event loop, which runs the proxy
     cli(direct, "clients", "create", "outage-shop", "--exist-ok")
     key = cli(direct, "keys", "create", "--client", "outage-shop", "--mode", "test")["api_key"]
     api_port, health_port = free_port(), free_port()
     env = daemon_env(
         settings,
-        INTENTD__DATABASE__URL=database._replace(
-            netloc=f"{database.username}@{proxy.address}"
-        ).geturl(),
+        INTENTD__DATABASE__URL=through_proxy(settings.database.url.get_secret_value(), proxy),
         INTENTD__API__PORT=str(api_port),
         INTENTD__API__DB_TIMEOUT="2",
         INTENTD__OBSERVABILITY__METRICS_PORT=str(health_port),
@@ -90,19 +86,16 @@ async def test_intentd_api_answers_503_through_an_outage_and_recovers_by_itself(
     own_stack: tuple[Settings, Pool], infra: dict[str, str], tmp_path: Path, workers: int
 ) -> None:
     settings, pool = own_stack
-    database = urlsplit(settings.database.url.get_secret_value())
-    proxy = TcpFaultProxy((database.hostname or "127.0.0.1", database.port or 5432))
-    await proxy.start()
     daemon: Daemon | None = None
-    try:
-        daemon = start(settings, proxy, tmp_path / "api.log", workers)
-        await through_a_cut_and_a_stall(daemon, proxy, pool, infra, workers)
-        daemon.process.send_signal(signal.SIGTERM)
-        assert await wait_exit(daemon.process, 40) == 0, daemon.log.read_text()[-3000:]
-    finally:
-        if daemon is not None and daemon.process.poll() is None:
-            daemon.process.kill()
-        await proxy.close()
+    async with proxy_for(settings.database.url.get_secret_value(), 5432) as proxy:
+        try:
+            daemon = start(settings, proxy, tmp_path / "api.log", workers)
+            await through_a_cut_and_a_stall(daemon, proxy, pool, infra, workers)
+            daemon.process.send_signal(signal.SIGTERM)
+            assert await wait_exit(daemon.process, 40) == 0, daemon.log.read_text()[-3000:]
+        finally:
+            if daemon is not None and daemon.process.poll() is None:
+                daemon.process.kill()
 
     text = daemon.log.read_text()
     events = log_events(daemon.log)

@@ -11,24 +11,13 @@ balance is not asserted).
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 from eth_account import Account
-from tests.support import (
-    TopicReader,
-    balance,
-    daemon_env,
-    json_values,
-    send_payments,
-    start_daemon,
-    wait_exit,
-)
-from tests.support import run_cli as cli
+from tests.e2e.chain_run import SOURCE, UNIT, five_usdc, running_on_chains
+from tests.support import TopicReader, balance, json_values, send_payments
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.events import is_terminal
@@ -36,24 +25,6 @@ from intentd.messages import events_topic
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            actions = await pool.fetch("SELECT kind, reason, amount, status FROM actions")
-            raise AssertionError(f"timed out waiting for {what}; actions: {actions}")
-        await asyncio.sleep(0.3)
 
 
 @pytest.mark.timeout(300)
@@ -64,71 +35,29 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
     src_rpc = infra[f"INTENTD_{SOURCE}_RPC_URL"]
     usdc = infra[f"INTENTD_{SOURCE}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
-    port = free_port()
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(port),
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
     log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    api = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
-        cli(env, "clients", "create", "cancel-shop", "--exist-ok")
-        key = cli(env, "keys", "create", "--client", "cancel-shop", "--mode", "test")["api_key"]
+    async with running_on_chains(settings, pool, log, api=True) as run:
+        key = run.shop_key("cancel-shop")
         headers = {"Authorization": f"Bearer {key}"}
         refund_to = str(Account.create().address)
         async with aiohttp.ClientSession(headers=headers) as http:
-            body = {
-                "amount": "5",
-                "amountSymbol": "USDC",
-                "tokenIn": usdc,
-                "source_chain": SOURCE,
-                "destination_chain": DESTINATION,
-                "recipient": str(Account.create().address),
-                "refund_address": refund_to,
-            }
-            for _ in range(100):  # the API starts with the other roles
-                try:
-                    async with http.post(f"{api}/intents", json=body) as response:
-                        assert response.status == 201, await response.text()
-                        record = await response.json()
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.3)
+            record = await run.create_intent(http, five_usdc(usdc, refund_address=refund_to))
             address = record["intent_address"]
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 3 * UNIT)])
-            await wait_until(
-                pool,
-                "SELECT received > 0 FROM intents WHERE id = $1",
-                record["id"],
-                timeout=60,
-                what="the part payment credited",
-            )
-            async with http.post(f"{api}/intents/{address}/cancel") as response:
+            await run.until_credited(record, "the part payment credited")
+            async with http.post(f"{run.api}/intents/{address}/cancel") as response:
                 cancelled = await response.json()
                 assert (response.status, cancelled["intent_status"]) == (200, "REFUNDING")
             # the payer sends the rest anyway: a late deposit, refunded too
             await asyncio.to_thread(send_payments, src_rpc, payer_key, [(usdc, address, 2 * UNIT)])
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 2 FROM actions WHERE intent_id = $1 AND status = 'confirmed'",
                 record["id"],
                 timeout=90,
                 what="both refunds confirmed",
             )
-            await wait_until(
-                pool,
-                "SELECT status = 'REFUNDED' FROM intents WHERE id = $1",
-                record["id"],
-                timeout=30,
-                what="the intent REFUNDED",
-            )
-            async with http.get(f"{api}/intents/{record['id']}") as response:
+            await run.until_status(record, "REFUNDED", timeout=30)
+            async with http.get(f"{run.api}/intents/{record['id']}") as response:
                 final = await response.json()
         assert (final["intent_status"], final["amount_received"]) == ("REFUNDED", "3")
         assert balance(src_rpc, usdc, refund_to) == 5 * UNIT
@@ -154,7 +83,3 @@ async def test_a_cancelled_partly_paid_intent_is_refunded_on_chain(
         ]
         assert seen[0] == ("intent_funded", None)
         assert [s for s in seen if is_terminal(*s)] == [("intent_refunded", "cancelled")]
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]

@@ -16,24 +16,21 @@ import asyncio
 import json
 import secrets
 import shutil
-import socket
-import subprocess
 from collections.abc import AsyncIterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from eth_account import Account
 from eth_typing import ChecksumAddress
-from tests.support import ROOT, daemon_env, send_payments, start_daemon, wait_exit
+from tests.support import ROOT, daemon_env, send_payments, start_daemon, until_serving, wait_exit
 from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
 from intentd_dev.devinfra.accounts import Role, dev_account
-from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
+from intentd_dev.devinfra.anvil import AnvilProcess, free_port, start_anvil
 from intentd_dev.devinfra.chains import DEV_CHAINS, provision_tokens
 from intentd_dev.devinfra.contracts import connect, token_artifact
 
@@ -67,27 +64,6 @@ async def chains() -> AsyncIterator[dict[str, str]]:
 def _provision(url: str, real: Mapping[str, ChecksumAddress]) -> dict[str, ChecksumAddress]:
     with connect(url) as w3:
         return provision_tokens(w3, token_artifact(), real)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def wait_ready(url: str, daemon: subprocess.Popen[bytes], log: Path) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(200):
-            assert daemon.poll() is None, log.read_text()
-            try:
-                async with http.get(f"{url}/openapi.json") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientConnectionError:
-                pass
-            await asyncio.sleep(0.2)
-    raise AssertionError(f"the API did not start: {log.read_text()}")
 
 
 async def run_flows(env: dict[str, str], rpc_url: str) -> dict[str, dict[str, Any]]:
@@ -146,7 +122,7 @@ async def test_the_sdk_runs_a_merchant_and_a_modal_flow(
     daemon = start_daemon(["api"], env, log)
     try:
         api = f"http://127.0.0.1:{port}/api/v1"
-        await wait_ready(api, daemon, log)
+        await until_serving(daemon, f"{api}/openapi.json", log)
         cli(env, "clients", "create", "sdk-shop", "--exist-ok")
         key = cli(env, "keys", "create", "--client", "sdk-shop", "--mode", "test")["api_key"]
         sender = str(Account.create().address)

@@ -9,27 +9,18 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from playwright.async_api import async_playwright
-from tests.e2e.console_browser import CHROMIUM, PASSWORD, SCREENS, expect
-from tests.support import ROOT, daemon_env
+from tests.e2e.browser_stack import chromium
+from tests.e2e.console_browser import SCREENS, choose_password, expect
+from tests.e2e.demo_process import start_demo
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.e2e
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def printed_link(demo: asyncio.subprocess.Process, seen: list[str], seconds: float) -> str:
@@ -52,62 +43,24 @@ async def printed_link(demo: asyncio.subprocess.Process, seen: list[str], second
 async def test_the_demos_owner_finds_its_payments_reconciled(
     own_stack: tuple[Settings, Pool], tmp_path: Path
 ) -> None:
-    if CHROMIUM is None:
-        pytest.fail("chromium is missing: run `make ops-tools`", pytrace=False)
     settings, _ = own_stack
-    prefix = settings.kafka.topic_prefix
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(free_port()),
-        INTENTD__OBSERVABILITY__METRICS_PORT=str(free_port()),
-        INTENTD__WEBHOOKS__GROUP=f"{prefix}-webhooks",
-    )
-    env.pop("INTENTD_WEBHOOK_KEY", None)  # the demo makes its own
     log = tmp_path / "daemon.log"
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "intentd_dev.demo",
-        "--config",
-        "config/local.toml",
-        "--log",
-        str(log),
-        "--stay",
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    demo = await start_demo(settings, log, "--stay")
     seen: list[str] = []
     try:
         link = await printed_link(demo, seen, 280)
         SCREENS.mkdir(parents=True, exist_ok=True)
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-            try:
-                page = await browser.new_page(viewport={"width": 1280, "height": 900})
-                await page.goto(link)
-                await expect(
-                    page.get_by_role("heading", name="Choose your password")
-                ).to_be_visible()
-                await page.get_by_label("New password").fill(PASSWORD)
-                await page.get_by_label("Repeat the password").fill(PASSWORD)
-                await page.get_by_role("button", name="Set password and sign in").click()
-                await expect(
-                    page.get_by_role("heading", name="Overview", exact=True)
-                ).to_be_visible()
-                nav = page.get_by_role("navigation")
-                await nav.get_by_role("link", name="Payments").click()
-                await expect(page.locator("tbody tr")).to_have_count(3)
-                await nav.get_by_role("link", name="Reports").click()
-                verdict = page.locator(".verdict")
-                await expect(verdict).to_have_text(
-                    re.compile(r"^Reconciled\. 3 payment\(s\) ended")
-                )
-                await expect(page.get_by_text("No mismatch.")).to_be_visible()
-                await page.screenshot(path=str(SCREENS / "20-demo-reports.png"), full_page=True)
-            finally:
-                await browser.close()
+        async with chromium() as browser:
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
+            await choose_password(page, link)
+            nav = page.get_by_role("navigation")
+            await nav.get_by_role("link", name="Payments").click()
+            await expect(page.locator("tbody tr")).to_have_count(3)
+            await nav.get_by_role("link", name="Reports").click()
+            verdict = page.locator(".verdict")
+            await expect(verdict).to_have_text(re.compile(r"^Reconciled\. 3 payment\(s\) ended"))
+            await expect(page.get_by_text("No mismatch.")).to_be_visible()
+            await page.screenshot(path=str(SCREENS / "20-demo-reports.png"), full_page=True)
     finally:
         if demo.returncode is None:
             demo.send_signal(signal.SIGINT)  # Ctrl-C

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from tests.support import ROOT, daemon_env
+from tests.e2e.demo_process import start_demo
 
 from intentd.access.tokens import token_hash
 from intentd.adapters.postgres import Pool
@@ -25,39 +22,13 @@ from intentd_dev.contract_check import check_event
 pytestmark = pytest.mark.e2e
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.timeout(300)
 async def test_demo_merchant_receives_every_event_signed(
     own_stack: tuple[Settings, Pool], tmp_path: Path
 ) -> None:
     settings, pool = own_stack
-    prefix = settings.kafka.topic_prefix
-    env = daemon_env(
-        settings,
-        INTENTD__API__PORT=str(free_port()),
-        INTENTD__OBSERVABILITY__METRICS_PORT=str(free_port()),
-        INTENTD__WEBHOOKS__GROUP=f"{prefix}-webhooks",
-    )
-    env.pop("INTENTD_WEBHOOK_KEY", None)  # the demo makes its own
     log = tmp_path / "daemon.log"
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "intentd_dev.demo",
-        "--config",
-        "config/local.toml",
-        "--log",
-        str(log),
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    demo = await start_demo(settings, log)
     out, _ = await asyncio.wait_for(demo.communicate(), 280)
     text = out.decode()
     daemon_log = log.read_text() if log.exists() else ""

@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from eth_account import Account
-from tests.support import TRANSFER_ABI, balance, daemon_env, send_payments, start_daemon, wait_exit
+from tests.e2e.chain_run import DESTINATION, SOURCE, running_on_chains
+from tests.support import TRANSFER_ABI, balance, send_payments
 from tests.support import run_cli as cli
 from web3 import Web3
 
@@ -32,16 +32,7 @@ from intentd.settings import NATIVE_TOKEN, Settings
 from intentd_dev.devinfra.contracts import mint
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
 DUST = 1_000
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.3)
 
 
 def send_dust(rpc_url: str, key: str, token: str, to: str, count: int) -> None:
@@ -88,21 +79,15 @@ async def test_dust_costs_the_gas_tank_nothing(
     usdc = infra[f"INTENTD_{SOURCE}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
     payer = Account.from_key(payer_key).address
-    env = daemon_env(
+    async with running_on_chains(
         settings,
+        pool,
+        tmp_path / "daemon.log",
         INTENTD__FEES__APP_FEE_BPS="100",  # 1 %: 0.00001 ETH on the native intent below
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
+    ) as run:
         common = ["--recipient", payer, "--refund-address", payer]
         erc20 = cli(
-            env,
+            run.env,
             "intents",
             "create",
             "--source-chain",
@@ -116,7 +101,7 @@ async def test_dust_costs_the_gas_tank_nothing(
             *common,
         )
         native = cli(
-            env,
+            run.env,
             "intents",
             "create",
             "--source-chain",
@@ -140,15 +125,8 @@ async def test_dust_costs_the_gas_tank_nothing(
             [(NATIVE_TOKEN, native["intent_address"], 10**15 + 10**13)],
         )
         for record in (erc20, native):
-            await wait_until(
-                pool,
-                "SELECT status = 'COMPLETED' FROM intents WHERE id = $1",
-                record["id"],
-                timeout=120,
-                what=f"intent {record['id']} completed",
-            )
-        await wait_until(
-            pool,
+            await run.until_status(record, "COMPLETED", timeout=120)
+        await run.until(
             "SELECT count(*) = 0 FROM actions WHERE status IN ('ready', 'submitted')",
             timeout=120,
             what="every action settled",
@@ -172,8 +150,7 @@ async def test_dust_costs_the_gas_tank_nothing(
             send_dust, src_rpc, duster.key.hex(), usdc, erc20["intent_address"], DUST
         )
         sent = time.monotonic() - started
-        await wait_until(
-            pool,
+        await run.until(
             "SELECT count(*) = $2 FROM deposits WHERE intent_id = $1 AND amount = 1",
             erc20["id"],
             DUST,
@@ -195,7 +172,3 @@ async def test_dust_costs_the_gas_tank_nothing(
         )
         assert [r["reason"] for r in reasons] == ["late_deposit"]
         print(f"{DUST} dust transfers sent in {sent:.1f} s, all retained")
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]

@@ -10,21 +10,13 @@ Fees: 1% application fee (so the fee sweep is exercised); amounts in USDC (6 dec
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from eth_account import Account
-from tests.support import (
-    TopicReader,
-    balance,
-    daemon_env,
-    json_values,
-    send_payments,
-    start_daemon,
-    wait_exit,
-)
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, running_on_chains
+from tests.support import TopicReader, balance, json_values, send_payments
 from tests.support import (
     run_cli as cli,
 )
@@ -35,8 +27,6 @@ from intentd.settings import Settings
 from intentd_dev.devinfra.contracts import deploy_token, mint
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
 AMOUNT = 5 * UNIT  # what the recipient gets
 FEE = AMOUNT // 100  # 1% application fee
 TOTAL = AMOUNT + FEE
@@ -44,18 +34,6 @@ TOTAL = AMOUNT + FEE
 
 def fresh_address() -> str:
     return str(Account.create().address)
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            open_actions = await pool.fetch(
-                "SELECT id, intent_id, kind, reason, chain, token, amount, status, attempts,"
-                " last_error FROM actions WHERE status NOT IN ('confirmed', 'cancelled')"
-            )
-            raise AssertionError(f"timed out waiting for {what}; open actions: {open_actions}")
-        await asyncio.sleep(0.3)
 
 
 async def status(pool: Pool, intent_id: int) -> str:
@@ -87,28 +65,22 @@ async def test_every_scenario_moves_the_right_money(
     rogue = await asyncio.to_thread(deploy_token, src_rpc, deployer_key, "Rogue", "USDC", 6)
     await asyncio.to_thread(mint, src_rpc, deployer_key, rogue, payer, 100 * UNIT)
 
-    env = daemon_env(
-        settings,
-        INTENTD__FEES__APP_FEE_BPS="100",
-        INTENTD__INTENTS__MIN_EXPIRES_IN="1",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
-    )
     before = {
         "relayer_src": balance(src_rpc, usdc_src, relayer),
         "relayer_dst": balance(dst_rpc, usdc_dst, relayer),
         "fee_account": balance(src_rpc, usdc_src, fee_account),
     }
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
+    async with running_on_chains(
+        settings,
+        pool,
+        tmp_path / "daemon.log",
+        INTENTD__FEES__APP_FEE_BPS="100",
+        INTENTD__INTENTS__MIN_EXPIRES_IN="1",
+    ) as run:
 
         def create(name: str, *, expires_in: int = 3600) -> dict[str, Any]:
             return cli(
-                env,
+                run.env,
                 "intents",
                 "create",
                 "--source-chain",
@@ -147,13 +119,7 @@ async def test_every_scenario_moves_the_right_money(
                 (rogue, fake["intent_address"], 5 * UNIT),
             ],
         )
-        await wait_until(
-            pool,
-            "SELECT received > 0 FROM intents WHERE id = $1",
-            topped["id"],
-            timeout=60,
-            what="the first part of the top-up",
-        )
+        await run.until_credited(topped, "the first part of the top-up")
         await asyncio.to_thread(
             send_payments,
             src_rpc,
@@ -163,13 +129,7 @@ async def test_every_scenario_moves_the_right_money(
             ],
         )
         for record in (exact, over, topped):
-            await wait_until(
-                pool,
-                "SELECT status = 'COMPLETED' FROM intents WHERE id = $1",
-                record["id"],
-                timeout=90,
-                what=f"intent {record['id']} completed",
-            )
+            await run.until_status(record, "COMPLETED", timeout=90)
         # a late deposit to a completed intent is refunded
         await asyncio.to_thread(
             send_payments,
@@ -179,22 +139,14 @@ async def test_every_scenario_moves_the_right_money(
                 (usdc_src, exact["intent_address"], 1 * UNIT),
             ],
         )
-        await wait_until(
-            pool,
-            "SELECT status = 'REFUNDED' FROM intents WHERE id = $1",
-            under_expired["id"],
-            timeout=90,
-            what="the expiry refund",
-        )
-        await wait_until(
-            pool,
+        await run.until_status(under_expired, "REFUNDED", timeout=90)
+        await run.until(
             "SELECT count(*) = 1 FROM actions WHERE reason = 'late_deposit'"
             " AND status = 'confirmed'",
             timeout=90,
             what="the late-deposit refund",
         )
-        await wait_until(
-            pool,
+        await run.until(
             "SELECT count(*) = 0 FROM actions WHERE status IN ('ready', 'submitted')",
             timeout=90,
             what="every action settled",
@@ -255,7 +207,3 @@ async def test_every_scenario_moves_the_right_money(
         assert reasons[wrong["id"]] == ["wrong_token"]
         assert kinds[nothing["id"]] == ["intent_expired"]  # its one, terminal, event
         assert fake["id"] not in kinds
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]

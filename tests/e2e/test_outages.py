@@ -29,16 +29,13 @@ from tests.outage_support import (
     Daemon,
     PrivateBroker,
     Readiness,
-    database_proxy,
     private_broker,
-    through_proxy,
 )
 from tests.sigterm_support import (
     DESTINATION,
     SOURCE,
     UNIT,
     Payer,
-    free_port,
     spawn,
     terminate,
 )
@@ -47,6 +44,8 @@ from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
+from intentd_dev.fault_proxy import proxy_for, through_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -254,7 +253,7 @@ async def test_every_role_rides_out_postgresql_cut_twice_and_stalled_once(
         Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
     )
     intents = Intents(payer_env(direct, infra, payer), payer)
-    async with database_proxy(settings.database.url.get_secret_value()) as proxy:
+    async with proxy_for(settings.database.url.get_secret_value(), 5432) as proxy:
         proxied = {
             **direct,
             "INTENTD__DATABASE__URL": through_proxy(
@@ -267,19 +266,15 @@ async def test_every_role_rides_out_postgresql_cut_twice_and_stalled_once(
             async with Readiness(daemons) as readiness:
                 await readiness.all_ready(within=90)
 
-                async def restore() -> None:
-                    await proxy.restore()
-
-                async def cut() -> None:
-                    await proxy.cut()
-
                 async def stall() -> None:
                     proxy.stall()
 
-                each = functools.partial(outage, end=restore, intents=intents, readiness=readiness)
+                each = functools.partial(
+                    outage, end=proxy.restore, intents=intents, readiness=readiness
+                )
                 windows = [
-                    await each("postgresql cut", begin=cut, seconds=8),
-                    await each("postgresql cut again", begin=cut, seconds=8),
+                    await each("postgresql cut", begin=proxy.cut, seconds=8),
+                    await each("postgresql cut again", begin=proxy.cut, seconds=8),
                     await each("postgresql stalled", begin=stall, seconds=12),
                 ]
                 await settled(pool, intents)
@@ -395,7 +390,7 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
         Payer, infra[f"INTENTD_{SOURCE}_RPC_URL"], funder, usdc, 20 * UNIT
     )
     url = settings.database.url.get_secret_value()
-    async with private_broker(tmp_path) as broker, database_proxy(url) as proxy:
+    async with private_broker(tmp_path) as broker, proxy_for(url, 5432) as proxy:
         broker.create(topics_of(prefix))
         env = env_for(settings, INTENTD__KAFKA__BOOTSTRAP_SERVERS=broker.bootstrap,
                       INTENTD__API__PORT=str(free_port()))  # fmt: skip
@@ -416,12 +411,6 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
                     await proxy.restore()
                     broker.up()
 
-                async def cut() -> None:
-                    await proxy.cut()
-
-                async def restore() -> None:
-                    await proxy.restore()
-
                 async def down() -> None:
                     broker.down()
 
@@ -431,7 +420,7 @@ async def test_run_rides_out_postgresql_and_the_brokers_away_together(
                 each = functools.partial(outage, intents=intents, readiness=readiness)
                 windows = [
                     await each("postgresql and kafka", begin=both_away, end=both_back, seconds=35),
-                    await each("postgresql cut", begin=cut, end=restore, seconds=8),
+                    await each("postgresql cut", begin=proxy.cut, end=proxy.restore, seconds=8),
                     await each("kafka cut", begin=down, end=up, seconds=8),
                 ]
                 await settled(pool, intents)

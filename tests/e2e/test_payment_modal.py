@@ -18,11 +18,13 @@ from playwright.async_api import Frame, Page, expect
 from tests.e2e.modal_browser import (
     USDC,
     Stack,
+    buy_a_coffee,
     checkout_frame,
     choose,
     deposit,
     modal_closed,
     new_page,
+    pay_in_two_parts,
     qr_text,
     shot,
     stack,
@@ -41,12 +43,7 @@ async def test_the_modal_takes_a_payment_from_the_shop_to_done(stack: Stack) -> 
     page = await new_page(stack)
     await page.goto(stack.shop)
     await expect(page.get_by_text(stack.payer).first).to_be_visible()  # the dev wallet shown
-    started = time.monotonic()
-    await page.get_by_role("button", name="Buy a coffee: 3 USDC").click()
-    frame = await checkout_frame(page)
-    await expect(frame.get_by_role("heading", name="Pay 3 USDC")).to_be_visible()
-    await expect(frame.get_by_role("radio").first).to_be_visible()
-    interactive = time.monotonic() - started
+    frame, interactive = await buy_a_coffee(page)
     print(f"\nmodal: click to payment options shown (interactive): {interactive * 1000:.0f} ms")
     options = await frame.get_by_role("radio").all()
     names = [await o.evaluate("e => e.labels[0].innerText") for o in options]
@@ -68,18 +65,7 @@ async def test_the_modal_takes_a_payment_from_the_shop_to_done(stack: Stack) -> 
     await expect(status).to_have_text("Waiting for your payment.")
     await shot(page, "modal-2-pay")
 
-    rpc = stack.infra["INTENTD_BASE_TESTNET_RPC_URL"]
-    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, 1 * USDC)])
-    missing = f"{(total - USDC) / USDC:g}"
-    await expect(status).to_have_text(
-        f"Received 1 USDC. Still missing: {missing} USDC.", timeout=30_000
-    )
-    await shot(page, "modal-3-partial")
-
-    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, total - USDC)])
-    await expect(frame.get_by_role("heading", name="Payment complete")).to_be_visible(
-        timeout=90_000
-    )
+    await pay_in_two_parts(stack, page, frame, address, total, partial="modal-3-partial")
     await expect(page.locator("#result")).to_have_text(re.compile(r"^Paid: intent \d+, COMPLETED"))
     paid = await page.evaluate("window.lastPayment")
     assert paid["intent_status"] == "COMPLETED"
@@ -153,18 +139,7 @@ async def tab_through(page: Page, frame: Frame) -> set[str]:
 async def test_the_hosted_page_takes_an_overpaid_native_payment_by_keyboard_at_phone_width(
     stack: Stack,
 ) -> None:
-    async with stack.http.post(
-        f"{stack.api}/api/v1/sessions",
-        json={
-            "recipient": stack.payer,
-            "destinationChain": "ARBITRUM_TESTNET",
-            "token": NATIVE_TOKEN,
-            "amount": "",
-        },
-        headers={"Authorization": f"Bearer {stack.key}"},
-    ) as answer:
-        assert answer.status == 201
-        token = (await answer.json())["session_token"]
+    token = await new_session(stack, amount="")
     page = await new_page(stack, 390, 844)
     started = time.monotonic()
     await page.goto(f"{stack.api}/pay/checkout#session={token}")
@@ -267,13 +242,16 @@ async def test_an_expired_session_says_so_and_starts_again(stack: Stack) -> None
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-async def new_session(stack: Stack) -> str:
+async def new_session(stack: Stack, **fields: str) -> str:
+    """A checkout session paying ETH to the payer on Arbitrum Testnet (``fields``
+    added: ``amount=""`` lets the payer enter the amount); its token."""
     async with stack.http.post(
         f"{stack.api}/api/v1/sessions",
         json={
             "recipient": stack.payer,
             "destinationChain": "ARBITRUM_TESTNET",
             "token": NATIVE_TOKEN,
+            **fields,
         },
         headers={"Authorization": f"Bearer {stack.key}"},
     ) as answer:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,6 +31,7 @@ from tests.support import daemon_env, send_payments, start_daemon, wait_exit
 from intentd.adapters.postgres import Pool, api_keys, clients
 from intentd.credentials import generate_key
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
 SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
@@ -41,13 +41,6 @@ ROLES = {
     "execute": ["execute", "--chain", DESTINATION],
     "api": ["api"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @asynccontextmanager

@@ -9,27 +9,25 @@ checkout; an excluded chain is absent; closing and Escape fire ``onCancel``."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from pathlib import Path
 
 import pytest
 from playwright.async_api import expect
 from tests.e2e.modal_browser import (
-    USDC,
     Stack,
+    buy_a_coffee,
     checkout_frame,
     choose,
     deposit,
     modal_closed,
     new_page,
+    pay_in_two_parts,
     shot,
     stack,
     units,
 )
 from tests.react_package import EXAMPLE, bundle, packed_once
-from tests.support import send_payments
 
 pytestmark = pytest.mark.e2e
 __all__ = ["stack"]  # the module-scoped fixture, imported
@@ -57,12 +55,8 @@ async def test_the_react_shop_takes_a_payment_to_done(stack: Stack, react: str) 
     page = await new_page(stack)
     await page.goto(f"{stack.shop}/react/{react}")
     await expect(page.get_by_role("heading", name="Demo shop, in React")).to_be_visible()
-    started = time.monotonic()
-    await page.get_by_role("button", name="Buy a coffee: 3 USDC").click()
-    frame = await checkout_frame(page)
-    await expect(frame.get_by_role("heading", name="Pay 3 USDC")).to_be_visible()
-    await expect(frame.get_by_role("radio").first).to_be_visible()
-    shown = (time.monotonic() - started) * 1000
+    frame, interactive = await buy_a_coffee(page)
+    shown = interactive * 1000
     print(f"\nReact {react}: click to payment options (interactive): {shown:.0f} ms")
     look = await frame.evaluate(
         """() => { const css = getComputedStyle(document.documentElement);
@@ -72,22 +66,11 @@ async def test_the_react_shop_takes_a_payment_to_done(stack: Stack, react: str) 
     assert look == ["light", "#6d28d9", "#fff"]  # styles={{ accentColor, theme }}
     await shot(page, f"react{react}-1-choose")
 
-    usdc = stack.infra["INTENTD_BASE_TESTNET_USDC"]
-    rpc = stack.infra["INTENTD_BASE_TESTNET_RPC_URL"]
     await choose(frame, "USDC on Base Testnet", stack.payer)
     address, amount = await deposit(frame)
-    total = units(amount, 6)
-    status = frame.get_by_role("status")
-    await expect(status).to_have_text("Waiting for your payment.")
-    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, USDC)])
-    missing = f"{(total - USDC) / USDC:g}"
-    await expect(status).to_have_text(
-        f"Received 1 USDC. Still missing: {missing} USDC.", timeout=30_000
-    )
-    await shot(page, f"react{react}-2-partial")
-    await asyncio.to_thread(send_payments, rpc, stack.payer_key, [(usdc, address, total - USDC)])
-    await expect(frame.get_by_role("heading", name="Payment complete")).to_be_visible(
-        timeout=90_000
+    await expect(frame.get_by_role("status")).to_have_text("Waiting for your payment.")
+    await pay_in_two_parts(
+        stack, page, frame, address, units(amount, 6), partial=f"react{react}-2-partial"
     )
     result = page.locator("#result")
     await expect(result).to_have_text(re.compile(r"^Paid: intent \d+, COMPLETED\.$"))

@@ -5,7 +5,6 @@ request), and ``intentd status`` prints them (docs/execution.md, "The relayer's 
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,11 @@ from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
 DESTINATION = "ARBITRUM_TESTNET"
 BALANCE_OF = "0x70a08231"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def rpc(http: aiohttp.ClientSession, url: str, method: str, *params: Any) -> Any:

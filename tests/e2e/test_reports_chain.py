@@ -17,44 +17,21 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import socket
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from eth_account import Account
-from tests.support import balance, daemon_env, send_payments, start_daemon, wait_exit
-from tests.support import run_cli as cli
+from tests.e2e.chain_run import DESTINATION, SOURCE, UNIT, five_usdc, running_on_chains
+from tests.support import balance, send_payments
 
 from intentd.adapters.postgres import Pool
 from intentd.domain.amounts import format_amount
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.e2e
-SOURCE, DESTINATION = "BASE_TESTNET", "ARBITRUM_TESTNET"
-UNIT = 10**6
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def wait_until(pool: Pool, query: str, *args: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await pool.fetchval(query, *args):
-        if time.monotonic() > deadline:
-            actions = await pool.fetch(
-                "SELECT intent_id, kind, reason, amount, status, last_error FROM actions"
-            )
-            raise AssertionError(f"timed out waiting for {what}; actions: {actions}")
-        await asyncio.sleep(0.3)
 
 
 async def rows(http: aiohttp.ClientSession, url: str, **params: str) -> list[dict[str, str]]:
@@ -90,46 +67,20 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
     usdc_dst = infra[f"INTENTD_{DESTINATION}_USDC"]
     payer_key = Path(infra["INTENTD_DEV_PAYER_KEY_FILE"]).read_text().strip()
     fee_account = infra["INTENTD_FEE_ACCOUNT_ADDRESS"].lower()
-    port = free_port()
-    env = daemon_env(
+    async with running_on_chains(
         settings,
-        INTENTD__API__PORT=str(port),
+        pool,
+        tmp_path / "daemon.log",
+        api=True,
         INTENTD__FEES__APP_FEE_BPS="100",
-        INTENTD__CHAINS__BASE_TESTNET__CONFIRMATIONS="1",
-        INTENTD__CHAINS__ARBITRUM_TESTNET__CONFIRMATIONS="1",
         INTENTD__CHAINS__BASE_TESTNET__EXPLORER_URL="https://sepolia.basescan.org",
-    )
-    log = tmp_path / "daemon.log"
-    daemon = start_daemon(["run"], env, log)
-    api = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        await wait_until(
-            pool, "SELECT count(*) = 2 FROM chain_cursors", timeout=60, what="both pollers"
-        )
-        cli(env, "clients", "create", "report-shop", "--exist-ok")
-        key = cli(env, "keys", "create", "--client", "report-shop", "--mode", "test")["api_key"]
+    ) as run:
+        key = run.shop_key("report-shop")
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}) as http:
 
             async def create(order: str) -> dict[str, Any]:
-                body = {
-                    "amount": "5",
-                    "amountSymbol": "USDC",
-                    "tokenIn": usdc,
-                    "source_chain": SOURCE,
-                    "destination_chain": DESTINATION,
-                    "recipient": str(Account.create().address),
-                    "refund_address": str(Account.create().address),
-                    "metadata": {"order": order},
-                }
-                for _ in range(100):  # the API starts with the other roles
-                    try:
-                        async with http.post(f"{api}/intents", json=body) as response:
-                            assert response.status == 201, await response.text()
-                            record: dict[str, Any] = await response.json()
-                            return record
-                    except aiohttp.ClientConnectionError:
-                        await asyncio.sleep(0.3)
-                raise AssertionError("the API did not start")
+                body = five_usdc(usdc, metadata={"order": order})
+                return await run.create_intent(http, body)
 
             exact, over, cancelled = (
                 await create("exact"),
@@ -148,38 +99,26 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                     (usdc, cancelled["intent_address"], 3 * UNIT),
                 ],
             )
-            await wait_until(
-                pool,
-                "SELECT received > 0 FROM intents WHERE id = $1",
-                cancelled["id"],
-                timeout=60,
-                what="the part payment",
-            )
-            async with http.post(f"{api}/intents/{cancelled['intent_address']}/cancel") as answer:
+            await run.until_credited(cancelled, "the part payment")
+            async with http.post(
+                f"{run.api}/intents/{cancelled['intent_address']}/cancel"
+            ) as answer:
                 assert answer.status == 200
             for record in (exact, over):
-                await wait_until(
-                    pool,
-                    "SELECT status = 'COMPLETED' FROM intents WHERE id = $1",
-                    record["id"],
-                    timeout=90,
-                    what=f"intent {record['id']} completed",
-                )
+                await run.until_status(record, "COMPLETED", timeout=90)
             await asyncio.to_thread(
                 send_payments,
                 rpc[SOURCE],
                 payer_key,
                 [(usdc, exact["intent_address"], UNIT), (usdt, exact["intent_address"], 2 * UNIT)],
             )
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 2 FROM actions WHERE reason IN ('late_deposit', 'wrong_token')"
                 " AND status = 'confirmed'",
                 timeout=90,
                 what="the late and wrong-token refunds",
             )
-            await wait_until(
-                pool,
+            await run.until(
                 "SELECT count(*) = 0 FROM actions WHERE status IN ('ready', 'submitted', 'held')"
                 " AND (SELECT status FROM intents WHERE id = $1) = 'REFUNDED'",
                 cancelled["id"],
@@ -202,8 +141,8 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
                 "total": total,
                 "fee_account": fee_account,
             }
-            await check_exports(http, api, period, rpc, scene)
-            report = await reconciliation(http, api, period)
+            await check_exports(http, run.api, period, rpc, scene)
+            report = await reconciliation(http, run.api, period)
             assert report["mismatches"] == [], report["mismatches"]
             assert report["by_status"] == {"COMPLETED": 2, "REFUNDED": 1}
             totals = {(t["chain"], t["token"]): t for t in report["totals"]}
@@ -225,14 +164,10 @@ async def test_the_exports_match_the_chains_and_the_books_reconcile(
             await pool.execute(
                 "UPDATE actions SET amount = amount + 1 WHERE reason = 'late_deposit'"
             )
-            report = await reconciliation(http, api, period)
+            report = await reconciliation(http, run.api, period)
             assert report["reconciled"] is False
             listed = {(m["intent_id"], m["check"]) for m in report["mismatches"]}
             assert listed == {(exact["id"], "deposit_refund"), (exact["id"], "transaction")}
-    finally:
-        daemon.terminate()
-        code = await wait_exit(daemon, 60)
-    assert code == 0, log.read_text()[-5000:]
 
 
 async def reconciliation(

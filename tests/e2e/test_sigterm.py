@@ -30,7 +30,6 @@ from tests.sigterm_support import (
     UNIT,
     Flow,
     Payer,
-    free_port,
     marked,
     seed,
     spawn,
@@ -42,6 +41,7 @@ from tests.support import run_cli as cli
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.e2e
 

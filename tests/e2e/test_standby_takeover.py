@@ -21,15 +21,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from tests.integration.test_poller import Chain, TopicReader, json_values, section, toml_config
+from tests.integration.poller_chain import Chain, own_chain
+from tests.integration.test_poller import TopicReader, json_values, toml_config
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
-from intentd.messages import deposits_topic
 from intentd.settings import Settings
-from intentd_dev.devchain import DevChain
-from intentd_dev.devinfra.anvil import start_anvil
-from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.e2e
 BEFORE_KILL = 13
@@ -48,21 +45,8 @@ async def poll_chain(
     """An automining anvil of this test alone, with its tokens, under a chain name no
     other test uses (cursors live in the session database), and its deposits topic."""
     name, chain_id = f"STANDBY_{secrets.token_hex(4).upper()}", 996_000 + secrets.randbelow(999)
-    anvil = await asyncio.to_thread(start_anvil, chain_id)
-    try:
-        async with DevChain(anvil.url) as rpc:
-            deployer, payer = (await rpc.accounts())[:2]
-            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            topic = deposits_topic(topic_prefix, name)
-            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
-            settings = make_settings(chains={name: section(chain_id, [anvil.url], usdc, usdt)})
-            yield Chain(
-                name, anvil, rpc, deployer, payer, usdc, usdt, usdt, settings, topic,
-                lambda **_: settings,
-            )  # fmt: skip
-    finally:
-        await asyncio.to_thread(anvil.stop)
+    async with own_chain(infra, make_settings, topic_prefix, name, chain_id) as chain:
+        yield chain
 
 
 def start_poller(config: Path, chain: Chain, log: Path) -> subprocess.Popen[bytes]:

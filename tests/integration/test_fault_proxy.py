@@ -4,32 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
 
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 
 @pytest.fixture
 async def proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
-    parts = urlsplit(database_url)
-    instance = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await instance.start()
-    yield instance
-    await instance.close()
-
-
-def through(database_url: str, proxy: TcpFaultProxy) -> str:
-    parts = urlsplit(database_url)
-    return parts._replace(netloc=f"{parts.username}@{proxy.address}").geturl()
+    async with proxy_for(database_url, 5432) as instance:
+        yield instance
 
 
 async def test_a_cut_resets_open_connections_and_refuses_new_ones_until_restored(
     database_url: str, proxy: TcpFaultProxy
 ) -> None:
-    url = through(database_url, proxy)
+    url = through_proxy(database_url, proxy)
     conn = await asyncpg.connect(url)
     assert await conn.fetchval("SELECT 1") == 1
     await proxy.cut()
@@ -52,14 +43,14 @@ async def test_a_timed_cut_restores_itself(database_url: str, proxy: TcpFaultPro
     while proxy.cut_now:
         assert asyncio.get_running_loop().time() < deadline, "the cut did not end"
         await asyncio.sleep(0.05)
-    conn = await asyncpg.connect(through(database_url, proxy))
+    conn = await asyncpg.connect(through_proxy(database_url, proxy))
     await conn.close()
 
 
 async def test_a_stall_holds_every_byte_until_restored_then_delivers_them(
     database_url: str, proxy: TcpFaultProxy
 ) -> None:
-    conn = await asyncpg.connect(through(database_url, proxy))
+    conn = await asyncpg.connect(through_proxy(database_url, proxy))
     try:
         proxy.stall()
         query = asyncio.ensure_future(conn.fetchval("SELECT 3"))

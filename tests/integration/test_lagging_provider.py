@@ -11,32 +11,26 @@ aiohttp application inside the test, in front of the test's own anvil.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import ClientSession, web
+from tests.integration.poller_chain import Chain, chain_fixture, served_rpc
 from tests.integration.test_poller import (  # noqa: F401 - polling is a fixture
-    Chain,
     TopicReader,
     intent_address,
     polling,
-    section,
     to,
     wait_for_cursor,
 )
 
 from intentd.adapters.postgres import Pool
 from intentd.chain.evm.decoding import NATIVE
-from intentd.messages import deposits_topic
 from intentd.settings import Settings
-from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
-from intentd_dev.devinfra.anvil import free_port, start_anvil
-from intentd_dev.devinfra.kafka_mock import create_topics
+from intentd_dev.devchain import MINT, TRANSFER, call_data
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +51,8 @@ class FaultyProvider:
         self.lagging_posts = 0
         self.cut_log_queries = 0
         self.refused = 0
+        self.url = ""
+        """Where it listens, once served."""
         self._session: ClientSession | None = None
 
     async def forward(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -124,105 +120,69 @@ def _result(id_: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-async def serve(provider: FaultyProvider) -> tuple[web.AppRunner, str]:
-    app = web.Application()
-    app.router.add_post("/", provider.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}"
-
-
-_names = itertools.count(1)
-
-
-@pytest.fixture
-async def chain(
-    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
-) -> AsyncIterator[Chain]:
-    """test_poller's chain, under names of this module's own (a chain's cursor is kept in
-    the session's database by name)."""
-    number = next(_names)
-    name, chain_id = f"LAGTEST_{number}", 980_000 + number
-    anvil = await asyncio.to_thread(start_anvil, chain_id)
-    try:
-        async with DevChain(anvil.url) as rpc:
-            deployer, payer = (await rpc.accounts())[:2]
-            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            topic = deposits_topic(topic_prefix, name)
-            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
-
-            def configure(**extra: Any) -> Settings:
-                return make_settings(
-                    chains={name: section(chain_id, [anvil.url], usdc, usdt) | extra}
-                )
-
-            yield Chain(
-                name, anvil, rpc, deployer, payer, usdc, usdt, "", configure(), topic, configure
-            )
-    finally:
-        await asyncio.to_thread(anvil.stop)
+# test_poller's chain, under names of this module's own (a chain's cursor is kept in the
+# session's database by name)
+chain = chain_fixture("LAGTEST", 980_000)
 
 
 @pytest.fixture
 async def proxy(chain: Chain) -> AsyncIterator[FaultyProvider]:
     provider = FaultyProvider(chain.anvil.url)
-    runner, provider.url = await serve(provider)  # type: ignore[attr-defined]
-    yield provider
-    await runner.cleanup()
+    async with served_rpc(provider.handle) as provider.url:
+        yield provider
     await provider.close()
 
 
-async def pay_and_poll(  # noqa: PLR0917 - the fixtures, passed on
-    chain: Chain,
-    pool: Pool,
-    settings: Settings,
-    infra: dict[str, str],
-    polling: Any,  # noqa: F811
-    url: str,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]:
-    """Ten token and ten native payments made while the poller runs through ``url``;
-    the messages published to each address, and the payments' transaction hashes."""
-    a, b = await intent_address(pool, settings), await intent_address(pool, settings)
-    rpc = chain.rpc
-    await rpc.send(chain.payer, chain.usdt, data=call_data(MINT, chain.payer, 10**12))
-    running = polling(chain, chain.configure(rpc_urls=[url], batch_size=4, confirmations=1))
-    tokens, natives = [], []
-    for n in range(10):  # each paid once the poller is at the head: it reads the newest blocks
-        await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
-        tokens.append(await rpc.send(chain.payer, chain.usdt, data=call_data(TRANSFER, a, 100 + n)))
-        natives.append(await rpc.send(chain.payer, b, value=10**12 + n))
-    await rpc.mine(LAG)
-    await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
-    async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
-        # The cursor is past every payment: what is published is all there will be.
-        await reader.wait_for(lambda ms: len(to(b)(ms)) >= 10 or len(to(a)(ms)) >= 10)
-        await reader.read_to_end()  # all that was published (not what 1 s reads)
-        to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
-    await running.finish()
-    return to_a, to_b, tokens, natives
+Paid = tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]
+"""What paying and polling through the proxy found: the messages published to each
+address, and the payments' transaction hashes."""
 
 
-async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
-    *,
+@pytest.fixture
+def through_proxy(  # noqa: PLR0917 - the fixtures it runs with
     chain: Chain,
     pool: Pool,
     settings: Settings,
     infra: dict[str, str],
     polling: Any,  # noqa: F811
     proxy: FaultyProvider,
+) -> Callable[[], Awaitable[Paid]]:
+    """Pay and poll with the poller reading through the proxy."""
+
+    async def pay_and_poll() -> Paid:
+        """Ten token and ten native payments made while the poller runs."""
+        a, b = await intent_address(pool, settings), await intent_address(pool, settings)
+        rpc = chain.rpc
+        await rpc.send(chain.payer, chain.usdt, data=call_data(MINT, chain.payer, 10**12))
+        running = polling(
+            chain, chain.configure(rpc_urls=[proxy.url], batch_size=4, confirmations=1)
+        )
+        tokens, natives = [], []
+        # each paid once the poller is at the head: it reads the newest blocks
+        for n in range(10):
+            await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+            tokens.append(
+                await rpc.send(chain.payer, chain.usdt, data=call_data(TRANSFER, a, 100 + n))
+            )
+            natives.append(await rpc.send(chain.payer, b, value=10**12 + n))
+        await rpc.mine(LAG)
+        await wait_for_cursor(pool, chain.name, await rpc.block_number(), limit=60)
+        async with TopicReader(infra["INTENTD_KAFKA_BOOTSTRAP"], chain.topic) as reader:
+            # The cursor is past every payment: what is published is all there will be.
+            await reader.wait_for(lambda ms: len(to(b)(ms)) >= 10 or len(to(a)(ms)) >= 10)
+            await reader.read_to_end()  # all that was published (not what 1 s reads)
+            to_a, to_b = to(a)(reader.messages), to(b)(reader.messages)
+        await running.finish()
+        return to_a, to_b, tokens, natives
+
+    return pay_and_poll
+
+
+async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
+    chain: Chain, proxy: FaultyProvider, through_proxy: Callable[[], Awaitable[Paid]]
 ) -> None:
     proxy.lag = LAG
-    to_a, to_b, tokens, natives = await pay_and_poll(
-        chain,
-        pool,
-        settings,
-        infra,
-        polling,
-        proxy.url,  # type: ignore[attr-defined]
-    )
+    to_a, to_b, tokens, natives = await through_proxy()
     assert [m["kind"] for m in to_a + to_b] == ["deposit"] * 20  # none retracted
     assert [(m["tx_hash"], m["token"]) for m in to_a] == [(t, chain.usdt) for t in tokens]
     assert [(m["tx_hash"], m["token"]) for m in to_b] == [(t, NATIVE) for t in natives]
@@ -230,23 +190,10 @@ async def test_a_load_balanced_provider_with_a_lagging_node_loses_no_deposit(
 
 
 async def test_a_provider_refusing_every_log_query_loses_no_deposit(
-    *,
-    chain: Chain,
-    pool: Pool,
-    settings: Settings,
-    infra: dict[str, str],
-    polling: Any,  # noqa: F811
-    proxy: FaultyProvider,
+    proxy: FaultyProvider, through_proxy: Callable[[], Awaitable[Paid]]
 ) -> None:
     proxy.refuse_logs = True  # "-32005 limit exceeded", one block too
-    to_a, to_b, tokens, natives = await pay_and_poll(
-        chain,
-        pool,
-        settings,
-        infra,
-        polling,
-        proxy.url,  # type: ignore[attr-defined]
-    )
+    to_a, to_b, tokens, natives = await through_proxy()
     assert [m["tx_hash"] for m in to_a] == tokens  # read from the blocks' receipts
     assert [m["tx_hash"] for m in to_b] == natives
     assert proxy.refused > 0

@@ -12,19 +12,18 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from tests.outage_support import database_proxy, through_proxy
 
 from intentd.adapters.postgres import Pool, create_pool
 from intentd.adapters.postgres.cursor_store import ChainLock
 from intentd.adapters.postgres.lease import LeaseLost
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 LOST = (asyncpg.PostgresConnectionError, ConnectionError, OSError)
 
 
 @pytest.fixture
 async def proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
-    async with database_proxy(database_url) as instance:
+    async with proxy_for(database_url, 5432) as instance:
         yield instance
 
 

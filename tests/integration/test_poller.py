@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -25,6 +24,7 @@ import structlog.testing
 from aiohttp import ClientSession, web
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from prometheus_client import REGISTRY
+from tests.integration.poller_chain import Chain, chain_fixture, served_rpc
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
@@ -35,11 +35,9 @@ from intentd.composition.roles import poller_role
 from intentd.faults import CRASH_EXIT_CODE
 from intentd.indexer.poller import Poller
 from intentd.indexer.reorg import Cursor
-from intentd.messages import deposits_topic
 from intentd.settings import Settings
-from intentd_dev.devchain import MINT, TRANSFER, DevChain, call_data
-from intentd_dev.devinfra.anvil import AnvilProcess, free_port, start_anvil
-from intentd_dev.devinfra.kafka_mock import create_topics
+from intentd_dev.devchain import MINT, TRANSFER, call_data
+from intentd_dev.devinfra.anvil import free_port, start_anvil
 
 pytestmark = pytest.mark.integration
 
@@ -47,64 +45,7 @@ _names = itertools.count(1)
 UNWATCHED = "0x" + "3" * 40
 
 
-@dataclass
-class Chain:
-    """One test's chain: anvil, its tokens, the settings that point a poller at it."""
-
-    name: str
-    anvil: AnvilProcess
-    rpc: DevChain
-    deployer: str
-    payer: str
-    usdc: str
-    usdt: str
-    fake: str
-    settings: Settings
-    topic: str
-    configure: Callable[..., Settings]
-    """Settings with some keys of the chain's section replaced."""
-
-
-@pytest.fixture
-async def chain(
-    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
-) -> AsyncIterator[Chain]:
-    number = next(_names)
-    name, chain_id = f"POLLTEST_{number}", 990_000 + number
-    anvil = await asyncio.to_thread(start_anvil, chain_id)
-    try:
-        async with DevChain(anvil.url) as rpc:
-            deployer, payer = (await rpc.accounts())[:2]
-            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            fake = await rpc.deploy_token(deployer, "Fake USD Coin", "USDC", 6)
-            topic = deposits_topic(topic_prefix, name)
-            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
-
-            def configure(**extra: Any) -> Settings:
-                fields = section(chain_id, [anvil.url], usdc, usdt) | extra
-                return make_settings(chains={name: fields})
-
-            yield Chain(
-                name, anvil, rpc, deployer, payer, usdc, usdt, fake, configure(), topic, configure
-            )
-    finally:
-        await asyncio.to_thread(anvil.stop)
-
-
-RELAYER = "0x" + "5e" * 20
-
-
-def section(chain_id: int, urls: list[str], usdc: str, usdt: str, **extra: Any) -> dict[str, Any]:
-    token = {"name": "Test token", "decimals": 6, "category": "stablecoin"}
-    return {
-        "chain_id": chain_id, "network": "test", "rpc_urls": urls, "confirmations": 1,
-        "poll_interval": 0.1, "batch_size": 50, "start_block": 0, "rpc_timeout": 2.0,
-        "relayer": RELAYER,  # every chain a route can reach needs one; none is paid here
-        "tokens": [{**token, "address": usdc, "symbol": "USDC"},
-                   {**token, "address": usdt, "symbol": "USDT"}],
-        **extra,
-    }  # fmt: skip
+chain = chain_fixture("POLLTEST", 990_000, fake=True)
 
 
 class Running:
@@ -404,14 +345,8 @@ class LimitedProvider:
 @pytest.fixture
 async def limited(chain: Chain) -> AsyncIterator[tuple[LimitedProvider, str]]:
     provider = LimitedProvider(chain.anvil.url, limit=4)
-    app = web.Application()
-    app.router.add_post("/", provider.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield provider, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with served_rpc(provider.handle) as url:
+        yield provider, url
 
 
 async def test_log_queries_are_split_when_the_provider_limits_them(

@@ -149,32 +149,24 @@ async def deposit_and_prefill(env: Env, settings: Settings) -> int:
         int(receipt["blockNumber"], 16), receipt["blockHash"], datetime.now(UTC),
         env.src_usdc.lower(), payer.lower(), intent.intent_address.lower(), DEPOSIT, intent.id,
     )  # fmt: skip
+    return await ready_prefill(env, intent.id)
+
+
+async def ready_prefill(env: Env, intent_id: int) -> int:
+    """The intent's ready prefill of ``PREFILL`` to the recipient; its action id."""
     action_id = await env.pool.fetchval(
         """
         INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
                              signer_kind)
         VALUES ($1, 'prefill', 1, $2, $3, $4, $5, 'ready', 'relayer') RETURNING id
         """,
-        intent.id, DESTINATION, env.dst_usdc.lower(), PREFILL, RECIPIENT,
+        intent_id, DESTINATION, env.dst_usdc.lower(), PREFILL, RECIPIENT,
     )  # fmt: skip
     return int(action_id)
 
 
-async def run_executor(env: Env, settings: Settings, action_id: int, until: float) -> Any:
-    """Run the destination's executor until the action is confirmed or ``until`` s pass."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(executor_role(settings, DESTINATION, pool=env.pool)(stop))
-    deadline = time.monotonic() + until
-    try:
-        while time.monotonic() < deadline and not task.done():
-            row = await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
-            if row["status"] == "confirmed":
-                break
-            await asyncio.sleep(0.2)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 20)
-    return await env.pool.fetchrow("SELECT * FROM actions WHERE id = $1", action_id)
+def confirmed(row: Any) -> bool:
+    return bool(row["status"] == "confirmed")
 
 
 UNCONFIRMED = "intentd_prefills_unconfirmed_total"
@@ -235,7 +227,7 @@ async def test_a_second_provider_without_the_deposit_holds_the_prefill(env: Env)
 async def test_below_the_threshold_the_prefill_is_not_checked(env: Env) -> None:
     settings = env.settings(verify_above="50", verify_url=env.fork.url)  # 50 is not above 50
     action_id = await deposit_and_prefill(env, settings)
-    row = await run_executor(env, settings, action_id, until=30.0)
+    row = await run_executor_until(env, settings, action_id, confirmed, until=30.0)
 
     assert row["status"] == "confirmed"
     assert await recipient_balance(env) == PREFILL
@@ -245,7 +237,7 @@ async def test_a_second_provider_that_agrees_lets_the_prefill_out(env: Env) -> N
     # the source itself under another URL: an independent provider that sees the same chain
     settings = env.settings(verify_above="10", verify_url=env.source.url + "/?second")
     action_id = await deposit_and_prefill(env, settings)
-    row = await run_executor(env, settings, action_id, until=30.0)
+    row = await run_executor_until(env, settings, action_id, confirmed, until=30.0)
 
     assert row["status"] == "confirmed"
     assert await recipient_balance(env) == PREFILL
@@ -279,15 +271,7 @@ async def native_payment_and_prefill(env: Env, settings: Settings, *, lie: bool)
             SOURCE, reported_hash, int(receipt["blockNumber"], 16), block_hash,
             datetime.now(UTC), NATIVE_TOKEN.lower(), sender, address, paid, intent.id,
         )  # fmt: skip
-    action_id = await env.pool.fetchval(
-        """
-        INSERT INTO actions (intent_id, kind, sequence, chain, token, amount, to_address, status,
-                             signer_kind)
-        VALUES ($1, 'prefill', 1, $2, $3, $4, $5, 'ready', 'relayer') RETURNING id
-        """,
-        intent.id, DESTINATION, env.dst_usdc.lower(), PREFILL, RECIPIENT,
-    )  # fmt: skip
-    return int(action_id)
+    return await ready_prefill(env, intent.id)
 
 
 async def run_executor_until(
@@ -345,7 +329,7 @@ async def test_a_native_payment_the_second_provider_sees_lets_the_prefill_out(en
         verify_above=None, verify_url=env.source.url + "/?second", native_above="0.001"
     )
     action_id = await native_payment_and_prefill(env, settings, lie=False)
-    row = await run_executor(env, settings, action_id, until=30.0)
+    row = await run_executor_until(env, settings, action_id, confirmed, until=30.0)
 
     assert row["status"] == "confirmed"
     assert await recipient_balance(env) == PREFILL

@@ -15,6 +15,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -209,19 +210,41 @@ async def crash_loop(
     await then()
 
 
-async def test_a_kill_while_a_prefill_waits_for_funds_neither_loses_nor_doubles_it(
-    make_chain: Any, pool: Pool, settings: Settings, infra: dict[str, str], tmp_path: Path
-) -> None:
+@dataclass
+class Prefill:
+    """A relayer prefill on a chain of its own, and an executor's config for it."""
+
+    chain: Chain
+    action_id: int
+    nonce: int
+    """The relayer's nonce before the executor ran."""
+    config: Path
+    log: Path
+
+
+async def relayer_prefill(  # noqa: PLR0917 - the fixtures, passed on
+    make_chain: Any, pool: Pool, settings: Settings, tmp_path: Path, amount: int, wait: float
+) -> Prefill:
+    """A ready prefill of ``amount`` by the relayer; the config's ``liquidity.prefill_wait``
+    is ``wait``."""
     chain: Chain = await make_chain()
-    amount = 1_200 * USDC
     action_id, _, _ = await seed_action(
         pool, settings, chain, kind="prefill", token=chain.usdc, amount=amount,
         signer_kind="relayer",
     )  # fmt: skip
     nonce = await chain.nonce(chain.relayer)
     config = config_file(chain, tmp_path)
-    config.write_text(config.read_text() + "[liquidity]\nprefill_wait = 600.0\n")
-    log = tmp_path / "executor.log"
+    config.write_text(config.read_text() + f"[liquidity]\nprefill_wait = {wait!r}\n")
+    return Prefill(chain, action_id, nonce, config, tmp_path / "executor.log")
+
+
+async def test_a_kill_while_a_prefill_waits_for_funds_neither_loses_nor_doubles_it(
+    make_chain: Any, pool: Pool, settings: Settings, infra: dict[str, str], tmp_path: Path
+) -> None:
+    amount = 1_200 * USDC
+    prefill = await relayer_prefill(make_chain, pool, settings, tmp_path, amount, wait=600.0)
+    chain, action_id, nonce = prefill.chain, prefill.action_id, prefill.nonce
+    config, log = prefill.config, prefill.log
     env = process_env(infra, settings, INTENTD_CRASH_AT="executor.liquidity_short")
 
     async def refill() -> None:
@@ -243,15 +266,9 @@ async def test_a_kill_while_a_prefill_waits_for_funds_neither_loses_nor_doubles_
 async def test_a_kill_as_the_wait_for_funds_ends_fails_the_prefill_once(
     make_chain: Any, pool: Pool, settings: Settings, infra: dict[str, str], tmp_path: Path
 ) -> None:
-    chain: Chain = await make_chain()
-    action_id, _, _ = await seed_action(
-        pool, settings, chain, kind="prefill", token=chain.usdc, amount=5_000 * USDC,
-        signer_kind="relayer",
-    )  # fmt: skip
-    nonce = await chain.nonce(chain.relayer)
-    config = config_file(chain, tmp_path)
-    config.write_text(config.read_text() + "[liquidity]\nprefill_wait = 0.0\n")
-    log = tmp_path / "executor.log"
+    prefill = await relayer_prefill(make_chain, pool, settings, tmp_path, 5_000 * USDC, wait=0.0)
+    chain, action_id, nonce = prefill.chain, prefill.action_id, prefill.nonce
+    config, log = prefill.config, prefill.log
     armed = process_env(infra, settings, INTENTD_CRASH_AT="executor.liquidity_expired")
 
     async def nothing() -> None:

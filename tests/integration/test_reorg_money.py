@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import chain_section
-from tests.integration.test_poller import section
+from tests.integration.poller_chain import section
 from tests.lifecycle_calls import apply_action_result, apply_deposit, apply_retraction
 from tests.support import new_intent
 

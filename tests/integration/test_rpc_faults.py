@@ -77,6 +77,25 @@ def results(answers: list[dict[str, Any]]) -> list[Any]:
     return [item.get("result", item.get("error")) for item in answers]
 
 
+async def self_transfer(chain: DevChain) -> tuple[str, str]:
+    """A signed transfer of 1 wei to itself by a new, funded account, not sent: the raw
+    transaction (hex) and its hash."""
+    payer = Account.create()
+    await chain.rpc("anvil_setBalance", payer.address, hex(10**18))
+    signed = payer.sign_transaction(
+        {
+            "to": payer.address,
+            "value": 1,
+            "gas": 21_000,
+            "nonce": 0,
+            "chainId": 777_031,
+            "maxFeePerGas": 10**10,
+            "maxPriorityFeePerGas": 10**9,
+        }
+    )
+    return "0x" + signed.raw_transaction.hex(), "0x" + signed.hash.hex()
+
+
 async def test_without_a_burst_every_answer_is_the_nodes(
     node: tuple[AnvilProcess, DevChain, str, list[str]], proxy: RpcFaultProxy
 ) -> None:
@@ -186,24 +205,8 @@ async def test_a_stale_copy_is_always_behind_and_still_broadcasts(
         head = await chain.block_number()
         [number] = results(await batch(stale.url, ("eth_blockNumber", [])))
         assert int(number, 16) == head - 3
-        payer = Account.create()
-        await chain.rpc("anvil_setBalance", payer.address, hex(10**18))
-        signed = payer.sign_transaction(
-            {
-                "to": payer.address,
-                "value": 1,
-                "gas": 21_000,
-                "nonce": 0,
-                "chainId": 777_031,
-                "maxFeePerGas": 10**10,
-                "maxPriorityFeePerGas": 10**9,
-            }
-        )
-        [sent] = results(
-            await batch(
-                stale.url, ("eth_sendRawTransaction", ["0x" + signed.raw_transaction.hex()])
-            )
-        )
+        raw, _ = await self_transfer(chain)
+        [sent] = results(await batch(stale.url, ("eth_sendRawTransaction", [raw])))
         assert (await chain.receipt(sent))["status"] == "0x1"
         [receipt] = results(await batch(stale.url, ("eth_getTransactionReceipt", [sent])))
         assert receipt is None  # mined in the head block: not on the stale copy yet
@@ -252,27 +255,14 @@ async def test_a_reset_mid_answer_loses_the_answer_not_the_transaction(
     node: tuple[AnvilProcess, DevChain, str, list[str]], proxy: RpcFaultProxy
 ) -> None:
     _, chain, _, _ = node
-    payer = Account.create()
-    await chain.rpc("anvil_setBalance", payer.address, hex(10**18))
-    signed = payer.sign_transaction(
-        {
-            "to": payer.address,
-            "value": 1,
-            "gas": 21_000,
-            "nonce": 0,
-            "chainId": 777_031,
-            "maxFeePerGas": 10**10,
-            "maxPriorityFeePerGas": 10**9,
-        }
-    )
+    raw, tx_hash = await self_transfer(chain)
     proxy.burst("reset", 60)
-    raw = "0x" + signed.raw_transaction.hex()
     with pytest.raises(aiohttp.ClientError):
         await post(
             proxy.url,
             [{"jsonrpc": "2.0", "id": 0, "method": "eth_sendRawTransaction", "params": [raw]}],
         )
-    assert (await chain.receipt("0x" + signed.hash.hex()))["status"] == "0x1"
+    assert (await chain.receipt(tx_hash))["status"] == "0x1"
     assert proxy.served["reset"] == 1
 
 

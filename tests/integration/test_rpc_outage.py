@@ -10,68 +10,39 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from tests.integration.test_poller import Chain, TopicReader, intent_address, section, to
+from tests.integration.poller_chain import Chain, chain_fixture
+from tests.integration.test_poller import TopicReader, intent_address, to
+from tests.polling import until
 
 from intentd.adapters.postgres import Pool
 from intentd.adapters.probes import RpcProbe
 from intentd.composition.roles import poller_role
-from intentd.messages import deposits_topic
 from intentd.runtime import Readiness
 from intentd.settings import Settings
 from intentd.supervision import Health, rpc
-from intentd_dev.devchain import DevChain
-from intentd_dev.devinfra.anvil import start_anvil
-from intentd_dev.devinfra.kafka_mock import create_topics
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 pytestmark = pytest.mark.integration
 
 _names = itertools.count(1)
 
 
-@pytest.fixture
-async def chain(
-    infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
-) -> AsyncIterator[Chain]:
-    """test_poller's chain under names of this module's own (a chain's cursor is kept in
-    the session's database by name)."""
-    number = next(_names)
-    name, chain_id = f"RPCOUTAGE_{number}", 970_000 + number
-    anvil = await asyncio.to_thread(start_anvil, chain_id)
-    try:
-        async with DevChain(anvil.url) as node:
-            deployer, payer = (await node.accounts())[:2]
-            usdc = await node.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await node.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            topic = deposits_topic(topic_prefix, name)
-            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
-
-            def configure(**extra: Any) -> Settings:
-                return make_settings(
-                    chains={name: section(chain_id, [anvil.url], usdc, usdt) | extra}
-                )
-
-            yield Chain(
-                name, anvil, node, deployer, payer, usdc, usdt, "", configure(), topic, configure
-            )
-    finally:
-        await asyncio.to_thread(anvil.stop)
-
+# test_poller's chain under names of this module's own (a chain's cursor is kept in the
+# session's database by name)
+chain = chain_fixture("RPCOUTAGE", 970_000)
 
 OUTAGE = 40.0
 
 
-async def until(condition: Callable[[], bool], within: float) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.1)
+@pytest.fixture
+async def proxy(chain: Chain) -> AsyncIterator[TcpFaultProxy]:
+    """The chain's only RPC URL goes through it."""
+    async with proxy_for(chain.anvil.url, 8545) as instance:
+        yield instance
 
 
 @pytest.mark.timeout(180)
@@ -80,11 +51,9 @@ async def test_a_poller_rides_out_its_rpc_away_for_longer_than_its_retries(
     pool: Pool,
     settings: Settings,
     infra: dict[str, str],
+    proxy: TcpFaultProxy,
 ) -> None:
-    node = urlsplit(chain.anvil.url)
-    proxy = TcpFaultProxy((node.hostname or "127.0.0.1", node.port or 8545))
-    await proxy.start()
-    configured = chain.configure(rpc_urls=[f"http://{proxy.address}"])
+    configured = chain.configure(rpc_urls=[through_proxy(chain.anvil.url, proxy)])
     readiness = Readiness()
     health = Health(readiness=readiness)
     probe = RpcProbe(configured.chain(chain.name))
@@ -116,6 +85,5 @@ async def test_a_poller_rides_out_its_rpc_away_for_longer_than_its_retries(
         await asyncio.wait_for(polling, 20)
         await asyncio.wait_for(probing, 10)
         await probe.close()
-        await proxy.close()
     assert [m["tx_hash"] for m in found[before]] == [first]
     assert [m["tx_hash"] for m in found[during]] == [second]  # once

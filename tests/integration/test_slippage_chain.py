@@ -23,7 +23,7 @@ from uuid import UUID
 
 import pytest
 from tests.conftest import chain_section
-from tests.integration.test_poller import section
+from tests.integration.poller_chain import section
 from tests.lifecycle_calls import Outcome, expire
 from tests.support import PAYEE
 

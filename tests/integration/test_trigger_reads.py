@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 from tests.conftest import chain_section
-from tests.integration.test_poller import section
+from tests.integration.poller_chain import section
 from tests.support import new_intent
 
 from intentd.adapters.evm.json_rpc import HttpTransport

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 from tests.conftest import chain_section
-from tests.integration.test_poller import section
+from tests.integration.poller_chain import section
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool

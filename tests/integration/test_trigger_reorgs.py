@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from tests.conftest import chain_section
-from tests.integration.test_poller import section
+from tests.integration.poller_chain import Chain, chain_fixture
 from tests.support import new_intent
 
 from intentd.adapters.evm.verifier_chains import EvmVerifierChains
@@ -29,9 +29,7 @@ from intentd.contract.record import IntentRow
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.lifecycle.chain_book import ChainBook
 from intentd.scanning.trigger_verifier import TriggerVerifier
-from intentd.settings import Settings
-from intentd_dev.devchain import MINT, DevChain, call_data
-from intentd_dev.devinfra.anvil import AnvilProcess, start_anvil
+from intentd_dev.devchain import MINT, call_data
 
 pytestmark = pytest.mark.integration
 
@@ -40,39 +38,15 @@ FINAL_DEPTH = 8
 DUE = 10_000_000  # 10 USDC: the settings carry no fees
 
 
-@dataclass
-class Chain:
-    name: str
-    anvil: AnvilProcess
-    rpc: DevChain
-    payer: str
-    usdc: str
-    settings: Settings
-
-
-@pytest.fixture
-async def chain(
-    infra: dict[str, str], make_settings: Callable[..., Settings]
-) -> AsyncIterator[Chain]:
-    number = next(_names)
-    name, chain_id = f"TRIGREORG_{number}", 980_000 + number
-    anvil = await asyncio.to_thread(start_anvil, chain_id)
-    try:
-        async with DevChain(anvil.url) as rpc:
-            deployer, payer = (await rpc.accounts())[:2]
-            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            settings = make_settings(
-                chains={
-                    name: section(chain_id, [anvil.url], usdc, usdt),
-                    # the destination: only its settings are read, nothing is sent there
-                    "ARBITRUM_TESTNET": chain_section(infra, "ARBITRUM_TESTNET", 421614),
-                },
-                api={"trigger_cooldown": 0},  # one intent is triggered again at once
-            )
-            yield Chain(name, anvil, rpc, payer, usdc, settings)
-    finally:
-        await asyncio.to_thread(anvil.stop)
+chain = chain_fixture(
+    "TRIGREORG",
+    980_000,
+    # the destination: only its settings are read, nothing is sent there
+    other_chains=lambda infra: {
+        "ARBITRUM_TESTNET": chain_section(infra, "ARBITRUM_TESTNET", 421614)
+    },
+    api={"trigger_cooldown": 0},  # one intent is triggered again at once
+)
 
 
 @pytest.fixture

@@ -12,22 +12,17 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.integration.poller_chain import Chain, own_chain
 from tests.integration.test_poller import (  # noqa: F401 - polling is a fixture
-    Chain,
     TopicReader,
     polling,
-    section,
     to,
 )
 from tests.support import new_intent
 
 from intentd.adapters.postgres import Pool
 from intentd.indexer.watched import REORG_MARGIN
-from intentd.messages import deposits_topic
 from intentd.settings import Settings
-from intentd_dev.devchain import DevChain
-from intentd_dev.devinfra.anvil import start_anvil
-from intentd_dev.devinfra.kafka_mock import create_topics
 
 pytestmark = pytest.mark.integration
 ENDED = "UPDATE intents SET status = 'COMPLETED', terminal_at = $2 WHERE id = $1"
@@ -38,25 +33,8 @@ NAME, CHAIN_ID = "WINDOWTEST", 989_999  # a chain (cursor, topic) of its own
 async def chain(
     infra: dict[str, str], make_settings: Callable[..., Settings], topic_prefix: str
 ) -> AsyncIterator[Chain]:
-    anvil = await asyncio.to_thread(start_anvil, CHAIN_ID)
-    try:
-        async with DevChain(anvil.url) as rpc:
-            deployer, payer = (await rpc.accounts())[:2]
-            usdc = await rpc.deploy_token(deployer, "Test USD Coin", "USDC", 6)
-            usdt = await rpc.deploy_token(deployer, "Test Tether USD", "USDT", 6)
-            topic = deposits_topic(topic_prefix, NAME)
-            await asyncio.to_thread(create_topics, infra["INTENTD_KAFKA_MOCK_CONTROL"], [topic], 4)
-
-            def configure(**extra: Any) -> Settings:
-                fields = section(CHAIN_ID, [anvil.url], usdc, usdt) | extra
-                return make_settings(chains={NAME: fields})
-
-            settings = configure()
-            yield Chain(
-                NAME, anvil, rpc, deployer, payer, usdc, usdt, usdc, settings, topic, configure
-            )
-    finally:
-        await asyncio.to_thread(anvil.stop)
+    async with own_chain(infra, make_settings, topic_prefix, NAME, CHAIN_ID) as made:
+        yield made
 
 
 async def test_a_running_poller_stops_watching_an_intent_that_leaves_the_window(

@@ -20,13 +20,23 @@ confirmations = 0
 """
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+API_CONFIG = (
+    '[database]\nurl = "postgresql://127.0.0.1:1/none"\n'
+    '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n'
+    '[chains.BASE]\nchain_id = 8453\nnetwork = "main"\nrpc_urls = ["http://127.0.0.1:1"]\n'
+)
+"""A config the API reads whole, on a main network, with nothing listening."""
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``intentd ARGS`` (``env``: its whole environment, else this process's)."""
     return subprocess.run(
         [sys.executable, "-m", "intentd", *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
+        env=env,
     )
 
 
@@ -60,12 +70,11 @@ def test_keys_xpub_prints_the_extended_public_key_without_a_config(tmp_path: Pat
     seed = tmp_path / "seed"
     seed.write_text(mnemonic + "\n")
     seed.chmod(0o600)
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "--config", str(tmp_path / "none.toml"), "keys", "xpub"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+    result = run(
+        "--config",
+        str(tmp_path / "none.toml"),
+        "keys",
+        "xpub",
         env={**os.environ, "INTENTD_HD_MNEMONIC_FILE": str(seed)},
     )
     assert result.returncode == 0, result.stderr
@@ -78,55 +87,26 @@ def test_keys_xpub_prints_the_extended_public_key_without_a_config(tmp_path: Pat
 
 def test_keys_xpub_without_the_mnemonic_exits_2(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD_HD_MNEMONIC")}
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "keys", "xpub"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        env=env,
-    )
+    result = run("keys", "xpub", env=env)
     assert result.returncode == 2 and "INTENTD_HD_MNEMONIC" in result.stderr
 
 
 def test_the_api_without_an_xpub_or_mnemonic_refuses_to_start(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
-    config.write_text(
-        '[database]\nurl = "postgresql://127.0.0.1:1/none"\n'
-        '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n'
-        '[chains.BASE]\nchain_id = 8453\nnetwork = "main"\nrpc_urls = ["http://127.0.0.1:1"]\n'
-    )
+    config.write_text(API_CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD")}
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "--config", str(config), "api"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        env=env,
-    )
+    result = run("--config", str(config), "api", env=env)
     assert result.returncode == 2
     assert "hd_xpub: not set; give INTENTD_HD_XPUB" in result.stderr
 
 
 def test_the_api_with_a_malformed_console_key_refuses_to_start(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
-    config.write_text(
-        '[database]\nurl = "postgresql://127.0.0.1:1/none"\n'
-        '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n'
-        '[chains.BASE]\nchain_id = 8453\nnetwork = "main"\nrpc_urls = ["http://127.0.0.1:1"]\n'
-    )
+    config.write_text(API_CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTENTD")}
     env["INTENTD_HD_MNEMONIC"] = " ".join(["abandon"] * 11 + ["about"])
     env["INTENTD_CONSOLE_KEY"] = "too short"
-    result = subprocess.run(
-        [sys.executable, "-m", "intentd", "--config", str(config), "api"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        env=env,
-    )
+    result = run("--config", str(config), "api", env=env)
     assert result.returncode == 2, result.stderr
     assert "console_key (INTENTD_CONSOLE_KEY) = <secret>: not 32 bytes" in result.stderr
     assert "too short" not in result.stderr

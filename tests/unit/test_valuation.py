@@ -14,6 +14,7 @@ from intentd.domain.fees import convert_units
 from intentd.domain.valuation import (
     Owed,
     Rate,
+    Revaluation,
     highest_price,
     lowest_price,
     principal_at,
@@ -55,15 +56,21 @@ def test_the_principal_is_what_creation_computes(owed: Decimal, price: Decimal, 
     assert principal_at(Owed(owed, "USD", Decimal(0)), Rate(price, Decimal(1)), d, d) == expected
 
 
+def revalued(made: tuple[Owed, Rate, int, int, int, int], price: Decimal) -> Revaluation:
+    """``made``'s intent revalued at ``price``."""
+    owed, _, total, fees, d_in, d_out = made
+    return revalue(
+        owed, Rate(price, Decimal(1)), total_due=total, fees=fees, decimals_in=d_in,
+        decimals_out=d_out,
+    )  # fmt: skip
+
+
 @given(intents(), PRICES)
 def test_the_relayer_never_bears_more_than_the_slippage(
     made: tuple[Owed, Rate, int, int, int, int], price: Decimal
 ) -> None:
-    owed, _, total, fees, d_in, d_out = made
-    found = revalue(
-        owed, Rate(price, Decimal(1)), total_due=total, fees=fees, decimals_in=d_in,
-        decimals_out=d_out,
-    )  # fmt: skip
+    owed, _, total, fees, _, _ = made
+    found = revalued(made, price)
     assert found.total_due >= total  # never lowered
     assert found.relayer_bears <= found.tolerance == tolerance(found.principal, owed.slippage)
     assert found.tolerance * 10_000 <= found.principal * owed.slippage * 10_000
@@ -77,11 +84,8 @@ def test_the_relayer_never_bears_more_than_the_slippage(
 def test_the_recipient_never_gets_less_than_owed_at_the_price_used(
     made: tuple[Owed, Rate, int, int, int, int], price: Decimal
 ) -> None:
-    owed, _, total, fees, d_in, d_out = made
-    found = revalue(
-        owed, Rate(price, Decimal(1)), total_due=total, fees=fees, decimals_in=d_in,
-        decimals_out=d_out,
-    )  # fmt: skip
+    owed, _, _, _, d_in, d_out = made
+    found = revalued(made, price)
     assert Fraction(found.amount_out, 10**d_out) * Fraction(price) >= Fraction(owed.amount)
     # and by less than one base unit of tokenIn (and one of tokenOut) more
     step = Fraction(10 ** max(d_in - d_out, 0), 10**d_in)

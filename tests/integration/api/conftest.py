@@ -3,24 +3,23 @@ database and the anvil chains of ``make infra-up``."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import pytest
-import uvicorn
+from fastapi import FastAPI
 from tests.conftest import CHAINS, chain_section
 
 from intentd.adapters.postgres import Connection, Pool, api_keys, clients
 from intentd.adapters.postgres.clients import Client
-from intentd.api.server import Server, bind
 from intentd.composition.api import api_app
 from intentd.credentials import generate_key
 from intentd.pricing import PriceSource
 from intentd.settings import Settings
+from intentd_dev.asgi_server import served
 
 SESSION_SECRET = "test-session-secret-" + "x" * 24
 TEST_WEBHOOK_KEY = "00" * 32
@@ -112,29 +111,15 @@ async def serve(
     *,
     prices: PriceSource | None = None,
     on_readiness: Callable[[bool], None] | None = None,
+    extensions: Sequence[Callable[[FastAPI], None]] = (),
 ) -> AsyncIterator[str]:
     """Serve the API on a free port (``pool`` None: the app opens its own, from the
-    settings' database URL)."""
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(
-        api_app(settings, pool=pool, prices=prices, on_readiness=on_readiness),
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_config=None,
+    settings' database URL); ``extensions`` as ``api_app`` takes them (the console's)."""
+    app = api_app(
+        settings, pool=pool, prices=prices, on_readiness=on_readiness, extensions=extensions
     )
-    server = Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+    async with served(app) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,11 @@ from typing import Any
 import aiohttp
 import pytest
 from tests.integration.api.conftest import MakeKey, api_sections
-from tests.integration.api.test_api_metrics import free_port, wait_ready
+from tests.integration.api.test_api_metrics import wait_ready
 from tests.support import PAYEE, daemon_env, start_daemon
 
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 MIB = 1024 * 1024
 UPLOAD = 200 * MIB

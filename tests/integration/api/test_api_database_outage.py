@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -30,7 +29,7 @@ from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
 
 from intentd.adapters.postgres import Pool
 from intentd.settings import Settings
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import TcpFaultProxy, proxy_for, through_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -41,18 +40,10 @@ ANSWER_TIMEOUT = 1.0
 RECOVERY_SECONDS = 30.0
 
 
-def through(database_url: str, proxy: TcpFaultProxy) -> str:
-    parts = urlsplit(database_url)
-    return parts._replace(netloc=f"{parts.username}@{proxy.address}").geturl()
-
-
 @pytest.fixture
 async def proxy(database_url: str) -> AsyncIterator[TcpFaultProxy]:
-    parts = urlsplit(database_url)
-    instance = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await instance.start()
-    yield instance
-    await instance.close()
+    async with proxy_for(database_url, 5432) as instance:
+        yield instance
 
 
 def outage_settings(
@@ -90,7 +81,7 @@ async def outage_api(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[OutageApi]:
     max_pool = getattr(request, "param", 4)
-    settings = outage_settings(infra, make_settings, through(database_url, proxy), max_pool)
+    settings = outage_settings(infra, make_settings, through_proxy(database_url, proxy), max_pool)
     readiness: list[bool] = []
     # the app's own pool, through the proxy
     async for url in serve(settings, None, on_readiness=readiness.append):
@@ -267,6 +258,21 @@ async def until_served(api: Api, w: World) -> None:
         await asyncio.sleep(0.1)
 
 
+async def served_world(api: OutageApi, make_key: MakeKey) -> World:
+    """:func:`world`, its session read once before any outage."""
+    w = await world(api, make_key)
+    status, _, _ = await api.call("GET", "/session", w.session_token)
+    assert status == 200
+    return w
+
+
+async def recovered(api: OutageApi, proxy: TcpFaultProxy, w: World) -> None:
+    """End the outage; until the app says it is ready and serves a read again."""
+    await proxy.restore()
+    await until_ready(api)
+    await until_served(api, w)
+
+
 async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
     outage_api: OutageApi,
     proxy: TcpFaultProxy,
@@ -274,9 +280,7 @@ async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
     library_logs: pytest.LogCaptureFixture,
 ) -> None:
     api = outage_api
-    w = await world(api, make_key)
-    status, _, _ = await api.call("GET", "/session", w.session_token)
-    assert status == 200
+    w = await served_world(api, make_key)
     assert api.readiness == [True]
 
     with structlog.testing.capture_logs() as logs:
@@ -288,9 +292,7 @@ async def test_a_cut_database_is_a_503_on_every_route_then_the_api_recovers(
         status, _, _ = await api.call("GET", "/chains", w.key)
         assert status == 200, "a route without the database still answers"
 
-        await proxy.restore()
-        await until_ready(api)
-        await until_served(api, w)
+        await recovered(api, proxy, w)
         for route, status, data, _, _ in await call_all(api, w):
             assert status < 500, (route, status, data)
     assert api.readiness == [True, False, True]
@@ -304,9 +306,7 @@ async def test_a_stalled_database_is_a_503_within_the_bound_on_every_route(
     library_logs: pytest.LogCaptureFixture,
 ) -> None:
     api = outage_api
-    w = await world(api, make_key)
-    status, _, _ = await api.call("GET", "/session", w.session_token)
-    assert status == 200
+    w = await served_world(api, make_key)
 
     with structlog.testing.capture_logs() as logs:
         proxy.stall()
@@ -317,9 +317,7 @@ async def test_a_stalled_database_is_a_503_within_the_bound_on_every_route(
         assert not slow, slow
         await until_readiness(api, False)
 
-        await proxy.restore()
-        await until_ready(api)
-        await until_served(api, w)
+        await recovered(api, proxy, w)
     assert_quiet_outage(logs, library_logs)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +20,7 @@ from tests.integration.api.conftest import Api, MakeKey, api_sections
 from tests.support import daemon_env, start_daemon, wait_exit
 
 from intentd.settings import Settings
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -71,13 +71,6 @@ async def test_requests_are_counted_by_route_template_and_status(
         for sample in family.samples
     }
     assert not any("987654321" in (name or "") for name in names)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def children(pid: int) -> list[int]:

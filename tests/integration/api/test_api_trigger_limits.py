@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -27,7 +26,7 @@ from intentd.api.connections import Database
 from intentd.api.problems import ApiProblem
 from intentd.api.trigger_gate import TriggerGate
 from intentd.settings import Settings
-from intentd_dev.fault_proxy import TcpFaultProxy
+from intentd_dev.fault_proxy import proxy_for, through_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -238,22 +237,19 @@ async def test_with_the_database_away_no_call_is_admitted(
     database_url: str, make_settings: Callable[..., Settings]
 ) -> None:
     """The admission fails closed: a 503, and the call never starts."""
-    parts = urlsplit(database_url)
-    proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    await proxy.start()
-    url = parts._replace(netloc=f"{parts.username}@{proxy.address}").geturl()
-    settings = make_settings(database={"url": url})
-    pool = await create_pool(url, min_size=1, max_size=2)
-    try:
-        gate = TriggerGate(settings, Database.of(settings, pool))
-        await proxy.cut()
-        started = []
-        with pytest.raises(ApiProblem) as refused:
-            async with gate.admit(1, "client:anyone"):
-                started.append(True)
-        assert (refused.value.status, refused.value.code) == (503, "database_unavailable")
-        assert started == []
-    finally:
-        await proxy.restore()
-        await pool.close()
-        await proxy.close()
+    async with proxy_for(database_url, 5432) as proxy:
+        url = through_proxy(database_url, proxy)
+        settings = make_settings(database={"url": url})
+        pool = await create_pool(url, min_size=1, max_size=2)
+        try:
+            gate = TriggerGate(settings, Database.of(settings, pool))
+            await proxy.cut()
+            started = []
+            with pytest.raises(ApiProblem) as refused:
+                async with gate.admit(1, "client:anyone"):
+                    started.append(True)
+            assert (refused.value.status, refused.value.code) == (503, "database_unavailable")
+            assert started == []
+        finally:
+            await proxy.restore()
+            await pool.close()

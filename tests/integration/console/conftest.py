@@ -4,7 +4,6 @@ by aiohttp sessions with a cookie jar of their own."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -14,7 +13,6 @@ from uuid import UUID
 
 import aiohttp
 import pytest
-import uvicorn
 from tests.integration.api.conftest import (
     Api,
     api_sections,
@@ -22,13 +20,12 @@ from tests.integration.api.conftest import (
     http,
     make_key,
     named_client,
+    serve,
 )
 
 from intentd.access import passwords
 from intentd.access.roles import Role
 from intentd.adapters.postgres import Pool, console_users
-from intentd.api.server import Server, bind
-from intentd.composition.api import api_app
 from intentd.console.mount import console_extensions
 from intentd.settings import Settings
 
@@ -47,34 +44,11 @@ def console_settings(infra: dict[str, str], make_settings: Callable[..., Setting
     return make_settings(**sections)
 
 
-async def serve(settings: Settings, pool: Pool) -> AsyncIterator[str]:
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(
-        api_app(settings, pool=pool, extensions=console_extensions(settings)),
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_config=None,
-    )
-    server = Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-
-
 @pytest.fixture(scope="session")
 async def console_api(
     console_settings: Settings, pool: Pool, http: aiohttp.ClientSession, fresh_addresses: None
 ) -> AsyncIterator[Api]:
-    async for url in serve(console_settings, pool):
+    async for url in serve(console_settings, pool, extensions=console_extensions(console_settings)):
         yield Api(url, console_settings, http)
 
 

@@ -10,9 +10,6 @@ is started again and the approver tries again: the refund is decided exactly onc
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,20 +17,21 @@ import aiohttp
 import pytest
 from tests.integration.api.conftest import Api, MakeKey
 from tests.integration.console.conftest import CONSOLE_KEY, Browser, Team
-from tests.integration.console.test_refund_approval import actions, funded, threshold
-from tests.support import daemon_env, start_daemon, wait_exit
+from tests.integration.console.test_refund_approval import (
+    actions,
+    approve,
+    funded,
+    threshold,
+    waits,
+)
+from tests.support import daemon_env, start_daemon, until_serving, wait_exit
 
 from intentd.access.roles import Role
 from intentd.adapters.postgres import Pool
 from intentd.faults import CRASH_EXIT_CODE
+from intentd_dev.devinfra.anvil import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def api_process(console_api: Api, log: Path, crash: str | None) -> tuple[str, object]:
@@ -49,18 +47,8 @@ async def api_process(console_api: Api, log: Path, crash: str | None) -> tuple[s
         env["INTENTD_CRASH_AT"] = crash
     process = start_daemon(["api"], env, log)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    async with aiohttp.ClientSession() as http:
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            try:
-                async with http.get(f"{url}/console") as answer:
-                    if answer.status == 200:
-                        return url, process
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
+    await until_serving(process, f"{url}/console", log)
+    return url, process
 
 
 @pytest.mark.timeout(240)
@@ -83,13 +71,9 @@ async def test_a_kill_inside_an_approval_neither_loses_nor_doubles_the_refund(
         approver.url = url
         assert (await approver.sign_in(team.emails[Role.OWNER]))[0] == 200
         await threshold(approver, "5")
-        status, body, _ = await console_api.call(
-            "POST", f"/intents/{record['intent_address']}/refund", key
-        )
-        assert status == 202, body
-        approval = body["approval"]["id"]
+        approval = (await waits(console_api, key, record, "refund"))["id"]
         with pytest.raises(aiohttp.ClientError):
-            await approver.call("POST", f"/approvals/{approval}/approve")
+            await approve(approver, approval)
         assert await wait_exit(process, 30) == CRASH_EXIT_CODE  # type: ignore[arg-type]
     finally:
         if process.poll() is None:  # type: ignore[attr-defined]
@@ -106,7 +90,7 @@ async def test_a_kill_inside_an_approval_neither_loses_nor_doubles_the_refund(
     url, process = await api_process(console_api, tmp_path / "api-2.log", None)
     try:
         approver.url = url
-        status, body = await approver.call("POST", f"/approvals/{approval}/approve")
+        status, body = await approve(approver, approval)
         if point == "approval.before_commit":
             assert status == 200, body
         else:

@@ -11,11 +11,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.integration.api.conftest import Api, MakeKey, api_sections
-from tests.integration.console.conftest import CONSOLE_KEY, Browser, Team, serve, signed_in
+from tests.integration.api.conftest import Api, MakeKey, api_sections, serve
+from tests.integration.console.conftest import CONSOLE_KEY, Browser, Team, signed_in
 
 from intentd.access.roles import Role
 from intentd.adapters.postgres import Pool, create_pool
+from intentd.console.mount import console_extensions
 from intentd.console.state import OVERVIEW_SHARE
 from intentd.settings import Settings
 
@@ -40,7 +41,7 @@ async def small_pool_api(
     settings = make_settings(**sections)
     own = await create_pool(database_url, max_size=POOL)
     try:
-        async for url in serve(settings, own):
+        async for url in serve(settings, own, extensions=console_extensions(settings)):
             yield Api(url, settings, http)
     finally:
         await own.close()

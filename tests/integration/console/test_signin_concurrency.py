@@ -16,11 +16,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.integration.api.conftest import api_sections
-from tests.integration.console.conftest import CONSOLE_KEY, PASSWORD, Team, serve
+from tests.integration.api.conftest import api_sections, serve
+from tests.integration.console.conftest import CONSOLE_KEY, PASSWORD, Team
 
 from intentd.access.roles import Role
 from intentd.adapters.postgres import Pool
+from intentd.console.mount import console_extensions
 from intentd.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -39,7 +40,8 @@ async def proxied(
         "signin_failures_per_source": SOURCE_LIMIT,
     }
     sections["console_key"] = CONSOLE_KEY
-    async for url in serve(make_settings(**sections), pool):
+    settings = make_settings(**sections)
+    async for url in serve(settings, pool, extensions=console_extensions(settings)):
         yield url
 
 

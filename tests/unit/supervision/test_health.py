@@ -4,11 +4,11 @@ progress, and what readiness says of both."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 from tests.log_capture import own_logs
+from tests.polling import until
 
 from intentd.backoff import Backoff
 from intentd.runtime import Readiness
@@ -34,13 +34,6 @@ class Dependency:
             raise ConnectionRefusedError("refused")
 
 
-async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.005)
-
-
 @pytest.fixture
 async def running() -> AsyncIterator[Callable[[Health], None]]:
     stops: list[tuple[asyncio.Event, asyncio.Task[None]]] = []
@@ -55,13 +48,19 @@ async def running() -> AsyncIterator[Callable[[Health], None]]:
         await asyncio.wait_for(task, 5)
 
 
-async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
-    running: Callable[[Health], None],
-) -> None:
+def watching_a_database() -> tuple[Readiness, Dependency, Health]:
+    """A health of fast probes watching a dependency as PostgreSQL, and its readiness."""
     readiness = Readiness()
     database = Dependency()
     health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
     health.watch(POSTGRESQL, database)
+    return readiness, database, health
+
+
+async def test_a_probe_that_fails_makes_the_process_not_ready_until_it_answers(
+    running: Callable[[Health], None],
+) -> None:
+    readiness, database, health = watching_a_database()
     with own_logs() as logs:
         running(health)  # inside: the lines of its probe task are this test's
         await until(lambda: database.probes > 0)
@@ -160,10 +159,7 @@ async def test_a_failed_task_makes_the_process_never_ready_and_ends_it() -> None
 async def test_waiting_for_a_dependency_is_not_a_stall(
     running: Callable[[Health], None],
 ) -> None:
-    readiness = Readiness()
-    database = Dependency()
-    health = Health(readiness=readiness, **FAST)  # type: ignore[arg-type]
-    health.watch(POSTGRESQL, database)
+    readiness, database, health = watching_a_database()
     running(health)
     health.begin("consumer", stall_after=0.1)
     database.up = False

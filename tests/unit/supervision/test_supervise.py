@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Callable
 
 import pytest
+from tests.polling import until
 
 from intentd.backoff import Backoff
 from intentd.runtime import (
@@ -52,13 +51,6 @@ class Database:
         self.probes += 1
         if not self.up:
             raise ConnectionRefusedError("refused")
-
-
-async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await asyncio.sleep(0.005)
 
 
 def fast_health(readiness: Readiness | None = None, **kwargs: object) -> Health:
