@@ -37,7 +37,14 @@ from intentd.domain.intent import Intent, Terms
 from intentd.domain.status import FundingStatus, IntentStatus
 from intentd.domain.valuation import Owed, render_valuation
 
-__all__ = ["FundingStatusText", "IntentRecord", "IntentRow", "IntentStatusText", "render_record"]
+__all__ = [
+    "FundingStatusText",
+    "IntentRecord",
+    "IntentRow",
+    "IntentStatusText",
+    "IntentTerms",
+    "render_record",
+]
 
 if TYPE_CHECKING:
     IntentStatusText = str
@@ -47,9 +54,12 @@ else:
     FundingStatusText = values_of(FundingStatus)
 
 
-@dataclass(frozen=True, slots=True)
-class IntentRow:
-    id: int
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntentTerms:
+    """What an intent asks, as planned from its request: the fields a stored intent
+    (:class:`IntentRow`) and one about to be stored (``intents.ports.NewIntent``) share,
+    written once."""
+
     client_id: UUID
     sender: str | None
     initial_amount: str
@@ -69,13 +79,30 @@ class IntentRow:
     app_fee_in_usd: Decimal
     total_in_usd: Decimal | None
     slippage: Decimal
-    address_index: int
-    intent_address: str
     recipient: str
     refund_address: str
-    relayer: str
     coordinator: str
     bridger: str
+    metadata: dict[str, Any]
+    expires_at: datetime
+    session_id: str | None = None
+    """The payment-modal session the intent was created in (see docs/api.md), if any."""
+    owed_amount: Decimal | None = None
+    """What the recipient is owed, in ``owed_symbol``, when ``amount`` was converted at a
+    price (the intent is then revalued at each credit); None otherwise."""
+    owed_symbol: str | None = None
+    prices: list[dict[str, Any]] | None = None
+    """The USD prices the intent was created at (as its quote showed them)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntentRow(IntentTerms):
+    """An intent as stored: its terms and what became of it."""
+
+    id: int
+    address_index: int
+    intent_address: str
+    relayer: str
     bridge_extra_data: str
     status: IntentStatus
     funding_status: FundingStatus
@@ -84,20 +111,10 @@ class IntentRow:
     needs_relay: bool
     event_sequence: int
     version: int
-    metadata: dict[str, Any]
-    expires_at: datetime
     created_at: datetime
     updated_at: datetime
-    session_id: str | None = None
-    """The payment-modal session the intent was created in (see docs/api.md), if any."""
     refunded: int = 0
     """Credited ``tokenIn`` already decided to go back to the user (``Intent.refunded``)."""
-    owed_amount: Decimal | None = None
-    """What the recipient is owed, in ``owed_symbol``, when ``amount`` was converted at a
-    price (the intent is then revalued at each credit); None otherwise."""
-    owed_symbol: str | None = None
-    prices: list[dict[str, Any]] | None = None
-    """The USD prices the intent was created at (as its quote showed them)."""
     valuation: dict[str, Any] | None = None
     """The last revaluation (:func:`render_record` shows it), or None."""
     awaiting_price: bool = False

@@ -14,55 +14,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime
-from decimal import Decimal
-from typing import Any, Protocol
+from typing import Protocol
 from uuid import UUID
 
-from intentd.contract.record import IntentRow
+from intentd.contract.record import IntentRow, IntentTerms
 
 __all__ = ["AddressedIntent", "IntentSession", "IntentStore", "NewIntent", "NoConnection"]
 
 
-@dataclass(frozen=True, slots=True)
-class NewIntent:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewIntent(IntentTerms):
     """An intent to store, as planned from a request (``intents.service.plan_intent``)."""
 
-    client_id: UUID
     idempotency_key: str | None
     request_hash: str
-    sender: str | None
-    initial_amount: str
-    amount_symbol: str | None
-    source_chain: str
-    destination_chain: str
-    token_in: str
-    token_out: str
-    token_out_decimals: int
-    asset_token_symbol: str
-    asset_token_decimals: int
-    total_due: int
-    fees_in_asset: int
-    app_fee_in_asset: int
-    amount_out: int
-    fees_in_usd: Decimal
-    app_fee_in_usd: Decimal
-    total_in_usd: Decimal | None
-    slippage: Decimal
-    recipient: str
-    refund_address: str
-    coordinator: str
-    bridger: str
-    metadata: dict[str, Any]
-    expires_at: datetime
-    session_id: str | None = None
-    """The payment-modal session the intent was created in, if any."""
-    owed_amount: Decimal | None = None
-    """What the recipient is owed in ``owed_symbol`` when ``amount`` was converted at a
-    price (the intent is then revalued at each credit; ``slippage`` applies)."""
-    owed_symbol: str | None = None
-    prices: list[dict[str, Any]] | None = None
-    """The USD prices it was priced at (``domain.valuation.PriceUsed.as_json``)."""
 
 
 @dataclass(frozen=True, slots=True)
